@@ -1,0 +1,26 @@
+"""The numerical layer: problems, prox operators, Stoc-iALM with PStorm, and IPC.
+
+Arrays in, a result object out; nothing here imports scikit-learn.
+"""
+
+from .ialm import PRESETS, IALMResult, stoc_ialm
+from .kkt import optimal_dual, original_residuals, slack_residuals
+from .problem import FiniteSumProblem, FunctionProblem, Problem, SampledProblem
+from .prox import L1, Box, NoProx, Prox
+
+__all__ = [
+    "L1",
+    "PRESETS",
+    "Box",
+    "FiniteSumProblem",
+    "FunctionProblem",
+    "IALMResult",
+    "NoProx",
+    "Problem",
+    "Prox",
+    "SampledProblem",
+    "optimal_dual",
+    "original_residuals",
+    "slack_residuals",
+    "stoc_ialm",
+]

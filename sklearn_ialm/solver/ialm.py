@@ -1,0 +1,419 @@
+"""Stoc-iALM (Algorithm 1 of the paper) with PStorm as the subroutine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .kkt import original_residuals, slack_residuals
+from .pstorm import AugmentedLagrangianEstimator, Counter, pstorm
+from .smoothness import estimate_smoothness
+
+__all__ = ["PRESETS", "IALMResult", "stoc_ialm"]
+
+#: Named settings. ``"default"`` is the best we measured (see the user guide and
+#: ``benchmarks/results``); ``"paper"`` is the paper's Section 5 reading of Algorithms 1-2:
+#: two independent batches for ``J^T c`` (Lemma 4), the momentum estimate re-initialised
+#: from ``m0`` fresh samples at every outer iteration, and the step ``1/L(beta)``.
+PRESETS: dict[str, dict] = {
+    "default": dict(
+        estimator="ustat",
+        momentum="warm",
+        step_scale=1.0,
+        penalty_scale=1.0,
+        slack_step="exact",
+        delta=0.01,
+    ),
+    "paper": dict(
+        estimator="independent",
+        momentum="restart",
+        step_scale=1.0,
+        penalty_scale=1.0,
+        slack_step="shared",
+        delta=0.01,
+    ),
+}
+
+
+@dataclass
+class IALMResult:
+    """What :func:`stoc_ialm` returns.
+
+    Attributes
+    ----------
+    x : ndarray of shape (n_params,)
+        The returned point (the last one the stopping rule evaluated).
+    slack : ndarray of shape (n_inequalities,)
+        Slack variables of the inequality constraints.
+    multipliers : ndarray of shape (n_constraints,)
+        The multiplier that certifies the dual residual, ``y_k + beta_k (c(x) + E s)``.
+    primal_residual, dual_residual : float
+        Residuals of the slack reformulation at ``(x, slack)`` (the stopping rule).
+    kkt_primal_residual, kkt_dual_residual : float
+        Residuals of the original problem with the optimal nonnegative multiplier
+        ``kkt_multipliers`` (the paper's eq. (opt-dual), how IPC is judged).
+    objective : float
+        ``g(x) + h(x)`` on the evaluation batch.
+    constraint_values : ndarray of shape (n_constraints,)
+        ``c(x)`` on the evaluation batch.
+    converged : bool
+        Both residuals ``<= tol``.
+    n_iter, n_outer_iter : int
+        Inner (PStorm) and outer iterations.
+    n_data_passes : float
+        Per-sample oracle evaluations divided by the number of samples (objective plus
+        constraint rows); ``nan`` for a sampled problem.
+    n_oracle_calls : int
+        Per-sample oracle evaluations.
+    n_draws : tuple (objective, constraint)
+        Samples drawn, each counted once.
+    history : dict of ndarray
+        One entry per evaluation of the stopping rule: ``data_passes``, ``oracle_calls``,
+        ``objective_draws``, ``constraint_draws``, ``inner_iter``, ``outer_iter``, ``beta``,
+        ``primal_residual``, ``dual_residual``, ``objective``, ``constraint`` (the largest
+        constraint value ``max_j c_j(x)``).
+    message : str
+    settings : dict
+        Every setting the run used.
+    """
+
+    x: np.ndarray
+    slack: np.ndarray
+    multipliers: np.ndarray
+    primal_residual: float
+    dual_residual: float
+    kkt_primal_residual: float
+    kkt_dual_residual: float
+    kkt_multipliers: np.ndarray
+    objective: float
+    constraint_values: np.ndarray
+    converged: bool
+    n_iter: int
+    n_outer_iter: int
+    n_data_passes: float
+    n_oracle_calls: int
+    n_draws: tuple
+    history: dict
+    message: str
+    settings: dict = field(repr=False)
+
+
+def _check_positive(name, value, *, integer=False, strict=True, upper=None):
+    ok = np.isfinite(value) and (value > 0 if strict else value >= 0)
+    if integer:
+        ok = ok and float(value).is_integer()
+    if upper is not None:
+        ok = ok and value < upper
+    if not ok:
+        what = "an integer" if integer else "a number"
+        bound = "> 0" if strict else ">= 0"
+        extra = f" and < {upper}" if upper is not None else ""
+        raise ValueError(f"{name} must be {what} {bound}{extra}, got {value!r}.")
+
+
+def stoc_ialm(
+    problem,
+    *,
+    x0=None,
+    tol: float = 1e-2,
+    preset: str = "default",
+    beta0: float = 1.0,
+    sigma: float = 2.5,
+    gamma: float = 1.0,
+    batch_size: int = 30,
+    m0: int | None = None,
+    delta: float | None = None,
+    step_scale: float | None = None,
+    penalty_scale: float | None = None,
+    estimator: str | None = None,
+    momentum: str | None = None,
+    eval_every: int = 50,
+    max_passes: float = 100.0,
+    max_oracle_calls: int | None = None,
+    max_outer_iter: int = 60,
+    multiplier_samples: int | None = None,
+    y0=None,
+    slack0=None,
+    random_state=None,
+    verbose: int = 0,
+) -> IALMResult:
+    """Solve ``min g(x) + h(x) s.t. c_E(x) = 0, c_I(x) <= 0`` by Stoc-iALM with PStorm.
+
+    Algorithm 1 of the paper: for ``k = 0, 1, ...`` with ``beta_k = beta0 * sigma**k``,
+    PStorm approximately minimises the augmented Lagrangian
+    ``L(x, s, y) = f0(x) + y.k + beta_k/2 ||k||^2`` with ``k = c(x) + E s`` (inequalities get
+    nonnegative slacks ``s``), then ``y += min(beta_k, gamma/||k||) k``. An outer iteration ends
+    when the dual residual (the stationarity of ``L``) evaluated on the evaluation batch is
+    ``<= tol``; the run stops when the primal residual ``||k||`` is ``<= tol`` as well. The
+    residuals are evaluated every ``eval_every`` inner iterations, as in the paper's
+    experiments; those evaluations are not counted as data passes.
+
+    Parameters
+    ----------
+    problem : Problem
+        A :class:`~sklearn_ialm.solver.FiniteSumProblem`, :class:`SampledProblem` or any
+        object with the same protocol.
+    x0 : array-like of shape (n_params,), optional
+        Starting point (zeros by default, as in the paper).
+    tol : float, default=1e-2
+        The ``eps`` of the eps-KKT stopping rule.
+    preset : {"default", "paper"}, default="default"
+        Named settings for ``estimator``, ``momentum``, ``step_scale``, ``penalty_scale`` and
+        ``delta``; an explicit argument overrides the preset. See :data:`PRESETS`.
+    beta0, sigma : float, default=1.0, 2.5
+        Penalty schedule ``beta_k = beta0 * sigma**k``.
+    gamma : float, default=1.0
+        Cap of the multiplier step, ``min(beta_k, gamma / ||k||)``.
+    batch_size : int, default=30
+        Minibatch size ``b`` for the objective and for the constraints (``b >= 2``).
+    m0 : int, optional
+        Size of the batch that initialises the momentum estimate (default ``batch_size``).
+    delta : float in (0, 1)
+        STORM momentum parameter.
+    step_scale, penalty_scale : float
+        The step is ``step_scale / (L0 + penalty_scale * LJ * beta_k)`` with
+        ``problem.smoothness = (L0, LJ)`` (estimated if the problem has none).
+    estimator : {"ustat", "independent"}
+        Unbiased estimator of the penalty gradient ``beta J^T k`` (see
+        :mod:`sklearn_ialm.solver.pstorm`).
+    momentum : {"warm", "restart"}
+        At a new outer iteration, ``"restart"`` re-initialises the momentum estimate from
+        ``m0`` fresh samples (Algorithm 2); ``"warm"`` keeps it and adds an unbiased
+        correction for the change of ``(y, beta)`` computed on ``batch_size`` fresh
+        constraint samples at the same point.
+    eval_every : int, default=50
+        Inner iterations between two evaluations of the stopping rule.
+    max_passes : float, default=100
+        Budget in data passes (finite sums).
+    max_oracle_calls : int, optional
+        Budget in per-sample oracle calls (sampled problems; default ``10**7``).
+    max_outer_iter : int, default=60
+    multiplier_samples : int, optional
+        ``M_k``: fresh constraint samples for ``c(x_{k+1})`` in the multiplier step. By default
+        the value on the evaluation batch is used (all rows of a finite sum, as in the paper).
+    y0, slack0 : array-like, optional
+        Initial multipliers and slacks (warm starts).
+    random_state : int, numpy Generator, SeedSequence or None
+    verbose : int, default=0
+        ``> 0`` prints one line per outer iteration.
+
+    Returns
+    -------
+    IALMResult
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}.")
+    settings = dict(PRESETS[preset])
+    for name, value in dict(
+        delta=delta,
+        step_scale=step_scale,
+        penalty_scale=penalty_scale,
+        estimator=estimator,
+        momentum=momentum,
+    ).items():
+        if value is not None:
+            settings[name] = value
+    if settings["momentum"] not in ("warm", "restart"):
+        raise ValueError(f"momentum must be 'warm' or 'restart', got {settings['momentum']!r}.")
+    _check_positive("tol", tol)
+    _check_positive("beta0", beta0)
+    if not (np.isfinite(sigma) and sigma > 1):
+        raise ValueError(f"sigma must be a number > 1, got {sigma!r}.")
+    _check_positive("gamma", gamma)
+    if not (float(batch_size).is_integer() and batch_size >= 2):
+        raise ValueError(f"batch_size must be an integer >= 2, got {batch_size!r}.")
+    _check_positive("delta", settings["delta"], upper=1)
+    _check_positive("step_scale", settings["step_scale"])
+    _check_positive("penalty_scale", settings["penalty_scale"], strict=False)
+    _check_positive("eval_every", eval_every, integer=True)
+    _check_positive("max_passes", max_passes)
+    batch_size = int(batch_size)
+    m0 = batch_size if m0 is None else int(m0)
+    _check_positive("m0", m0, integer=True)
+
+    rng = np.random.default_rng(random_state)
+    est = AugmentedLagrangianEstimator(problem, settings["estimator"])
+    p, m, ineq = est.p, est.m, est.ineq
+    h = problem.h
+
+    x = np.zeros(p) if x0 is None else np.array(x0, dtype=float).reshape(p)
+    s = np.zeros(est.n_slack) if slack0 is None else np.array(slack0, dtype=float)
+    s = np.maximum(s.reshape(est.n_slack), 0.0)
+    y = np.zeros(m) if y0 is None else np.array(y0, dtype=float).reshape(m)
+    z = np.concatenate([h.prox(x, 1.0) if x0 is not None else x, s])
+
+    if problem.finite:
+        n_samples = problem.n_samples
+        budget = max_passes * n_samples
+    else:
+        n_samples = None
+        budget = 10**7 if max_oracle_calls is None else int(max_oracle_calls)
+
+    L0, LJ = problem.smoothness or estimate_smoothness(problem, x, rng)
+    counter = Counter()
+    hist = {
+        k: []
+        for k in (
+            "data_passes",
+            "oracle_calls",
+            "objective_draws",
+            "constraint_draws",
+            "inner_iter",
+            "outer_iter",
+            "beta",
+            "primal_residual",
+            "dual_residual",
+            "objective",
+            "constraint",
+        )
+    }
+    state = {}
+    n_iter = 0
+
+    def passes():
+        return counter.evaluations / n_samples if n_samples else np.nan
+
+    def evaluate(z, y, beta, k, inner):
+        """Residuals at z for the AL at (y, beta) on the evaluation batch, into the history."""
+        xk, sk = z[:p], z[p:]
+        f0, grad, c, jac_t = problem.full_evaluation(xk, rng)
+        kk = c.copy()
+        kk[ineq] += sk
+        y_cert = y + beta * kk
+        pres, dres = slack_residuals(xk, sk, y_cert, grad, c, jac_t, h, ineq)
+        state.update(z=z, c=c, k=kk, y_cert=y_cert, pres=pres, dres=dres, f0=f0, grad=grad)
+        state["jac_t"] = jac_t
+        for key, val in (
+            ("data_passes", passes()),
+            ("oracle_calls", counter.evaluations),
+            ("objective_draws", counter.objective_draws),
+            ("constraint_draws", counter.constraint_draws),
+            ("inner_iter", inner),
+            ("outer_iter", k),
+            ("beta", beta),
+            ("primal_residual", pres),
+            ("dual_residual", dres),
+            ("objective", f0 + h.value(xk)),
+            ("constraint", float(np.max(c)) if m else np.nan),
+        ):
+            hist[key].append(val)
+        return pres, dres
+
+    def init_momentum(z, y, beta):
+        batches = est.draw(rng, m0, counter)
+        return est.gradient(z, y, beta, batches, counter)
+
+    beta = float(beta0)
+    d = init_momentum(z, y, beta)
+    converged = False
+    k = 0
+    message = "maximum number of outer iterations reached"
+    for k in range(max_outer_iter):  # noqa: B007 - k is read after the loop
+        beta = beta0 * sigma**k
+        eta = settings["step_scale"] / (L0 + settings["penalty_scale"] * LJ * beta)
+        # The slack block of the AL is a quadratic with curvature beta: 1/beta is its exact
+        # step. The paper's reading takes the one step for all of z.
+        eta_slack = eta if settings["slack_step"] == "shared" else min(eta, 1.0 / beta)
+
+        def check(zc, t, y=y, beta=beta, k=k, base=n_iter):
+            return evaluate(zc, y, beta, k, base + t)[1] <= tol
+
+        z, d, t, stopped = pstorm(
+            est,
+            z,
+            d,
+            y,
+            beta,
+            eta=eta,
+            eta_slack=eta_slack,
+            delta=settings["delta"],
+            batch_size=batch_size,
+            rng=rng,
+            counter=counter,
+            check=check,
+            eval_every=eval_every,
+            budget=budget,
+        )
+        n_iter += t
+        if not stopped:
+            # Budget spent: judge the last iterate.
+            if state.get("z") is not z:
+                evaluate(z, y, beta, k, n_iter)
+            message = "budget of data passes spent" if problem.finite else "oracle budget spent"
+            break
+        if state["pres"] <= tol:
+            converged = True
+            message = "converged: primal and dual residuals <= tol"
+            break
+        # Multiplier step (Algorithm 1), on the evaluation batch or on M_k fresh samples.
+        kk = state["k"]
+        if multiplier_samples is not None:
+            bc = problem.sample(rng, int(multiplier_samples), "constraint")
+            C, _ = problem.constraints(z[:p], bc)
+            counter.constraint_evaluations += C.shape[0]
+            counter.constraint_draws += C.shape[0]
+            kk = est.k(C, z[p:]).mean(axis=0)
+        y_old, beta_old = y, beta
+        y = y + min(beta, gamma / float(np.linalg.norm(kk))) * kk
+        if verbose:
+            print(
+                f"[stoc_ialm] k={k:2d} beta={beta:9.3g} pres={state['pres']:.2e} "
+                f"dres={state['dres']:.2e} max c={np.max(state['c']):+.3e} "
+                f"passes={passes():.3f}"
+            )
+        beta_next = beta0 * sigma ** (k + 1)
+        if m and settings["momentum"] == "warm":
+            bc = problem.sample(rng, batch_size, "constraint")
+            counter.constraint_draws += batch_size
+            d = d + est.multiplier_change(z, y_old, beta_old, y, beta_next, bc, counter)
+        else:
+            d = init_momentum(z, y, beta_next)
+    if verbose:
+        print(
+            f"[stoc_ialm] k={k:2d} beta={beta:9.3g} pres={state['pres']:.2e} "
+            f"dres={state['dres']:.2e} passes={passes():.3f} -- {message}"
+        )
+
+    z = state["z"]
+    xk, sk = z[:p].copy(), z[p:].copy()
+    c = state["c"]
+    if m:
+        jac = np.vstack([state["jac_t"](e) for e in np.eye(m)])
+    else:
+        jac = np.zeros((0, p))
+    kpres, kdres, kz = original_residuals(xk, state["grad"], jac, c, h, ineq)
+    history = {key: np.asarray(val) for key, val in hist.items()}
+    return IALMResult(
+        x=xk,
+        slack=sk,
+        multipliers=state["y_cert"],
+        primal_residual=state["pres"],
+        dual_residual=state["dres"],
+        kkt_primal_residual=kpres,
+        kkt_dual_residual=kdres,
+        kkt_multipliers=kz,
+        objective=state["f0"] + h.value(xk),
+        constraint_values=c,
+        converged=converged,
+        n_iter=n_iter,
+        n_outer_iter=k + 1,
+        n_data_passes=passes(),
+        n_oracle_calls=counter.evaluations,
+        n_draws=(counter.objective_draws, counter.constraint_draws),
+        history=history,
+        message=message,
+        settings=dict(
+            settings,
+            preset=preset,
+            tol=tol,
+            beta0=beta0,
+            sigma=sigma,
+            gamma=gamma,
+            batch_size=batch_size,
+            m0=m0,
+            eval_every=eval_every,
+            smoothness=(L0, LJ),
+        ),
+    )
+

@@ -1,0 +1,288 @@
+"""The constrained problem seen by the solvers.
+
+``min_x g(x) + h(x)  s.t.  c_E(x) = 0,  c_I(x) <= 0``
+
+with ``g(x) = E[G0(x; xi)]`` and ``c(x) = E[C(x; xi)]`` in ``R^m``. In the finite-sum case
+``xi`` is a row index, uniform over ``n_objective_samples`` rows for ``g`` and over
+``n_constraint_samples`` rows for ``c`` (the two sets may differ, like the paper's D and S).
+In the expectation case a *sampler* draws ``xi`` on demand (:class:`SampledProblem`).
+
+The solver only ever asks a problem for
+
+* ``sample(rng, size, kind)``: a batch of ``size`` i.i.d. draws for ``kind`` in
+  ``{"objective", "constraint"}`` (row indices, or samples from a sampler);
+* ``evaluation_batch(rng, kind)``: the batch on which the stopping rule is evaluated (all rows
+  of a finite sum; a fresh large sample for a sampler);
+* ``objective(x, batch)``: the mean of ``grad G0(x; xi)`` over the batch;
+  ``objective_value(x, batch)`` its value;
+* ``constraints(x, batch)``: the per-sample values ``C(x; xi_i)`` as a ``(b, m)`` array and a
+  vector-Jacobian product ``vjp(U) = sum_i J_C(x; xi_i)^T U_i`` for a ``(b, m)`` array ``U``.
+
+The vjp form lets the solver build any unbiased estimator of ``J(x)^T c(x)`` from one batch
+(the U-statistic over distinct pairs) without ever forming a Jacobian. Inequalities become
+``c_I(x) + s = 0`` with slacks ``s >= 0`` inside the solver; problems never see slacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .prox import NoProx, Prox
+
+__all__ = ["FiniteSumProblem", "FunctionProblem", "Problem", "SampledProblem"]
+
+KINDS = ("objective", "constraint")
+
+
+class Problem:
+    """Base class of constrained problems (see the module docstring for the protocol).
+
+    Attributes
+    ----------
+    n_params : int
+        Dimension of ``x``.
+    n_constraints : int
+        Number ``m`` of constraint functions.
+    inequality : ndarray of bool, shape (m,)
+        ``True`` where the constraint reads ``c_j(x) <= 0``, ``False`` for ``c_j(x) = 0``.
+    h : Prox
+        The nonsmooth convex part of the objective.
+    smoothness : tuple (L0, LJ) or None
+        The step rule uses ``L(beta) = L0 + LJ * beta`` as the smoothness of the augmented
+        Lagrangian; ``None`` lets the solver estimate it from finite differences.
+    finite : bool
+        ``True`` for a finite sum (cost counted in data passes), ``False`` for a sampler
+        (cost counted in oracle calls).
+    """
+
+    n_params: int
+    n_constraints: int = 0
+    inequality: np.ndarray
+    h: Prox = NoProx()
+    smoothness: tuple[float, float] | None = None
+    finite: bool = True
+
+    # --- sampling -------------------------------------------------------------------------
+    def sample(self, rng: np.random.Generator, size: int, kind: str) -> Any:
+        raise NotImplementedError
+
+    def evaluation_batch(self, rng: np.random.Generator, kind: str) -> Any:
+        raise NotImplementedError
+
+    def batch_size(self, batch: Any, kind: str) -> int:
+        raise NotImplementedError
+
+    # --- oracles --------------------------------------------------------------------------
+    def objective(self, x: np.ndarray, batch: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def objective_value(self, x: np.ndarray, batch: Any) -> float:
+        raise NotImplementedError
+
+    def constraints(self, x: np.ndarray, batch: Any) -> tuple[np.ndarray, Callable]:
+        raise NotImplementedError
+
+    # --- conveniences built on the oracles ------------------------------------------------
+    def full_evaluation(self, x: np.ndarray, rng=None, batches=None):
+        """Objective value and gradient, constraint values and a vjp on the evaluation batches.
+
+        Returns ``(f0, grad_g, c, jac_t)`` where ``jac_t(v) = J(x)^T v`` for ``v`` in ``R^m``.
+        """
+        if batches is None:
+            batches = (
+                self.evaluation_batch(rng, "objective"),
+                self.evaluation_batch(rng, "constraint"),
+            )
+        bo, bc = batches
+        grad = self.objective(x, bo)
+        f0 = self.objective_value(x, bo)
+        if self.n_constraints == 0:
+            return f0, grad, np.zeros(0), lambda v: np.zeros_like(x)
+        C, vjp = self.constraints(x, bc)
+        n = C.shape[0]
+        c = C.mean(axis=0)
+
+        def jac_t(v):
+            return vjp(np.broadcast_to(np.asarray(v, dtype=float) / n, C.shape))
+
+        return f0, grad, c, jac_t
+
+
+class FiniteSumProblem(Problem):
+    """A finite sum: ``xi`` is a row index drawn uniformly with replacement.
+
+    Subclasses implement the oracles on integer index arrays; the evaluation batch is
+    ``slice(None)`` (every row), which subclasses must accept too.
+    """
+
+    finite = True
+
+    def __init__(self, n_objective_samples: int, n_constraint_samples: int):
+        self.n_objective_samples = int(n_objective_samples)
+        self.n_constraint_samples = int(n_constraint_samples)
+
+    def _n(self, kind):
+        return self.n_objective_samples if kind == "objective" else self.n_constraint_samples
+
+    def sample(self, rng, size, kind):
+        # i.i.d. draws (with replacement): the U-statistic over distinct positions of one
+        # batch is then exactly unbiased for J^T c.
+        return rng.integers(self._n(kind), size=size)
+
+    def evaluation_batch(self, rng, kind):
+        return slice(None)
+
+    def batch_size(self, batch, kind):
+        if isinstance(batch, slice):
+            return self._n(kind)
+        return len(batch)
+
+    @property
+    def n_samples(self) -> int:
+        """Samples in one data pass: objective rows plus constraint rows."""
+        return self.n_objective_samples + (self.n_constraint_samples if self.n_constraints else 0)
+
+
+class SampledProblem(Problem):
+    """An expectation problem: a sampler draws ``xi`` on demand.
+
+    Parameters
+    ----------
+    sampler : callable ``(rng, n) -> samples``
+        Draws ``n`` i.i.d. samples of ``xi`` (any object that ``objective`` and ``constraints``
+        understand, typically an array with one row per sample).
+    objective : callable ``(x, samples) -> (value, grad)``
+        Mean value and mean gradient of ``G0(x; xi)`` over the samples.
+    constraints : callable ``(x, samples) -> (C, J)``
+        Per-sample constraint values ``C`` of shape ``(n, m)`` and Jacobians ``J`` of shape
+        ``(n, m, d)``.
+    n_params, n_constraints : int
+    inequality : bool or array of bool
+    evaluation_size : int
+        Size of the fresh sample on which residuals are estimated for the stopping rule.
+    h : Prox, optional
+    smoothness : (L0, LJ), optional
+    """
+
+    finite = False
+
+    def __init__(
+        self,
+        sampler,
+        objective,
+        constraints,
+        n_params,
+        n_constraints,
+        inequality=True,
+        evaluation_size=10_000,
+        h=None,
+        smoothness=None,
+    ):
+        self.sampler = sampler
+        self._objective = objective
+        self._constraints = constraints
+        self.n_params = int(n_params)
+        self.n_constraints = int(n_constraints)
+        self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (n_constraints,))
+        self.evaluation_size = int(evaluation_size)
+        self.h = NoProx() if h is None else h
+        self.smoothness = smoothness
+
+    def sample(self, rng, size, kind):
+        return self.sampler(rng, size)
+
+    def evaluation_batch(self, rng, kind):
+        return self.sampler(rng, self.evaluation_size)
+
+    def batch_size(self, batch, kind):
+        return len(batch)
+
+    def objective(self, x, batch):
+        return np.asarray(self._objective(x, batch)[1], dtype=float)
+
+    def objective_value(self, x, batch):
+        return float(self._objective(x, batch)[0])
+
+    def constraints(self, x, batch):
+        C, J = self._constraints(x, batch)
+        C = np.asarray(C, dtype=float).reshape(len(batch), self.n_constraints)
+        J = np.asarray(J, dtype=float).reshape(len(batch), self.n_constraints, self.n_params)
+        return C, lambda U: np.einsum("bm,bmd->d", U, J)
+
+
+class FunctionProblem(FiniteSumProblem):
+    """A finite-sum problem from plain callables on row indices.
+
+    Parameters
+    ----------
+    objective : callable ``(x, idx) -> (value, grad)``
+        Mean value and gradient of the objective terms of rows ``idx`` (an integer array, or
+        ``slice(None)`` for all rows).
+    constraints : callable ``(x, idx) -> (C, J)``
+        Per-row constraint values ``(len(idx), m)`` and Jacobians ``(len(idx), m, d)``.
+    n_params : int
+    n_objective_samples, n_constraint_samples : int
+    inequality : bool or array of bool, shape (m,)
+    h : Prox, optional
+    smoothness : (L0, LJ), optional
+
+    Examples
+    --------
+    Minimise the mean of ``|x - a_i|^2 / 2`` subject to ``x_0 + x_1 <= 1`` (the constraint is
+    the same for every row here):
+
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import FunctionProblem, stoc_ialm
+    >>> a = np.random.default_rng(0).normal(1.0, 0.1, size=(200, 2))
+    >>> def objective(x, idx):
+    ...     r = x - a[idx]
+    ...     return 0.5 * np.mean(np.sum(r**2, axis=1)), r.mean(axis=0)
+    >>> def constraints(x, idx):
+    ...     n = len(a[idx])
+    ...     return np.full((n, 1), x.sum() - 1.0), np.ones((n, 1, 2))
+    >>> problem = FunctionProblem(objective, constraints, n_params=2,
+    ...                           n_objective_samples=200, n_constraint_samples=200,
+    ...                           inequality=True, smoothness=(1.0, 2.0))
+    >>> result = stoc_ialm(problem, random_state=0)
+    >>> bool(result.converged), np.round(result.x, 1)
+    (True, array([0.5, 0.5]))
+    """
+
+    def __init__(
+        self,
+        objective,
+        constraints,
+        n_params,
+        n_objective_samples,
+        n_constraint_samples,
+        inequality=True,
+        h=None,
+        smoothness=None,
+        n_constraints=None,
+    ):
+        super().__init__(n_objective_samples, n_constraint_samples)
+        self._objective = objective
+        self._constraints = constraints
+        self.n_params = int(n_params)
+        if n_constraints is None:
+            n_constraints = np.size(inequality) if np.ndim(inequality) else 1
+        self.n_constraints = int(n_constraints)
+        self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (n_constraints,))
+        self.h = NoProx() if h is None else h
+        self.smoothness = smoothness
+
+    def objective(self, x, batch):
+        return np.asarray(self._objective(x, batch)[1], dtype=float)
+
+    def objective_value(self, x, batch):
+        return float(self._objective(x, batch)[0])
+
+    def constraints(self, x, batch):
+        C, J = self._constraints(x, batch)
+        n = self.batch_size(batch, "constraint")
+        C = np.asarray(C, dtype=float).reshape(n, self.n_constraints)
+        J = np.asarray(J, dtype=float).reshape(n, self.n_constraints, self.n_params)
+        return C, lambda U: np.einsum("bm,bmd->d", U, J)

@@ -1,0 +1,204 @@
+"""PStorm (Algorithm 2 of the paper) on the augmented Lagrangian of a constrained problem.
+
+The iterate is ``z = (x, s)``: the model parameters and one nonnegative slack per
+inequality. For a multiplier ``y`` and penalty ``beta`` the smooth part of the augmented
+Lagrangian is
+
+    Phi(z) = g(x) + y . k(z) + beta/2 ||k(z)||^2,   k(z) = c(x) + E s,
+
+and PStorm needs an unbiased estimator of ``grad Phi`` from a minibatch. The term that needs
+care is ``beta J(x)^T k(z)``, a product of two expectations. Two unbiased estimators:
+
+``"independent"`` (the paper's Lemma 4)
+    ``J`` from one batch and ``k`` from a second, independent batch.
+``"ustat"``
+    One batch of ``b`` i.i.d. draws and the U-statistic over its distinct pairs,
+    ``1/(b(b-1)) sum_{i != j} J_i^T k_j``: unbiased because draws at different positions are
+    independent, and it needs half the constraint samples of the two-batch form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["AugmentedLagrangianEstimator", "Counter", "pstorm"]
+
+
+@dataclass
+class Counter:
+    """Per-sample oracle evaluations and draws, by kind.
+
+    ``evaluations`` counts every per-sample evaluation (a sample used at two points counts
+    twice); ``draws`` counts each drawn sample once (the paper's way of counting).
+    """
+
+    objective_evaluations: int = 0
+    constraint_evaluations: int = 0
+    objective_draws: int = 0
+    constraint_draws: int = 0
+
+    @property
+    def evaluations(self) -> int:
+        return self.objective_evaluations + self.constraint_evaluations
+
+
+@dataclass
+class AugmentedLagrangianEstimator:
+    """Stochastic gradients of ``Phi(z) = L_beta(z, y) - h(x)`` for a problem.
+
+    Parameters
+    ----------
+    problem : Problem
+    estimator : {"ustat", "independent"}
+    """
+
+    problem: object
+    estimator: str = "ustat"
+    p: int = field(init=False)
+    ineq: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        if self.estimator not in ("ustat", "independent"):
+            raise ValueError(
+                f"estimator must be 'ustat' or 'independent', got {self.estimator!r}."
+            )
+        self.p = self.problem.n_params
+        self.ineq = np.asarray(self.problem.inequality, dtype=bool).reshape(-1)
+        self.m = self.problem.n_constraints
+        self.n_slack = int(self.ineq.sum())
+
+    @property
+    def dim(self) -> int:
+        return self.p + self.n_slack
+
+    def k(self, C, s):
+        """Add slacks to the inequality columns of per-sample constraint values."""
+        if self.n_slack:
+            C = C.copy()
+            C[..., self.ineq] += s
+        return C
+
+    def draw(self, rng, size, counter):
+        """One minibatch (objective rows, constraint rows[, second constraint batch])."""
+        pb = self.problem
+        bo = pb.sample(rng, size, "objective")
+        counter.objective_draws += size
+        if self.m == 0:
+            return bo, None, None
+        bc = pb.sample(rng, size, "constraint")
+        counter.constraint_draws += size
+        bc2 = None
+        if self.estimator == "independent":
+            bc2 = pb.sample(rng, size, "constraint")
+            counter.constraint_draws += size
+        return bo, bc, bc2
+
+    def penalty_cotangent(self, K, K2, y, beta):
+        """Per-sample cotangents ``U`` with ``sum_i J_i^T U_i`` unbiased for ``J^T (y + beta k)``.
+
+        Also returns the estimate of ``y + beta k`` used for the slack block.
+        """
+        b = K.shape[0]
+        if K2 is None:
+            ksum = K.sum(axis=0)
+            U = (y + (beta / (b - 1)) * ksum) / b - (beta / (b * (b - 1))) * K
+            return U, y + (beta / b) * ksum
+        kbar2 = K2.mean(axis=0)
+        w = y + beta * kbar2
+        return np.broadcast_to(w / b, K.shape), w
+
+    def gradient(self, z, y, beta, batches, counter):
+        """Unbiased estimate of ``grad Phi(z)`` on the given minibatch."""
+        pb = self.problem
+        bo, bc, bc2 = batches
+        x = z[: self.p]
+        gx = pb.objective(x, bo)
+        counter.objective_evaluations += pb.batch_size(bo, "objective")
+        if self.m == 0:
+            return gx
+        s = z[self.p :]
+        C, vjp = pb.constraints(x, bc)
+        counter.constraint_evaluations += C.shape[0]
+        K2 = None
+        if bc2 is not None:
+            C2, _ = pb.constraints(x, bc2)
+            counter.constraint_evaluations += C2.shape[0]
+            K2 = self.k(C2, s)
+        U, w = self.penalty_cotangent(self.k(C, s), K2, y, beta)
+        out = np.empty(self.dim)
+        out[: self.p] = gx + vjp(U)
+        out[self.p :] = w[self.ineq]
+        return out
+
+    def multiplier_change(self, z, y_old, beta_old, y_new, beta_new, batch, counter):
+        """Unbiased estimate of ``grad Phi_new(z) - grad Phi_old(z)`` on one batch.
+
+        The objective term cancels, so only constraint samples are needed. Used to carry the
+        momentum estimate across an outer iteration without restarting it.
+        """
+        pb = self.problem
+        x, s = z[: self.p], z[self.p :]
+        C, vjp = pb.constraints(x, batch)
+        counter.constraint_evaluations += C.shape[0]
+        K = self.k(C, s)
+        # The U-statistic is unbiased whichever estimator the iterations use.
+        U1, w1 = self.penalty_cotangent(K, None, y_new, beta_new)
+        U0, w0 = self.penalty_cotangent(K, None, y_old, beta_old)
+        out = np.empty(self.dim)
+        out[: self.p] = vjp(U1 - U0)
+        out[self.p :] = (w1 - w0)[self.ineq]
+        return out
+
+    def step(self, z, d, eta, eta_slack, h):
+        """Proximal step with step ``eta`` on ``x`` and ``eta_slack`` on the slacks."""
+        out = np.empty_like(z)
+        out[: self.p] = h.prox(z[: self.p] - eta * d[: self.p], eta)
+        out[self.p :] = np.maximum(z[self.p :] - eta_slack * d[self.p :], 0.0)
+        return out
+
+
+def pstorm(
+    est,
+    z,
+    d,
+    y,
+    beta,
+    *,
+    eta,
+    eta_slack,
+    delta,
+    batch_size,
+    rng,
+    counter,
+    check,
+    eval_every,
+    budget,
+):
+    """Run PStorm iterations from ``(z, d)`` until ``check`` accepts or the budget is spent.
+
+    Each iteration takes the proximal step ``z+ = prox(z - eta d)`` (with its own step
+    ``eta_slack`` on the slack block, whose curvature is exactly ``beta``) and updates the momentum
+    estimate on one fresh minibatch, evaluated at both points:
+    ``d+ = v(z+) + (1 - delta) (d - v(z))`` (STORM). Every ``eval_every`` iterations
+    ``check(z, t)`` evaluates the stopping rule on the evaluation batch and returns ``True`` to
+    stop. Iterates are prox outputs, so the checked point is the postprocessed step of
+    Algorithm 2 with the momentum estimate as its gradient estimate.
+
+    Returns ``(z, d, n_iter, stopped)`` where ``stopped`` says whether ``check`` accepted.
+    """
+    h = est.problem.h
+    keep = 1.0 - delta
+    t = 0
+    while counter.evaluations < budget:
+        z_new = est.step(z, d, eta, eta_slack, h)
+        batches = est.draw(rng, batch_size, counter)
+        v = est.gradient(z_new, y, beta, batches, counter)
+        u = est.gradient(z, y, beta, batches, counter)
+        d = v + keep * (d - u)
+        z = z_new
+        t += 1
+        if t % eval_every == 0 and check(z, t):
+            return z, d, t, True
+    return z, d, t, False
