@@ -378,10 +378,7 @@ def stoc_ialm(
     z = state["z"]
     xk, sk = z[:p].copy(), z[p:].copy()
     c = state["c"]
-    if m:
-        jac = np.vstack([state["jac_t"](e) for e in np.eye(m)])
-    else:
-        jac = np.zeros((0, p))
+    jac = np.vstack([state["jac_t"](e) for e in np.eye(m)]) if m else np.zeros((0, p))
     kpres, kdres, kz = original_residuals(xk, state["grad"], jac, c, h, ineq)
     history = {key: np.asarray(val) for key, val in hist.items()}
     return IALMResult(
@@ -416,4 +413,3 @@ def stoc_ialm(
             smoothness=(L0, LJ),
         ),
     )
-

@@ -1,0 +1,127 @@
+"""The fairness-constrained model of the paper (Section 5.1) and its relatives.
+
+``min_x mean_D loss(b a.x)  s.t.  one constraint per protected group on the soft positive
+prediction p(a) = sigmoid(a.x)`` over a (possibly unlabelled) set ``S``:
+
+``positive_share`` (the paper's, eq. (fair))
+    ``sum_{S_g} p >= bound * sum_S p``: the group receives at least a share ``bound`` of all
+    positive predictions. Written as the average over ``S`` of
+    ``(bound - 1[j in S_g]) p_j <= 0``, which has the paper's feasible set.
+``disparate_impact``
+    ``mean_{S_g} p >= bound * mean_S p`` (the four-fifths rule at ``bound = 0.8``).
+``demographic_parity``
+    ``|mean_{S_g} p - mean_{S \\ S_g} p| <= bound``: two inequalities per group.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .linear import LinearProblem
+from .losses import LOSSES, TruncatedLogistic
+
+__all__ = ["CONSTRAINTS", "fairness_problem"]
+
+CONSTRAINTS = ("positive_share", "disparate_impact", "demographic_parity")
+
+
+def _constraint_rows(groups, weights, protected, constraint, bound):
+    """Per-row weights ``W`` (n, m), offsets and names of the constraints."""
+    n = len(groups)
+    total = weights.sum()
+    cols, offsets, names = [], [], []
+    for g in protected:
+        member = groups == g
+        wg = weights[member].sum()
+        if wg <= 0:
+            raise ValueError(f"Protected group {g!r} has no members (or zero total weight).")
+        if constraint == "positive_share":
+            cols.append(n * weights * (bound - member) / total)
+            offsets.append(0.0)
+            names.append(f"positive_share[{g}]")
+        elif constraint == "disparate_impact":
+            cols.append(n * weights * (bound / total - member / wg))
+            offsets.append(0.0)
+            names.append(f"disparate_impact[{g}]")
+        else:
+            rest = weights[~member].sum()
+            if rest <= 0:
+                raise ValueError(f"demographic_parity needs rows outside group {g!r}.")
+            diff = n * weights * (member / wg - (~member) / rest)
+            cols += [diff, -diff]
+            offsets += [-bound, -bound]
+            names += [f"demographic_parity[{g}]<=", f"demographic_parity[{g}]>="]
+    return np.column_stack(cols), np.array(offsets), names
+
+
+def fairness_problem(
+    X,
+    y,
+    X_constraint,
+    groups,
+    *,
+    bound,
+    constraint="positive_share",
+    protected=None,
+    loss="truncated_logistic",
+    truncation=2.0,
+    fit_intercept=False,
+    sample_weight=None,
+    constraint_sample_weight=None,
+    smoothness=None,
+):
+    """Build the fairness-constrained problem.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+        Labelled rows ``D`` of the objective.
+    y : ndarray of shape (n,)
+        Labels in {0, 1} (1 is the positive class).
+    X_constraint : {ndarray, sparse matrix} of shape (n_s, d)
+        Rows ``S`` of the constraints (may be ``X`` itself).
+    groups : ndarray of shape (n_s,)
+        Group label of each row of ``S``.
+    bound : float
+        The constraint's bound (the paper's ``c``).
+    constraint : {"positive_share", "disparate_impact", "demographic_parity"}
+    protected : sequence, optional
+        Groups that get a constraint (all groups by default).
+    loss : {"truncated_logistic", "logistic"}
+    truncation : float, default=2.0
+        ``alpha`` of the truncated logistic loss.
+    fit_intercept : bool, default=False
+    sample_weight, constraint_sample_weight : ndarray, optional
+        Row weights on ``D`` and on ``S``; group means become weighted means.
+    smoothness : (L0, LJ), optional
+
+    Returns
+    -------
+    LinearProblem
+    """
+    if constraint not in CONSTRAINTS:
+        raise ValueError(f"constraint must be one of {CONSTRAINTS}, got {constraint!r}.")
+    if loss not in ("truncated_logistic", "logistic"):
+        raise ValueError(f"loss must be 'truncated_logistic' or 'logistic', got {loss!r}.")
+    groups = np.asarray(groups)
+    protected = np.unique(groups) if protected is None else list(protected)
+    cw = (
+        np.ones(X_constraint.shape[0])
+        if constraint_sample_weight is None
+        else np.asarray(constraint_sample_weight, dtype=float)
+    )
+    W, offset, names = _constraint_rows(groups, cw, protected, constraint, float(bound))
+    loss_obj = TruncatedLogistic(truncation) if loss == "truncated_logistic" else LOSSES[loss]()
+    return LinearProblem(
+        X,
+        np.where(np.asarray(y) == 1, 1.0, -1.0),
+        loss_obj,
+        X_constraint,
+        W,
+        offset,
+        objective_weights=sample_weight,
+        inequality=True,
+        fit_intercept=fit_intercept,
+        smoothness=smoothness,
+        constraint_names=names,
+    )

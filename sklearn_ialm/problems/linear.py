@@ -1,0 +1,172 @@
+"""Linear-score problems: the shape of both of the paper's models.
+
+The parameters are ``x = (w, b0)`` (``b0`` only with an intercept) and the score of a row
+``a`` is ``z = a.w + b0``. The objective is a weighted mean of a margin loss over the
+objective rows, the constraints are weighted means of the soft prediction ``sigmoid(z)`` over
+the constraint rows:
+
+    g(x)   = mean_i  u_i * loss(b_i z_i)
+    c_k(x) = mean_j  W[j, k] * sigmoid(z_j) + offset_k
+
+Every fairness constraint of :mod:`.fairness` and the false-positive constraint of
+:mod:`.neyman_pearson` is of this form, with a per-row weight matrix ``W``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+
+from ..solver.problem import FiniteSumProblem
+from ..solver.prox import NoProx
+from .losses import SIGMOID_CURVATURE
+
+__all__ = ["LinearProblem"]
+
+
+def _sq_row_norms(A):
+    if sp.issparse(A):
+        return np.asarray(A.multiply(A).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", A, A)
+
+
+class _Rows:
+    """Row access with a one-entry cache: PStorm reads each minibatch at two points."""
+
+    def __init__(self, A):
+        self.A = A
+        self._key = None
+        self._rows = None
+
+    def __call__(self, idx):
+        if isinstance(idx, slice):
+            return self.A[idx] if idx != slice(None) else self.A
+        if idx is not self._key:
+            self._key, self._rows = idx, self.A[idx]
+        return self._rows
+
+
+class LinearProblem(FiniteSumProblem):
+    """A finite-sum problem with a linear score (see the module docstring).
+
+    Parameters
+    ----------
+    A_objective : {ndarray, sparse matrix} of shape (n_objective, n_features)
+    margins : ndarray of shape (n_objective,)
+        Label signs ``b_i`` in {-1, +1}.
+    loss : object with ``value``, ``derivative`` and ``curvature``
+        See :mod:`.losses`.
+    A_constraint : {ndarray, sparse matrix} of shape (n_constraint, n_features)
+    W : ndarray of shape (n_constraint, m)
+    offset : ndarray of shape (m,)
+    objective_weights : ndarray of shape (n_objective,), optional
+        Per-row weights ``u_i`` (normalised to mean one).
+    inequality : bool or array of bool, default=True
+    fit_intercept : bool, default=False
+    h : Prox, optional
+    smoothness : (L0, LJ), optional
+        Defaults to the bound of :meth:`smoothness_bound`.
+    constraint_names : list of str, optional
+    """
+
+    def __init__(
+        self,
+        A_objective,
+        margins,
+        loss,
+        A_constraint,
+        W,
+        offset,
+        *,
+        objective_weights=None,
+        inequality=True,
+        fit_intercept=False,
+        h=None,
+        smoothness=None,
+        constraint_names=None,
+    ):
+        W = np.asarray(W, dtype=float)
+        if W.ndim == 1:
+            W = W[:, None]
+        super().__init__(A_objective.shape[0], A_constraint.shape[0] if W.shape[1] else 0)
+        self.A_obj = _Rows(A_objective)
+        self.A_con = _Rows(A_constraint)
+        self.n_features = A_objective.shape[1]
+        self.fit_intercept = bool(fit_intercept)
+        self.n_params = self.n_features + self.fit_intercept
+        self.b = np.asarray(margins, dtype=float)
+        u = np.ones(len(self.b)) if objective_weights is None else np.asarray(objective_weights)
+        self.u = u / u.mean()
+        self.bu = self.b * self.u
+        self.loss = loss
+        self.W = W
+        self.offset = np.asarray(offset, dtype=float).reshape(W.shape[1])
+        self.n_constraints = W.shape[1]
+        self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (W.shape[1],))
+        self.h = NoProx() if h is None else h
+        self.smoothness = self.smoothness_bound() if smoothness is None else tuple(smoothness)
+        self.constraint_names = constraint_names
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _score(self, A, x):
+        z = A @ x[: self.n_features]
+        if self.fit_intercept:
+            z = z + x[-1]
+        return z
+
+    def _grad(self, A, r, n):
+        g = A.T @ r
+        if self.fit_intercept:
+            return np.append(g, r.sum()) / n
+        return g / n
+
+    def _sel(self, v, idx):
+        return v if isinstance(idx, slice) else v[idx]
+
+    # -- oracles -----------------------------------------------------------------------------
+    def objective(self, x, batch):
+        A = self.A_obj(batch)
+        z = self._score(A, x)
+        r = self._sel(self.bu, batch) * self.loss.derivative(self._sel(self.b, batch) * z)
+        return self._grad(A, r, A.shape[0])
+
+    def objective_value(self, x, batch):
+        A = self.A_obj(batch)
+        z = self._score(A, x)
+        loss = self.loss.value(self._sel(self.b, batch) * z)
+        return float(np.mean(self._sel(self.u, batch) * loss))
+
+    def constraints(self, x, batch):
+        A = self.A_con(batch)
+        W = self._sel(self.W, batch)
+        p = expit(self._score(A, x))
+        C = W * p[:, None] + self.offset
+        dp = p * (1.0 - p)
+
+        def vjp(U):
+            q = dp * np.einsum("ij,ij->i", U, W)
+            return self._grad(A, q, 1.0)
+
+        return C, vjp
+
+    # -- constants -----------------------------------------------------------------------------
+    def smoothness_bound(self) -> tuple[float, float]:
+        """``(L0, LJ)`` from the data: curvature bounds of the loss and of the sigmoid.
+
+        ``L0 = loss.curvature * mean_i u_i |a_i|^2`` bounds the Hessian of ``g``;
+        ``LJ = sum_k (|J_k|^2 + |c_k| |hess c_k|)`` with the per-row bounds ``|sigmoid'| <= 1/4``
+        and ``|sigmoid''| <= 1/(6 sqrt 3)`` bounds the Hessian of ``|c|^2 / 2``.
+        """
+        A_obj, A_con = self.A_obj.A, self.A_con.A
+        r_obj = _sq_row_norms(A_obj) + self.fit_intercept
+        L0 = self.loss.curvature * float(np.mean(self.u * r_obj))
+        if not self.n_constraints:
+            return L0, 0.0
+        r_con = _sq_row_norms(A_con) + self.fit_intercept
+        absW = np.abs(self.W)
+        jac = 0.25 * (absW * np.sqrt(r_con)[:, None]).mean(axis=0)
+        hess = SIGMOID_CURVATURE * (absW * r_con[:, None]).mean(axis=0)
+        cmax = absW.mean(axis=0) + np.abs(self.offset)
+        LJ = float(np.sum(jac**2 + cmax * hess))
+        return L0, LJ

@@ -1,0 +1,62 @@
+"""The Neyman-Pearson model of the paper (Section 5.2).
+
+``min_x mean_{positives} phi(a.x)  s.t.  mean_{negatives} phi(-a.x) <= max_fpr`` with the
+sigmoid loss ``phi(u) = 1 / (1 + exp(u))``: the soft false-negative rate is minimised under a
+bound on the soft false-positive rate, ``phi(-a.x) = sigmoid(a.x)`` being the soft positive
+prediction of a negative row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .linear import LinearProblem
+from .losses import SigmoidLoss
+
+__all__ = ["neyman_pearson_problem"]
+
+
+def neyman_pearson_problem(
+    X,
+    y,
+    *,
+    max_fpr,
+    fit_intercept=False,
+    sample_weight=None,
+    smoothness=None,
+):
+    """Build the Neyman-Pearson problem.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n, d)
+    y : ndarray of shape (n,)
+        Labels in {0, 1}; 1 is the positive class.
+    max_fpr : float in (0, 1)
+        Bound on the soft false-positive rate (the paper's ``c_hat``).
+    fit_intercept : bool, default=False
+    sample_weight : ndarray of shape (n,), optional
+        Row weights; both soft rates become weighted means.
+    smoothness : (L0, LJ), optional
+
+    Returns
+    -------
+    LinearProblem
+    """
+    y = np.asarray(y)
+    pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y != 1)
+    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    wn = w[neg] / w[neg].mean()
+    return LinearProblem(
+        X[pos],
+        np.ones(len(pos)),
+        SigmoidLoss(),
+        X[neg],
+        wn[:, None],
+        np.array([-float(max_fpr)]),
+        objective_weights=w[pos],
+        inequality=True,
+        fit_intercept=fit_intercept,
+        smoothness=smoothness,
+        constraint_names=["false_positive_rate"],
+    )

@@ -1,0 +1,153 @@
+"""Oracles of the paper's models against finite differences and direct formulas."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import expit
+
+from sklearn_ialm.problems import LOSSES, fairness_problem, neyman_pearson_problem
+from sklearn_ialm.problems.losses import TruncatedLogistic
+
+
+def _data(seed=0, n=40, d=5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X[rng.random((n, d)) < 0.3] = 0.0
+    y = (rng.random(n) < 0.5).astype(int)
+    groups = rng.integers(0, 3, size=n)
+    return X, y, groups, rng
+
+
+def _problems(sparse):
+    X, y, groups, rng = _data()
+    Xs = sp.csr_matrix(X) if sparse else X
+    w = rng.uniform(0.5, 2.0, size=len(y))
+    out = []
+    for constraint in ("positive_share", "disparate_impact", "demographic_parity"):
+        for fit_intercept in (False, True):
+            out.append(
+                fairness_problem(
+                    Xs,
+                    y,
+                    Xs,
+                    groups,
+                    bound=0.3,
+                    constraint=constraint,
+                    fit_intercept=fit_intercept,
+                    sample_weight=w,
+                    constraint_sample_weight=w[::-1],
+                )
+            )
+    out.append(fairness_problem(Xs, y, Xs[:25], groups[:25], bound=0.1, loss="logistic"))
+    out.append(neyman_pearson_problem(Xs, y, max_fpr=0.2, fit_intercept=True, sample_weight=w))
+    return out
+
+
+def _fd_grad(f, x, h=1e-6):
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_oracles_match_finite_differences(sparse):
+    rng = np.random.default_rng(1)
+    for pb in _problems(sparse):
+        x = 0.5 * rng.standard_normal(pb.n_params)
+        full = slice(None)
+        grad = pb.objective(x, full)
+        fd = _fd_grad(lambda u: pb.objective_value(u, full), x)
+        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-8)
+        # Jacobian of the mean constraint values, row by row through the vjp.
+        C, vjp = pb.constraints(x, full)
+        n = C.shape[0]
+        for k in range(pb.n_constraints):
+            U = np.zeros_like(C)
+            U[:, k] = 1.0 / n
+            fd = _fd_grad(lambda u, k=k: pb.constraints(u, full)[0][:, k].mean(), x)
+            np.testing.assert_allclose(vjp(U), fd, rtol=1e-5, atol=1e-8)
+        # Minibatch oracles are the means over the rows of the batch.
+        idx = rng.integers(pb.n_objective_samples, size=7)
+        g_b = pb.objective(x, idx)
+        g_rows = np.mean([pb.objective(x, np.array([i])) for i in idx], axis=0)
+        np.testing.assert_allclose(g_b, g_rows, rtol=1e-10, atol=1e-12)
+
+
+def test_sparse_and_dense_oracles_agree():
+    x = np.random.default_rng(2).standard_normal(6)
+    for pd, ps in zip(_problems(False), _problems(True), strict=True):
+        xx = x[: pd.n_params]
+        np.testing.assert_allclose(pd.objective(xx, slice(None)), ps.objective(xx, slice(None)))
+        np.testing.assert_allclose(
+            pd.constraints(xx, slice(None))[0], ps.constraints(xx, slice(None))[0]
+        )
+
+
+def test_fairness_constraint_values_match_the_definitions():
+    X, y, groups, rng = _data(3)
+    x = rng.standard_normal(X.shape[1])
+    p = expit(X @ x)
+    bound = 0.3
+    share = fairness_problem(X, y, X, groups, bound=bound, protected=[1])
+    c = share.constraints(x, slice(None))[0].mean(axis=0)
+    # The paper's sum form, divided by |S|: same sign, same feasible set.
+    np.testing.assert_allclose(c, (bound * p.sum() - p[groups == 1].sum()) / len(p))
+    di = fairness_problem(X, y, X, groups, bound=bound, constraint="disparate_impact")
+    c = di.constraints(x, slice(None))[0].mean(axis=0)
+    expected = [bound * p.mean() - p[groups == g].mean() for g in (0, 1, 2)]
+    np.testing.assert_allclose(c, expected)
+    dp = fairness_problem(X, y, X, groups, bound=bound, constraint="demographic_parity")
+    c = dp.constraints(x, slice(None))[0].mean(axis=0)
+    gap = [p[groups == g].mean() - p[groups != g].mean() for g in (0, 1, 2)]
+    expected = np.ravel([[gi - bound, -gi - bound] for gi in gap])
+    np.testing.assert_allclose(c, expected)
+
+
+def test_neyman_pearson_values():
+    X, y, _, rng = _data(4)
+    x = rng.standard_normal(X.shape[1])
+    pb = neyman_pearson_problem(X, y, max_fpr=0.2)
+    np.testing.assert_allclose(pb.objective_value(x, slice(None)), np.mean(expit(-X[y == 1] @ x)))
+    c = pb.constraints(x, slice(None))[0].mean()
+    np.testing.assert_allclose(c, np.mean(expit(X[y == 0] @ x)) - 0.2)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_loss_derivatives_and_curvature_bound(name):
+    loss = LOSSES[name]()
+    m = np.linspace(-30, 30, 2001)
+    fd = (loss.value(m + 1e-6) - loss.value(m - 1e-6)) / 2e-6
+    np.testing.assert_allclose(loss.derivative(m), fd, rtol=1e-5, atol=1e-8)
+    second = np.gradient(loss.derivative(m), m)
+    assert np.max(np.abs(second)) <= loss.curvature * 1.001
+    assert np.all(np.isfinite(loss.value(np.array([-1e4, 1e4]))))
+
+
+def test_truncated_logistic_is_the_papers_formula():
+    m = np.linspace(-5, 5, 11)
+    alpha = 2.0
+    expected = alpha * np.log(1 + np.log(1 + np.exp(-m)) / alpha)
+    np.testing.assert_allclose(TruncatedLogistic(alpha).value(m), expected)
+
+
+def test_smoothness_bound_dominates_the_curvature():
+    rng = np.random.default_rng(5)
+    for pb in _problems(False):
+        L0, LJ = pb.smoothness
+        for _ in range(5):
+            x = rng.standard_normal(pb.n_params)
+            v = rng.standard_normal(pb.n_params)
+            v /= np.linalg.norm(v)
+            hv = (pb.objective(x + 1e-5 * v, slice(None)) - pb.objective(x, slice(None))) / 1e-5
+            assert np.linalg.norm(hv) <= L0 * 1.01
+
+            def pen(u):
+                C, vjp = pb.constraints(u, slice(None))
+                return vjp(np.broadcast_to(C.mean(0) / C.shape[0], C.shape))
+
+            hp = (pen(x + 1e-5 * v) - pen(x)) / 1e-5
+            assert np.linalg.norm(hp) <= LJ * 1.01
+
+
+def test_empty_protected_group_is_an_error():
+    X, y, groups, _ = _data()
+    with pytest.raises(ValueError, match="group 7"):
+        fairness_problem(X, y, X, groups, bound=0.1, protected=[7])

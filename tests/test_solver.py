@@ -1,0 +1,241 @@
+"""stoc_ialm against scipy's constrained solver, exact unbiasedness, determinism, errors."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import NonlinearConstraint, minimize
+from scipy.special import expit
+
+from sklearn_ialm.problems import neyman_pearson_problem
+from sklearn_ialm.solver import FiniteSumProblem, FunctionProblem, stoc_ialm
+from sklearn_ialm.solver.pstorm import AugmentedLagrangianEstimator, Counter
+
+
+def _logistic_data(seed=0, n=300, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = (X @ np.array([1.5, -1.0, 0.5])[:d] + 1.5 * rng.standard_normal(n) > 0).astype(int)
+    X[:, -1] = 1.0  # an intercept column: without it the mean sigmoid stays near 1/2
+    return X, y
+
+
+def _positive_rate_problem(X, y, rate, inequality):
+    """Ridge logistic loss; the mean soft positive prediction equals (or is <=) ``rate``."""
+    b = np.where(y == 1, 1.0, -1.0)
+    lam = 0.1
+
+    def objective(x, idx):
+        m = b[idx] * (X[idx] @ x)
+        value = np.mean(np.logaddexp(0, -m)) + 0.5 * lam * x @ x
+        return value, X[idx].T @ (-b[idx] * expit(-m)) / len(m) + lam * x
+
+    def constraints(x, idx):
+        p = expit(X[idx] @ x)
+        return (p - rate)[:, None], (p * (1 - p))[:, None, None] * X[idx][:, None, :]
+
+    return FunctionProblem(
+        objective, constraints, X.shape[1], len(y), len(y), inequality=inequality
+    )
+
+
+def _scipy_reference(pb, X, rate, equality):
+    full = slice(None)
+
+    def fun(x):
+        return pb.objective_value(x, full)
+
+    def jac(x):
+        return pb.objective(x, full)
+
+    con = NonlinearConstraint(
+        lambda x: [np.mean(expit(X @ x)) - rate],
+        0.0 if equality else -np.inf,
+        0.0,
+    )
+    res = minimize(
+        fun,
+        np.zeros(X.shape[1]),
+        jac=jac,
+        method="trust-constr",
+        constraints=[con],
+        options={"gtol": 1e-10, "xtol": 1e-12, "maxiter": 5000},
+    )
+    return res.fun, res.x
+
+
+@pytest.mark.parametrize("equality", [True, False])
+def test_agrees_with_scipy_trust_constr(equality):
+    X, y = _logistic_data()
+    rate = 0.4  # below the unconstrained positive rate, so the inequality is active
+    pb = _positive_rate_problem(X, y, rate, inequality=not equality)
+    res = stoc_ialm(pb, random_state=0, max_passes=300)
+    assert res.converged
+    assert res.primal_residual <= 1e-2 and res.dual_residual <= 1e-2
+    ref_f, ref_x = _scipy_reference(pb, X, rate, equality)
+    assert res.objective == pytest.approx(ref_f, rel=1e-2)
+    # Independent check of the returned residuals on the original problem.
+    c = np.mean(expit(X @ res.x)) - rate
+    assert abs(c) <= 1e-2 if equality else max(c, 0.0) <= 1e-2
+    assert res.kkt_dual_residual <= 2e-2
+
+
+def test_neyman_pearson_point_satisfies_kkt_by_finite_differences():
+    # The sigmoid loss is nonconvex and flat: check the eps-KKT conditions themselves,
+    # with gradients by finite differences, independently of the solver's own residuals.
+    X, y = _logistic_data(1, n=400)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)  # the paper's unit-norm rows
+    pb = neyman_pearson_problem(X, y, max_fpr=0.2)
+    res = stoc_ialm(pb, random_state=1, batch_size=10, sigma=2.0, max_passes=300)
+    assert res.converged
+
+    def f0(x):
+        return np.mean(expit(-X[y == 1] @ x))
+
+    def f1(x):
+        return np.mean(expit(X[y == 0] @ x)) - 0.2
+
+    def fd(f, x, h=1e-6):
+        return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))])
+
+    x, s, lam = res.x, res.slack[0], res.multipliers[0]
+    assert abs(f1(x) + s) <= 1e-2 and s >= 0
+    r = fd(f0, x) + lam * fd(f1, x)
+    slack_part = abs(lam) if s > 0 else max(-lam, 0.0)
+    assert np.hypot(np.linalg.norm(r), slack_part) <= 1e-2 + 1e-6
+
+
+@pytest.mark.parametrize("estimator", ["ustat", "independent"])
+@pytest.mark.parametrize("b", [2, 3])
+def test_gradient_estimator_is_exactly_unbiased(estimator, b):
+    # Average the estimator over every ordered batch of i.i.d. draws: it must equal the
+    # full gradient of the augmented Lagrangian, exactly.
+    X, y = _logistic_data(2, n=4, d=2)
+    pb = _positive_rate_problem(X, y, 0.4, inequality=True)
+    est = AugmentedLagrangianEstimator(pb, estimator)
+    z = np.array([0.3, -0.7, 0.05])  # x and one slack
+    yv, beta = np.array([0.8]), 3.0
+    counter = Counter()
+    batches = list(itertools.product(range(4), repeat=b))
+    if estimator == "ustat":
+        draws = [
+            (np.arange(4)[list(o)], np.array(c), None)
+            for o, c in itertools.product(batches, batches)
+        ]
+    else:
+        draws = [
+            (np.array(o), np.array(c), np.array(c2))
+            for o, c, c2 in itertools.product(batches, batches, batches)
+        ]
+    mean = np.mean([est.gradient(z, yv, beta, dr, counter) for dr in draws], axis=0)
+    f0, grad, c, jac_t = pb.full_evaluation(z[:2])
+    k = c + z[2:]
+    w = yv + beta * k
+    np.testing.assert_allclose(mean[:2], grad + jac_t(w), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mean[2:], w, rtol=1e-10)
+
+
+def test_same_seed_gives_bit_identical_results():
+    X, y = _logistic_data(3)
+    pb = _positive_rate_problem(X, y, 0.4, inequality=True)
+    r1 = stoc_ialm(pb, random_state=42)
+    r2 = stoc_ialm(pb, random_state=42)
+    r3 = stoc_ialm(pb, random_state=43)
+    np.testing.assert_array_equal(r1.x, r2.x)
+    np.testing.assert_array_equal(r1.history["dual_residual"], r2.history["dual_residual"])
+    assert not np.array_equal(r1.x, r3.x)
+
+
+def test_paper_preset_converges_too():
+    X, y = _logistic_data(4)
+    pb = _positive_rate_problem(X, y, 0.4, inequality=True)
+    res = stoc_ialm(pb, preset="paper", random_state=0, max_passes=500)
+    assert res.converged
+    assert res.settings["estimator"] == "independent"
+    assert res.settings["momentum"] == "restart"
+
+
+class Quadratic(FiniteSumProblem):
+    """A user subclass: min mean |x - a_i|^2 / 2  s.t.  x_0 = 2 x_1 (no callables)."""
+
+    def __init__(self, a):
+        super().__init__(len(a), len(a))
+        self.a = a
+        self.n_params = a.shape[1]
+        self.n_constraints = 1
+        self.inequality = np.array([False])
+        self.smoothness = (1.0, 5.0)
+        self.constraint_calls = 0
+
+    def objective(self, x, batch):
+        return x - self.a[batch].mean(axis=0)
+
+    def objective_value(self, x, batch):
+        return 0.5 * np.mean(np.sum((x - self.a[batch]) ** 2, axis=1))
+
+    def constraints(self, x, batch):
+        n = len(self.a[batch])
+        self.constraint_calls += n
+        C = np.full((n, 1), x[0] - 2 * x[1])
+        return C, lambda U: np.array([1.0, -2.0]) * U.sum()
+
+
+def test_user_subclass_problem_reaches_the_closed_form():
+    a = np.random.default_rng(5).normal([1.0, 1.0], 0.2, size=(500, 2))
+    pb = Quadratic(a)
+    res = stoc_ialm(pb, random_state=0)
+    assert res.converged
+    # Projection of the mean onto the line x0 = 2 x1.
+    m = a.mean(axis=0)
+    v = np.array([2.0, 1.0]) / np.sqrt(5)
+    np.testing.assert_allclose(res.x, (m @ v) * v, atol=2e-2)
+    # Data passes: constraint samples counted by the problem itself, over all rows.
+    assert res.n_oracle_calls >= pb.constraint_calls - 0  # stop-rule calls are not counted
+    assert res.n_data_passes == pytest.approx(res.n_oracle_calls / 1000)
+
+
+def test_budget_exhaustion_reports_non_convergence():
+    X, y = _logistic_data(6)
+    pb = _positive_rate_problem(X, y, 0.4, inequality=True)
+    res = stoc_ialm(pb, random_state=0, max_passes=0.5, tol=1e-6)
+    assert not res.converged
+    assert "budget" in res.message
+    assert res.n_data_passes <= 0.5 + 2 * 30 * 2 / 600
+    h = res.history
+    assert len({len(v) for v in h.values()}) == 1
+    assert np.all(np.diff(h["data_passes"]) >= 0)
+
+
+def test_unconstrained_problem_is_plain_pstorm():
+    X, y = _logistic_data(7)
+    b = np.where(y == 1, 1.0, -1.0)
+
+    def objective(x, idx):
+        m = b[idx] * (X[idx] @ x)
+        value = np.mean(np.logaddexp(0, -m)) + 0.05 * x @ x
+        return value, X[idx].T @ (-b[idx] * expit(-m)) / len(m) + 0.1 * x
+
+    pb = FunctionProblem(objective, None, 3, len(y), 0, inequality=[], n_constraints=0)
+    res = stoc_ialm(pb, random_state=0, max_passes=500)
+    assert res.converged
+    assert np.linalg.norm(pb.objective(res.x, slice(None))) <= 1e-2
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(tol=0), "tol"),
+        (dict(sigma=1.0), "sigma"),
+        (dict(batch_size=1), "batch_size"),
+        (dict(delta=1.5), "delta"),
+        (dict(preset="fast"), "preset"),
+        (dict(estimator="two"), "estimator"),
+        (dict(momentum="cold"), "momentum"),
+        (dict(max_passes=np.nan), "max_passes"),
+    ],
+)
+def test_bad_settings_raise_naming_the_parameter(kw, match):
+    X, y = _logistic_data()
+    pb = _positive_rate_problem(X, y, 0.4, inequality=True)
+    with pytest.raises(ValueError, match=match):
+        stoc_ialm(pb, **kw)
