@@ -128,6 +128,7 @@ def stoc_ialm(
     penalty_scale: float | None = None,
     estimator: str | None = None,
     momentum: str | None = None,
+    slack_step: str | None = None,
     eval_every: int = 50,
     max_passes: float = 100.0,
     max_oracle_calls: int | None = None,
@@ -182,6 +183,9 @@ def stoc_ialm(
         ``m0`` fresh samples (Algorithm 2); ``"warm"`` keeps it and adds an unbiased
         correction for the change of ``(y, beta)`` computed on ``batch_size`` fresh
         constraint samples at the same point.
+    slack_step : {"exact", "shared"}
+        Step on the slack block: ``"exact"`` takes ``min(eta, 1/beta_k)`` (``1/beta_k`` is the
+        exact minimiser of the slack's quadratic), ``"shared"`` the step ``eta`` of ``x``.
     eval_every : int, default=50
         Inner iterations between two evaluations of the stopping rule.
     max_passes : float, default=100
@@ -211,9 +215,14 @@ def stoc_ialm(
         penalty_scale=penalty_scale,
         estimator=estimator,
         momentum=momentum,
+        slack_step=slack_step,
     ).items():
         if value is not None:
             settings[name] = value
+    if settings["slack_step"] not in ("exact", "shared"):
+        raise ValueError(
+            f"slack_step must be 'exact' or 'shared', got {settings['slack_step']!r}."
+        )
     if settings["momentum"] not in ("warm", "restart"):
         raise ValueError(f"momentum must be 'warm' or 'restart', got {settings['momentum']!r}.")
     _check_positive("tol", tol)
