@@ -105,8 +105,7 @@ def test_neyman_pearson_point_satisfies_kkt_by_finite_differences():
     assert np.hypot(np.linalg.norm(r), slack_part) <= 1e-2 + 1e-6
 
 
-@pytest.mark.parametrize("estimator", ["ustat", "independent"])
-@pytest.mark.parametrize("b", [2, 3])
+@pytest.mark.parametrize("estimator, b", [("ustat", 2), ("ustat", 3), ("independent", 2)])
 def test_gradient_estimator_is_exactly_unbiased(estimator, b):
     # Average the estimator over every ordered batch of i.i.d. draws: it must equal the
     # full gradient of the augmented Lagrangian, exactly.
