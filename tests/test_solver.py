@@ -196,7 +196,7 @@ def test_user_subclass_problem_reaches_the_closed_form():
 def test_budget_exhaustion_reports_non_convergence():
     X, y = _logistic_data(6)
     pb = _positive_rate_problem(X, y, 0.4, inequality=True)
-    res = stoc_ialm(pb, random_state=0, max_passes=0.5, tol=1e-6)
+    res = stoc_ialm(pb, random_state=0, max_passes=0.5, tol=1e-6, m0=30)
     assert not res.converged
     assert "budget" in res.message
     assert res.n_data_passes <= 0.5 + 2 * 30 * 2 / 600

@@ -25,12 +25,6 @@ from .losses import SIGMOID_CURVATURE
 __all__ = ["LinearProblem"]
 
 
-def _sq_row_norms(A):
-    if sp.issparse(A):
-        return np.asarray(A.multiply(A).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", A, A)
-
-
 class _SparseRows:
     """Rows of a CSR matrix as flat (column, value, row) triples.
 
@@ -191,22 +185,43 @@ class LinearProblem(FiniteSumProblem):
         return C, vjp
 
     # -- constants -----------------------------------------------------------------------------
-    def smoothness_bound(self) -> tuple[float, float]:
-        """``(L0, LJ)`` from the data: curvature bounds of the loss and of the sigmoid.
+    def _top_eigenvalue(self, A, weights, rng, n_iter=40):
+        """Largest eigenvalue of ``A~^T diag(weights) A~ / n`` (``A~`` with the intercept column).
 
-        ``L0 = loss.curvature * mean_i u_i |a_i|^2`` bounds the Hessian of ``g``;
-        ``LJ = sum_k (|J_k|^2 + |c_k| |hess c_k|)`` with the per-row bounds ``|sigmoid'| <= 1/4``
-        and ``|sigmoid''| <= 1/(6 sqrt 3)`` bounds the Hessian of ``|c|^2 / 2``.
+        Power iteration from a random start converges from below; the 10 % margin covers the
+        remaining gap at 40 iterations on the problems we measured.
         """
+        n = A.shape[0]
+        v = rng.standard_normal(self.n_params)
+        lam = 0.0
+        for _ in range(n_iter):
+            v /= np.linalg.norm(v)
+            z = weights * self._score(A, v)
+            w = self._grad(A, z, n)
+            lam = float(v @ w)
+            v = w
+        return 1.1 * lam
+
+    def smoothness_bound(self) -> tuple[float, float]:
+        """``(L0, LJ)`` from the data: spectral bounds of the Hessians.
+
+        ``L0 = loss.curvature * lambda_max(A^T diag(u) A / n)`` bounds the Hessian of ``g``.
+        For the penalty ``|c|^2 / 2``, whose Hessian is ``J^T J + sum_k c_k hess c_k``, with
+        ``|sigmoid'| <= 1/4`` and ``|sigmoid''| <= 1/(6 sqrt 3)``:
+        ``|J_k| <= 1/4 sqrt(lambda_max(A^T A / n) mean W_k^2)`` and
+        ``|hess c_k| <= 1/(6 sqrt 3) lambda_max(A^T diag|W_k| A / n)``.
+        """
+        rng = np.random.default_rng(0)
         A_obj, A_con = self.A_obj.A, self.A_con.A
-        r_obj = _sq_row_norms(A_obj) + self.fit_intercept
-        L0 = self.loss.curvature * float(np.mean(self.u * r_obj))
+        L0 = self.loss.curvature * self._top_eigenvalue(A_obj, self.u, rng)
         if not self.n_constraints:
             return L0, 0.0
-        r_con = _sq_row_norms(A_con) + self.fit_intercept
-        absW = np.abs(self.W)
-        jac = 0.25 * (absW * np.sqrt(r_con)[:, None]).mean(axis=0)
-        hess = SIGMOID_CURVATURE * (absW * r_con[:, None]).mean(axis=0)
-        cmax = absW.mean(axis=0) + np.abs(self.offset)
-        LJ = float(np.sum(jac**2 + cmax * hess))
-        return L0, LJ
+        lam = self._top_eigenvalue(A_con, np.ones(A_con.shape[0]), rng)
+        LJ = 0.0
+        for k in range(self.n_constraints):
+            w = self.W[:, k]
+            jac = 0.25 * np.sqrt(lam * np.mean(w**2))
+            hess = SIGMOID_CURVATURE * self._top_eigenvalue(A_con, np.abs(w), rng)
+            cmax = np.mean(np.abs(w)) + abs(self.offset[k])
+            LJ += jac**2 + cmax * hess
+        return L0, float(LJ)

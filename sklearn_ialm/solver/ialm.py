@@ -23,7 +23,8 @@ PRESETS: dict[str, dict] = {
         step_scale=1.0,
         penalty_scale=1.0,
         slack_step="exact",
-        delta=0.01,
+        delta=0.02,
+        m0=300,
     ),
     "paper": dict(
         estimator="independent",
@@ -32,6 +33,7 @@ PRESETS: dict[str, dict] = {
         penalty_scale=1.0,
         slack_step="shared",
         delta=0.01,
+        m0=None,
     ),
 }
 
@@ -169,7 +171,7 @@ def stoc_ialm(
     batch_size : int, default=30
         Minibatch size ``b`` for the objective and for the constraints (``b >= 2``).
     m0 : int, optional
-        Size of the batch that initialises the momentum estimate (default ``batch_size``).
+        Size of the batch that initialises the momentum estimate (``None``: ``batch_size``).
     delta : float in (0, 1)
         STORM momentum parameter.
     step_scale, penalty_scale : float
@@ -216,6 +218,7 @@ def stoc_ialm(
         estimator=estimator,
         momentum=momentum,
         slack_step=slack_step,
+        m0=m0,
     ).items():
         if value is not None:
             settings[name] = value
@@ -238,8 +241,9 @@ def stoc_ialm(
     _check_positive("eval_every", eval_every, integer=True)
     _check_positive("max_passes", max_passes)
     batch_size = int(batch_size)
-    m0 = batch_size if m0 is None else int(m0)
+    m0 = batch_size if settings["m0"] is None else int(settings["m0"])
     _check_positive("m0", m0, integer=True)
+    settings["m0"] = m0
 
     rng = np.random.default_rng(random_state)
     est = AugmentedLagrangianEstimator(problem, settings["estimator"])
@@ -417,7 +421,6 @@ def stoc_ialm(
             sigma=sigma,
             gamma=gamma,
             batch_size=batch_size,
-            m0=m0,
             eval_every=eval_every,
             smoothness=(L0, LJ),
         ),
