@@ -72,12 +72,13 @@ def test_slack_residuals_by_hand():
     ineq = np.array([True, False])
     s = np.array([0.15])
     y = np.array([0.0, 0.5])
-    pres, dres = slack_residuals(x, s, y, grad, c, lambda v: J.T @ v, NoProx(), ineq)
+    pres, dres, g = slack_residuals(x, s, y, grad, c, lambda v: J.T @ v, NoProx(), ineq)
+    np.testing.assert_allclose(g, [0.5, 0.0, 0.0])
     assert pres == pytest.approx(np.hypot(-0.05, 0.1))
     # x-block: grad + J^T y = (0.5, 0.0); slack block: s > 0 so |y_0| = 0.
     assert dres == pytest.approx(0.5)
     # A negative multiplier on an active slack (s = 0) is a dual violation.
-    pres, dres = slack_residuals(
+    pres, dres, _ = slack_residuals(
         x, np.array([0.0]), np.array([-0.3, 0.5]), grad, c, lambda v: J.T @ v, NoProx(), ineq
     )
     assert dres == pytest.approx(np.hypot(np.hypot(0.2, 0.0), 0.3))

@@ -69,6 +69,7 @@ def fairness_problem(
     sample_weight=None,
     constraint_sample_weight=None,
     smoothness=None,
+    feature_scale=1.0,
 ):
     """Build the fairness-constrained problem.
 
@@ -94,6 +95,8 @@ def fairness_problem(
     sample_weight, constraint_sample_weight : ndarray, optional
         Row weights on ``D`` and on ``S``; group means become weighted means.
     smoothness : (L0, LJ), optional
+    feature_scale : float or "auto", default=1.0
+        See :class:`LinearProblem`; ``"auto"`` makes ``tol`` independent of the scale of ``X``.
 
     Returns
     -------
@@ -123,5 +126,6 @@ def fairness_problem(
         inequality=True,
         fit_intercept=fit_intercept,
         smoothness=smoothness,
+        feature_scale=feature_scale,
         constraint_names=names,
     )

@@ -74,6 +74,11 @@ class _Rows:
         return self._rows
 
 
+def _rms_row_norm(A) -> float:
+    sq = A.multiply(A).sum() if sp.issparse(A) else np.einsum("ij,ij->", A, A)
+    return float(np.sqrt(sq / max(A.shape[0], 1)))
+
+
 def _rmatvec(A, r):
     """``A.T @ r`` for a dense block, a CSR matrix or a sparse minibatch."""
     if isinstance(A, _SparseRows):
@@ -102,6 +107,11 @@ class LinearProblem(FiniteSumProblem):
     smoothness : (L0, LJ), optional
         Defaults to the bound of :meth:`smoothness_bound`.
     constraint_names : list of str, optional
+    feature_scale : float or "auto", default=1.0
+        The score is ``(a.w) / feature_scale + b0``: the same model as ``a.x + b0`` with
+        ``x = w / feature_scale`` (:meth:`coef` maps back). Residuals and the tolerance then
+        refer to features of root-mean-square row norm one when ``"auto"``, whatever their
+        number and scale (the paper's data have rows of norm about 1 to 4).
     """
 
     def __init__(
@@ -119,6 +129,7 @@ class LinearProblem(FiniteSumProblem):
         h=None,
         smoothness=None,
         constraint_names=None,
+        feature_scale=1.0,
     ):
         W = np.asarray(W, dtype=float)
         if W.ndim == 1:
@@ -139,18 +150,31 @@ class LinearProblem(FiniteSumProblem):
         self.n_constraints = W.shape[1]
         self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (W.shape[1],))
         self.h = NoProx() if h is None else h
+        if isinstance(feature_scale, str) and feature_scale == "auto":
+            feature_scale = _rms_row_norm(A_objective) or 1.0
+        self.feature_scale = float(feature_scale)
+        self._inv_scale = 1.0 / self.feature_scale
         self.smoothness = self.smoothness_bound() if smoothness is None else tuple(smoothness)
         self.constraint_names = constraint_names
+
+    def coef(self, x):
+        """Split the solver's ``x`` into the model's ``(coef, intercept)``."""
+        coef = x[: self.n_features] * self._inv_scale
+        return coef, (float(x[-1]) if self.fit_intercept else 0.0)
 
     # -- helpers -----------------------------------------------------------------------------
     def _score(self, A, x):
         z = A @ x[: self.n_features]
+        if self.feature_scale != 1.0:
+            z *= self._inv_scale
         if self.fit_intercept:
             z = z + x[-1]
         return z
 
     def _grad(self, A, r, n):
         g = _rmatvec(A, r)
+        if self.feature_scale != 1.0:
+            g *= self._inv_scale
         if self.fit_intercept:
             return np.append(g, r.sum()) / n
         return g / n

@@ -24,6 +24,7 @@ def neyman_pearson_problem(
     fit_intercept=False,
     sample_weight=None,
     smoothness=None,
+    feature_scale=1.0,
 ):
     """Build the Neyman-Pearson problem.
 
@@ -38,6 +39,8 @@ def neyman_pearson_problem(
     sample_weight : ndarray of shape (n,), optional
         Row weights; both soft rates become weighted means.
     smoothness : (L0, LJ), optional
+    feature_scale : float or "auto", default=1.0
+        See :class:`LinearProblem`; ``"auto"`` makes ``tol`` independent of the scale of ``X``.
 
     Returns
     -------
@@ -58,5 +61,6 @@ def neyman_pearson_problem(
         inequality=True,
         fit_intercept=fit_intercept,
         smoothness=smoothness,
+        feature_scale=feature_scale,
         constraint_names=["false_positive_rate"],
     )

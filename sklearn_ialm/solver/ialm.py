@@ -25,6 +25,9 @@ PRESETS: dict[str, dict] = {
         slack_step="exact",
         delta=0.02,
         m0=300,
+        batch_growth=2.0,
+        noise_ratio=0.5,
+        max_batch_size=None,
     ),
     "paper": dict(
         estimator="independent",
@@ -34,6 +37,9 @@ PRESETS: dict[str, dict] = {
         slack_step="shared",
         delta=0.01,
         m0=None,
+        batch_growth=1.0,
+        noise_ratio=0.5,
+        max_batch_size=None,
     ),
 }
 
@@ -131,6 +137,9 @@ def stoc_ialm(
     estimator: str | None = None,
     momentum: str | None = None,
     slack_step: str | None = None,
+    batch_growth: float | None = None,
+    noise_ratio: float | None = None,
+    max_batch_size: int | None = None,
     eval_every: int = 50,
     max_passes: float = 100.0,
     max_oracle_calls: int | None = None,
@@ -188,6 +197,14 @@ def stoc_ialm(
     slack_step : {"exact", "shared"}
         Step on the slack block: ``"exact"`` takes ``min(eta, 1/beta_k)`` (``1/beta_k`` is the
         exact minimiser of the slack's quadratic), ``"shared"`` the step ``eta`` of ``x``.
+    batch_growth : float >= 1
+        Adaptive minibatch: at an evaluation of the stopping rule that fails, the exact
+        gradient it computed measures the error of the momentum estimate; when that error is
+        above ``noise_ratio`` times the dual residual (a noise floor rather than slow
+        progress), the minibatch grows by this factor (up to
+        ``max_batch_size``, by default the number of rows). ``1`` keeps it fixed.
+    noise_ratio : float
+    max_batch_size : int, optional
     eval_every : int, default=50
         Inner iterations between two evaluations of the stopping rule.
     max_passes : float, default=100
@@ -219,6 +236,9 @@ def stoc_ialm(
         momentum=momentum,
         slack_step=slack_step,
         m0=m0,
+        batch_growth=batch_growth,
+        noise_ratio=noise_ratio,
+        max_batch_size=max_batch_size,
     ).items():
         if value is not None:
             settings[name] = value
@@ -239,6 +259,9 @@ def stoc_ialm(
     _check_positive("step_scale", settings["step_scale"])
     _check_positive("penalty_scale", settings["penalty_scale"], strict=False)
     _check_positive("eval_every", eval_every, integer=True)
+    if not (np.isfinite(settings["batch_growth"]) and settings["batch_growth"] >= 1):
+        raise ValueError(f"batch_growth must be a number >= 1, got {settings['batch_growth']!r}.")
+    _check_positive("noise_ratio", settings["noise_ratio"])
     _check_positive("max_passes", max_passes)
     batch_size = int(batch_size)
     m0 = batch_size if settings["m0"] is None else int(settings["m0"])
@@ -279,6 +302,7 @@ def stoc_ialm(
             "dual_residual",
             "objective",
             "constraint",
+            "batch_size",
         )
     }
     state = {}
@@ -294,8 +318,9 @@ def stoc_ialm(
         kk = c.copy()
         kk[ineq] += sk
         y_cert = y + beta * kk
-        pres, dres = slack_residuals(xk, sk, y_cert, grad, c, jac_t, h, ineq)
+        pres, dres, grad_phi = slack_residuals(xk, sk, y_cert, grad, c, jac_t, h, ineq)
         state.update(z=z, c=c, k=kk, y_cert=y_cert, pres=pres, dres=dres, f0=f0, grad=grad)
+        state["grad_phi"] = grad_phi
         state["jac_t"] = jac_t
         for key, val in (
             ("data_passes", passes()),
@@ -309,6 +334,7 @@ def stoc_ialm(
             ("dual_residual", dres),
             ("objective", f0 + h.value(xk)),
             ("constraint", float(np.max(c)) if m else np.nan),
+            ("batch_size", state.get("batch_size", batch_size)),
         ):
             hist[key].append(val)
         return pres, dres
@@ -318,6 +344,10 @@ def stoc_ialm(
         return est.gradient(z, y, beta, batches, counter)
 
     beta = float(beta0)
+    batch = batch_size
+    max_batch = max(batch_size, settings["max_batch_size"] or 10**9)
+    if problem.finite and settings["max_batch_size"] is None:
+        max_batch = max(batch_size, problem.n_objective_samples, problem.n_constraint_samples)
     d = init_momentum(z, y, beta)
     converged = False
     k = 0
@@ -329,10 +359,21 @@ def stoc_ialm(
         # step. The paper's reading takes the one step for all of z.
         eta_slack = eta if settings["slack_step"] == "shared" else min(eta, 1.0 / beta)
 
-        def check(zc, t, y=y, beta=beta, k=k, base=n_iter):
-            return evaluate(zc, y, beta, k, base + t)[1] <= tol
+        def check(zc, dc, t, b, y=y, beta=beta, k=k, base=n_iter):
+            state["batch_size"] = b
+            dres = evaluate(zc, y, beta, k, base + t)[1]
+            if dres <= tol:
+                return True, b
+            # The exact gradient of the stop test measures the momentum estimator's error.
+            # While the residual is far above that error, optimisation limits progress; once
+            # the error is a sizeable share of the residual, it is a floor that more
+            # iterations at this batch size cannot go under.
+            error = float(np.linalg.norm(dc - state["grad_phi"]))
+            if error > settings["noise_ratio"] * dres:
+                b = min(int(np.ceil(settings["batch_growth"] * b)), max_batch)
+            return False, b
 
-        z, d, t, stopped = pstorm(
+        z, d, t, stopped, batch = pstorm(
             est,
             z,
             d,
@@ -341,7 +382,7 @@ def stoc_ialm(
             eta=eta,
             eta_slack=eta_slack,
             delta=settings["delta"],
-            batch_size=batch_size,
+            batch_size=batch,
             rng=rng,
             counter=counter,
             check=check,
@@ -377,8 +418,8 @@ def stoc_ialm(
             )
         beta_next = beta0 * sigma ** (k + 1)
         if m and settings["momentum"] == "warm":
-            bc = problem.sample(rng, batch_size, "constraint")
-            counter.constraint_draws += batch_size
+            bc = problem.sample(rng, batch, "constraint")
+            counter.constraint_draws += batch
             d = d + est.multiplier_change(z, y_old, beta_old, y, beta_next, bc, counter)
         else:
             d = init_momentum(z, y, beta_next)

@@ -26,7 +26,8 @@ __all__ = ["optimal_dual", "original_residuals", "slack_residuals"]
 def slack_residuals(x, s, y, grad_g, c, jac_t, h, inequality):
     """Primal and dual residuals of the slack reformulation at ``(x, s)`` with multiplier ``y``.
 
-    ``jac_t(v)`` computes ``J(x)^T v``. Returns ``(pres, dres)``.
+    ``jac_t(v)`` computes ``J(x)^T v``. Returns ``(pres, dres, grad)`` where ``grad`` is the
+    gradient of the smooth part of the Lagrangian in ``(x, s)``, ``(grad g + J^T y, y_I)``.
     """
     k = c.copy()
     k[inequality] += s
@@ -37,7 +38,7 @@ def slack_residuals(x, s, y, grad_g, c, jac_t, h, inequality):
     yi = y[inequality]
     rs = np.where(s > 0, np.abs(yi), np.maximum(-yi, 0.0))
     dres = float(np.sqrt(np.dot(rx, rx) + np.dot(rs, rs)))
-    return pres, dres
+    return pres, dres, np.concatenate([gx, yi])
 
 
 def optimal_dual(grad_f0, jac, c, inequality):

@@ -182,11 +182,13 @@ def pstorm(
     ``eta_slack`` on the slack block, whose curvature is exactly ``beta``) and updates the momentum
     estimate on one fresh minibatch, evaluated at both points:
     ``d+ = v(z+) + (1 - delta) (d - v(z))`` (STORM). Every ``eval_every`` iterations
-    ``check(z, t)`` evaluates the stopping rule on the evaluation batch and returns ``True`` to
-    stop. Iterates are prox outputs, so the checked point is the postprocessed step of
-    Algorithm 2 with the momentum estimate as its gradient estimate.
+    ``check(z, d, t, batch_size)`` evaluates the stopping rule on the evaluation batch and
+    returns ``(stop, batch_size)``: whether to stop, and the minibatch size to go on with.
+    Iterates are prox outputs, so the checked point is the postprocessed step of Algorithm 2
+    with the momentum estimate as its gradient estimate.
 
-    Returns ``(z, d, n_iter, stopped)`` where ``stopped`` says whether ``check`` accepted.
+    Returns ``(z, d, n_iter, stopped, batch_size)``; ``stopped`` says whether ``check``
+    accepted.
     """
     h = est.problem.h
     keep = 1.0 - delta
@@ -199,6 +201,8 @@ def pstorm(
         d = v + keep * (d - u)
         z = z_new
         t += 1
-        if t % eval_every == 0 and check(z, t):
-            return z, d, t, True
-    return z, d, t, False
+        if t % eval_every == 0:
+            stop, batch_size = check(z, d, t, batch_size)
+            if stop:
+                return z, d, t, True, batch_size
+    return z, d, t, False, batch_size
