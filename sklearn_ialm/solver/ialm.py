@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .kkt import original_residuals, slack_residuals
-from .pstorm import AugmentedLagrangianEstimator, Counter, pstorm
+from .pstorm import AugmentedLagrangianEstimator, Counter, pstorm, pstorm_theory
 from .smoothness import estimate_smoothness
+from .theory import theory_parameters
 
 __all__ = ["PRESETS", "IALMResult", "stoc_ialm"]
 
@@ -36,6 +37,19 @@ PRESETS: dict[str, dict] = {
         penalty_scale=1.0,
         slack_step="shared",
         delta=0.01,
+        m0=None,
+        batch_growth=1.0,
+        noise_ratio=0.5,
+        max_batch_size=None,
+    ),
+    # The proof's parameters (Lemma 3, Theorem 3): see sklearn_ialm.solver.theory.
+    "theory": dict(
+        estimator="independent",
+        momentum="restart",
+        step_scale=1.0,
+        penalty_scale=1.0,
+        slack_step="shared",
+        delta=0.5,
         m0=None,
         batch_growth=1.0,
         noise_ratio=0.5,
@@ -145,6 +159,7 @@ def stoc_ialm(
     max_oracle_calls: int | None = None,
     max_outer_iter: int = 60,
     multiplier_samples: int | None = None,
+    theory_constants: dict | None = None,
     y0=None,
     slack0=None,
     random_state=None,
@@ -170,7 +185,7 @@ def stoc_ialm(
         Starting point (zeros by default, as in the paper).
     tol : float, default=1e-2
         The ``eps`` of the eps-KKT stopping rule.
-    preset : {"default", "paper"}, default="default"
+    preset : {"default", "paper", "theory"}, default="default"
         Named settings for ``estimator``, ``momentum``, ``step_scale``, ``penalty_scale`` and
         ``delta``; an explicit argument overrides the preset. See :data:`PRESETS`.
     beta0, sigma : float, default=1.0, 2.5
@@ -199,9 +214,10 @@ def stoc_ialm(
         exact minimiser of the slack's quadratic), ``"shared"`` the step ``eta`` of ``x``.
     batch_growth : float >= 1
         Adaptive minibatch: at an evaluation of the stopping rule that fails, the exact
-        gradient it computed measures the error of the momentum estimate; when that error is
-        above ``noise_ratio`` times the dual residual (a noise floor rather than slow
-        progress), the minibatch grows by this factor (up to
+        gradient it computed measures the error of the momentum estimate; when the dual
+        residual has not improved by 10 % for 3 evaluations and that error is above
+        ``noise_ratio`` times the residual (a noise floor rather than slow progress), the
+        minibatch grows by this factor (up to
         ``max_batch_size``, by default the number of rows). ``1`` keeps it fixed.
     noise_ratio : float
     max_batch_size : int, optional
@@ -215,6 +231,10 @@ def stoc_ialm(
     multiplier_samples : int, optional
         ``M_k``: fresh constraint samples for ``c(x_{k+1})`` in the multiplier step. By default
         the value on the evaluation batch is used (all rows of a finite sum, as in the paper).
+    theory_constants : dict, optional
+        With ``preset="theory"``: ``sigma_g``, ``sigma_c`` (variance bounds) and ``gap`` (a
+        bound of the subproblems' initial gaps), from which :func:`theory_parameters` sets
+        every PStorm call; ``M_k`` defaults to ``ceil(tol**-2)``.
     y0, slack0 : array-like, optional
         Initial multipliers and slacks (warm starts).
     random_state : int, numpy Generator, SeedSequence or None
@@ -227,6 +247,14 @@ def stoc_ialm(
     """
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}.")
+    if preset == "theory" and not (
+        isinstance(theory_constants, dict)
+        and set(theory_constants) == {"sigma_g", "sigma_c", "gap"}
+    ):
+        raise ValueError(
+            "preset='theory' needs theory_constants=dict(sigma_g=..., sigma_c=..., gap=...), "
+            f"got {theory_constants!r}."
+        )
     settings = dict(PRESETS[preset])
     for name, value in dict(
         delta=delta,
@@ -348,7 +376,7 @@ def stoc_ialm(
     max_batch = max(batch_size, settings["max_batch_size"] or 10**9)
     if problem.finite and settings["max_batch_size"] is None:
         max_batch = max(batch_size, problem.n_objective_samples, problem.n_constraint_samples)
-    d = init_momentum(z, y, beta)
+    d = init_momentum(z, y, beta) if preset != "theory" else None
     converged = False
     k = 0
     message = "maximum number of outer iterations reached"
@@ -359,36 +387,59 @@ def stoc_ialm(
         # step. The paper's reading takes the one step for all of z.
         eta_slack = eta if settings["slack_step"] == "shared" else min(eta, 1.0 / beta)
 
-        def check(zc, dc, t, b, y=y, beta=beta, k=k, base=n_iter):
+        stall = {"best": np.inf, "since": 0}
+
+        def check(zc, dc, t, b, y=y, beta=beta, k=k, base=n_iter, stall=stall):
             state["batch_size"] = b
             dres = evaluate(zc, y, beta, k, base + t)[1]
             if dres <= tol:
                 return True, b
-            # The exact gradient of the stop test measures the momentum estimator's error.
-            # While the residual is far above that error, optimisation limits progress; once
-            # the error is a sizeable share of the residual, it is a floor that more
-            # iterations at this batch size cannot go under.
+            if dres < 0.9 * stall["best"]:
+                stall.update(best=dres, since=0)
+                return False, b
+            stall["since"] += 1
+            # Stalled for `patience` checks: the exact gradient of the stop test measures the
+            # momentum estimator's error. When that error is a sizeable share of the residual,
+            # it is a noise floor that more iterations at this batch size cannot go under.
             error = float(np.linalg.norm(dc - state["grad_phi"]))
-            if error > settings["noise_ratio"] * dres:
+            if stall["since"] >= 3 and error > settings["noise_ratio"] * dres:
                 b = min(int(np.ceil(settings["batch_growth"] * b)), max_batch)
+                stall["since"] = 0
             return False, b
 
-        z, d, t, stopped, batch = pstorm(
-            est,
-            z,
-            d,
-            y,
-            beta,
-            eta=eta,
-            eta_slack=eta_slack,
-            delta=settings["delta"],
-            batch_size=batch,
-            rng=rng,
-            counter=counter,
-            check=check,
-            eval_every=eval_every,
-            budget=budget,
-        )
+        if preset == "theory":
+            prm = theory_parameters(
+                L0, LJ, **theory_constants, y_norm=float(np.linalg.norm(y)), beta=beta, eps=tol
+            )
+            z, t = pstorm_theory(
+                est,
+                z,
+                y,
+                beta,
+                **{k_: prm[k_] for k_ in ("T", "step", "delta", "m0", "m1")},
+                rng=rng,
+                counter=counter,
+            )
+            # The proof has no inner exit test: judge the output, then go on to the next k.
+            evaluate(z, y, beta, k, n_iter + t)
+            stopped = counter.evaluations < budget
+        else:
+            z, d, t, stopped, batch = pstorm(
+                est,
+                z,
+                d,
+                y,
+                beta,
+                eta=eta,
+                eta_slack=eta_slack,
+                delta=settings["delta"],
+                batch_size=batch,
+                rng=rng,
+                counter=counter,
+                check=check,
+                eval_every=eval_every,
+                budget=budget,
+            )
         n_iter += t
         if not stopped:
             # Budget spent: judge the last iterate.
@@ -396,14 +447,17 @@ def stoc_ialm(
                 evaluate(z, y, beta, k, n_iter)
             message = "budget of data passes spent" if problem.finite else "oracle budget spent"
             break
-        if state["pres"] <= tol:
+        if state["pres"] <= tol and state["dres"] <= tol:
             converged = True
             message = "converged: primal and dual residuals <= tol"
             break
         # Multiplier step (Algorithm 1), on the evaluation batch or on M_k fresh samples.
         kk = state["k"]
-        if multiplier_samples is not None:
-            bc = problem.sample(rng, int(multiplier_samples), "constraint")
+        n_mult = multiplier_samples
+        if n_mult is None and preset == "theory":
+            n_mult = int(np.ceil(tol**-2))
+        if n_mult is not None:
+            bc = problem.sample(rng, int(n_mult), "constraint")
             C, _ = problem.constraints(z[:p], bc)
             counter.constraint_evaluations += C.shape[0]
             counter.constraint_draws += C.shape[0]
@@ -417,7 +471,9 @@ def stoc_ialm(
                 f"passes={passes():.3f}"
             )
         beta_next = beta0 * sigma ** (k + 1)
-        if m and settings["momentum"] == "warm":
+        if preset == "theory":
+            pass  # every call starts from its own m0-sample estimate
+        elif m and settings["momentum"] == "warm":
             bc = problem.sample(rng, batch, "constraint")
             counter.constraint_draws += batch
             d = d + est.multiplier_change(z, y_old, beta_old, y, beta_next, bc, counter)

@@ -206,3 +206,29 @@ def pstorm(
             if stop:
                 return z, d, t, True, batch_size
     return z, d, t, False, batch_size
+
+
+def pstorm_theory(est, z, y, beta, *, T, step, delta, m0, m1, rng, counter):
+    """Algorithm 2 exactly as analysed, for one call with the proof's parameters.
+
+    The momentum estimate starts from ``m0`` fresh samples, the output is built from one
+    iterate ``z_tau`` with ``tau`` uniform on ``{0, ..., T-1}``, and the postprocessing step
+    ``prox(z_tau - step * v)`` uses ``m1`` fresh samples. The iterations after ``tau`` do
+    not change the output, so they are not run (``tau`` is drawn first): the output has the
+    distribution of Algorithm 2's at a fraction of its cost.
+
+    Returns ``(z_hat, n_iter)``.
+    """
+    h = est.problem.h
+    tau = int(rng.integers(T))
+    d = est.gradient(z, y, beta, est.draw(rng, m0, counter), counter)
+    keep = 1.0 - delta
+    for _ in range(tau):
+        z_new = est.step(z, d, step, step, h)
+        batches = est.draw(rng, 1, counter)
+        d = est.gradient(z_new, y, beta, batches, counter) + keep * (
+            d - est.gradient(z, y, beta, batches, counter)
+        )
+        z = z_new
+    v = est.gradient(z, y, beta, est.draw(rng, m1, counter), counter)
+    return est.step(z, v, step, step, h), tau
