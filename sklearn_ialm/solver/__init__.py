@@ -4,6 +4,7 @@ Arrays in, a result object out; nothing here imports scikit-learn.
 """
 
 from .ialm import PRESETS, IALMResult, stoc_ialm
+from .ipc import IPCResult, ipc
 from .kkt import optimal_dual, original_residuals, slack_residuals
 from .problem import FiniteSumProblem, FunctionProblem, Problem, SampledProblem
 from .prox import L1, Box, NoProx, Prox
@@ -15,10 +16,12 @@ __all__ = [
     "FiniteSumProblem",
     "FunctionProblem",
     "IALMResult",
+    "IPCResult",
     "NoProx",
     "Problem",
     "Prox",
     "SampledProblem",
+    "ipc",
     "optimal_dual",
     "original_residuals",
     "slack_residuals",
