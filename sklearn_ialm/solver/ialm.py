@@ -72,6 +72,10 @@ class IALMResult:
         The multiplier that certifies the dual residual, ``y_k + beta_k (c(x) + E s)``.
     primal_residual, dual_residual : float
         Residuals of the slack reformulation at ``(x, slack)`` (the stopping rule).
+    primal_residual_se, dual_residual_se : float
+        Standard errors of those residuals: 0 for a finite sum (they are exact on all rows),
+        estimated by batch means over 10 chunks of the evaluation batch for a sampled
+        problem.
     kkt_primal_residual, kkt_dual_residual : float
         Residuals of the original problem with the optimal nonnegative multiplier
         ``kkt_multipliers`` (the paper's eq. (opt-dual), how IPC is judged).
@@ -93,8 +97,8 @@ class IALMResult:
     history : dict of ndarray
         One entry per evaluation of the stopping rule: ``data_passes``, ``oracle_calls``,
         ``objective_draws``, ``constraint_draws``, ``inner_iter``, ``outer_iter``, ``beta``,
-        ``primal_residual``, ``dual_residual``, ``objective``, ``constraint`` (the largest
-        constraint value ``max_j c_j(x)``).
+        ``primal_residual``, ``dual_residual`` (and their standard errors), ``objective``,
+        ``constraint`` (the largest constraint value ``max_j c_j(x)``), ``batch_size``.
     message : str
     settings : dict
         Every setting the run used.
@@ -105,6 +109,8 @@ class IALMResult:
     multipliers: np.ndarray
     primal_residual: float
     dual_residual: float
+    primal_residual_se: float
+    dual_residual_se: float
     kkt_primal_residual: float
     kkt_dual_residual: float
     kkt_multipliers: np.ndarray
@@ -328,6 +334,8 @@ def stoc_ialm(
             "beta",
             "primal_residual",
             "dual_residual",
+            "primal_residual_se",
+            "dual_residual_se",
             "objective",
             "constraint",
             "batch_size",
@@ -339,15 +347,39 @@ def stoc_ialm(
     def passes():
         return counter.evaluations / n_samples if n_samples else np.nan
 
+    def cost():
+        return f"passes={passes():.3f}" if n_samples else f"oracle calls={counter.evaluations}"
+
     def evaluate(z, y, beta, k, inner):
         """Residuals at z for the AL at (y, beta) on the evaluation batch, into the history."""
         xk, sk = z[:p], z[p:]
-        f0, grad, c, jac_t = problem.full_evaluation(xk, rng)
+        batches = None
+        if not problem.finite:
+            # No full data to check against: the evaluation batch is a fresh sample, and its
+            # draws are oracle calls like any other.
+            batches = (
+                problem.evaluation_batch(rng, "objective"),
+                problem.evaluation_batch(rng, "constraint") if m else None,
+            )
+            for kind, b in zip(("objective", "constraint"), batches, strict=True):
+                if b is not None:
+                    nb = problem.batch_size(b, kind)
+                    setattr(
+                        counter,
+                        f"{kind}_evaluations",
+                        getattr(counter, f"{kind}_evaluations") + nb,
+                    )
+                    setattr(counter, f"{kind}_draws", getattr(counter, f"{kind}_draws") + nb)
+        f0, grad, c, jac_t = problem.full_evaluation(xk, rng, batches)
         kk = c.copy()
         kk[ineq] += sk
         y_cert = y + beta * kk
         pres, dres, grad_phi = slack_residuals(xk, sk, y_cert, grad, c, jac_t, h, ineq)
+        pres_se = dres_se = 0.0 if problem.finite else np.nan
+        if batches is not None:
+            pres_se, dres_se = _standard_errors(problem, xk, sk, y, beta, batches, h, ineq)
         state.update(z=z, c=c, k=kk, y_cert=y_cert, pres=pres, dres=dres, f0=f0, grad=grad)
+        state.update(pres_se=pres_se, dres_se=dres_se)
         state["grad_phi"] = grad_phi
         state["jac_t"] = jac_t
         for key, val in (
@@ -360,6 +392,8 @@ def stoc_ialm(
             ("beta", beta),
             ("primal_residual", pres),
             ("dual_residual", dres),
+            ("primal_residual_se", pres_se),
+            ("dual_residual_se", dres_se),
             ("objective", f0 + h.value(xk)),
             ("constraint", float(np.max(c)) if m else np.nan),
             ("batch_size", state.get("batch_size", batch_size)),
@@ -467,8 +501,7 @@ def stoc_ialm(
         if verbose:
             print(
                 f"[stoc_ialm] k={k:2d} beta={beta:9.3g} pres={state['pres']:.2e} "
-                f"dres={state['dres']:.2e} max c={np.max(state['c']):+.3e} "
-                f"passes={passes():.3f}"
+                f"dres={state['dres']:.2e} max c={np.max(state['c']):+.3e} {cost()}"
             )
         beta_next = beta0 * sigma ** (k + 1)
         if preset == "theory":
@@ -482,7 +515,7 @@ def stoc_ialm(
     if verbose:
         print(
             f"[stoc_ialm] k={k:2d} beta={beta:9.3g} pres={state['pres']:.2e} "
-            f"dres={state['dres']:.2e} passes={passes():.3f} -- {message}"
+            f"dres={state['dres']:.2e} {cost()} -- {message}"
         )
 
     z = state["z"]
@@ -497,6 +530,8 @@ def stoc_ialm(
         multipliers=state["y_cert"],
         primal_residual=state["pres"],
         dual_residual=state["dres"],
+        primal_residual_se=state["pres_se"],
+        dual_residual_se=state["dres_se"],
         kkt_primal_residual=kpres,
         kkt_dual_residual=kdres,
         kkt_multipliers=kz,
@@ -522,3 +557,22 @@ def stoc_ialm(
             smoothness=(L0, LJ),
         ),
     )
+
+
+def _standard_errors(problem, x, s, y, beta, batches, h, ineq, n_chunks=10):
+    """Standard errors of the residual estimates by batch means over chunks of the batch.
+
+    Each chunk gives its own estimate of (pres, dres); their spread over ``n_chunks`` chunks,
+    divided by ``sqrt(n_chunks)``, estimates the standard error of the full-batch estimate.
+    """
+    bo, bc = batches
+    est = []
+    for i in range(n_chunks):
+        sub = (bo[i::n_chunks], None if bc is None else bc[i::n_chunks])
+        _, grad, c, jac_t = problem.full_evaluation(x, None, sub)
+        kk = c.copy()
+        kk[ineq] += s
+        pres, dres, _ = slack_residuals(x, s, y + beta * kk, grad, c, jac_t, h, ineq)
+        est.append((pres, dres))
+    se = np.std(np.array(est), axis=0, ddof=1) / np.sqrt(n_chunks)
+    return float(se[0]), float(se[1])

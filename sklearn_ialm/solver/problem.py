@@ -99,7 +99,7 @@ class Problem:
         bo, bc = batches
         grad = self.objective(x, bo)
         f0 = self.objective_value(x, bo)
-        if self.n_constraints == 0:
+        if self.n_constraints == 0 or bc is None:
             return f0, grad, np.zeros(0), lambda v: np.zeros_like(x)
         C, vjp = self.constraints(x, bc)
         n = C.shape[0]
