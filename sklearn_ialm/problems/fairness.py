@@ -87,7 +87,8 @@ def fairness_problem(
         The constraint's bound (the paper's ``c``).
     constraint : {"positive_share", "disparate_impact", "demographic_parity"}
     protected : sequence, optional
-        Groups that get a constraint (all groups by default).
+        Groups that get a constraint (all groups by default; an empty sequence gives the
+        unconstrained model).
     loss : {"truncated_logistic", "logistic"}
     truncation : float, default=2.0
         ``alpha`` of the truncated logistic loss.
@@ -113,7 +114,10 @@ def fairness_problem(
         if constraint_sample_weight is None
         else np.asarray(constraint_sample_weight, dtype=float)
     )
-    W, offset, names = _constraint_rows(groups, cw, protected, constraint, float(bound))
+    if len(protected):
+        W, offset, names = _constraint_rows(groups, cw, protected, constraint, float(bound))
+    else:  # no protected group: the unconstrained model
+        W, offset, names = np.zeros((X_constraint.shape[0], 0)), np.zeros(0), []
     loss_obj = TruncatedLogistic(truncation) if loss == "truncated_logistic" else LOSSES[loss]()
     return LinearProblem(
         X,

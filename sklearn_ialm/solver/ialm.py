@@ -371,6 +371,11 @@ def stoc_ialm(
                     )
                     setattr(counter, f"{kind}_draws", getattr(counter, f"{kind}_draws") + nb)
         f0, grad, c, jac_t = problem.full_evaluation(xk, rng, batches)
+        # Postprocessing of the slack block with its exact gradient: s minimises the AL
+        # given x in closed form. The iterate's own slack tracks the minibatch estimates of
+        # c, which would leave an inactive constraint with multiplier beta * noise.
+        sk = np.maximum(-(c[ineq] + y[ineq] / beta), 0.0)
+        z = np.concatenate([xk, sk])
         kk = c.copy()
         kk[ineq] += sk
         y_cert = y + beta * kk
@@ -426,20 +431,23 @@ def stoc_ialm(
         def check(zc, dc, t, b, y=y, beta=beta, k=k, base=n_iter, stall=stall):
             state["batch_size"] = b
             dres = evaluate(zc, y, beta, k, base + t)[1]
+            zc = state["z"]
+            dc = dc.copy()
+            dc[p:] = state["grad_phi"][p:]  # the slack block's gradient is known exactly
             if dres <= tol:
-                return True, b
+                return True, b, zc, dc
             if dres < 0.9 * stall["best"]:
                 stall.update(best=dres, since=0)
-                return False, b
+                return False, b, zc, dc
             stall["since"] += 1
-            # Stalled for `patience` checks: the exact gradient of the stop test measures the
-            # momentum estimator's error. When that error is a sizeable share of the residual,
-            # it is a noise floor that more iterations at this batch size cannot go under.
+            # Stalled for 3 checks: the exact gradient of the stop test measures the momentum
+            # estimator's error. When that error is a sizeable share of the residual, it is a
+            # noise floor that more iterations at this batch size cannot go under.
             error = float(np.linalg.norm(dc - state["grad_phi"]))
             if stall["since"] >= 3 and error > settings["noise_ratio"] * dres:
                 b = min(int(np.ceil(settings["batch_growth"] * b)), max_batch)
                 stall["since"] = 0
-            return False, b
+            return False, b, zc, dc
 
         if preset == "theory":
             prm = theory_parameters(
@@ -456,6 +464,7 @@ def stoc_ialm(
             )
             # The proof has no inner exit test: judge the output, then go on to the next k.
             evaluate(z, y, beta, k, n_iter + t)
+            z = state["z"]
             stopped = counter.evaluations < budget
         else:
             z, d, t, stopped, batch = pstorm(
@@ -479,6 +488,7 @@ def stoc_ialm(
             # Budget spent: judge the last iterate.
             if state.get("z") is not z:
                 evaluate(z, y, beta, k, n_iter)
+                z = state["z"]
             message = "budget of data passes spent" if problem.finite else "oracle budget spent"
             break
         if state["pres"] <= tol and state["dres"] <= tol:

@@ -183,9 +183,8 @@ def pstorm(
     estimate on one fresh minibatch, evaluated at both points:
     ``d+ = v(z+) + (1 - delta) (d - v(z))`` (STORM). Every ``eval_every`` iterations
     ``check(z, d, t, batch_size)`` evaluates the stopping rule on the evaluation batch and
-    returns ``(stop, batch_size)``: whether to stop, and the minibatch size to go on with.
-    Iterates are prox outputs, so the checked point is the postprocessed step of Algorithm 2
-    with the momentum estimate as its gradient estimate.
+    returns ``(stop, batch_size, z, d)``: whether to stop, the minibatch size to go on with,
+    and the point and estimate to go on from (the check postprocesses the slack block).
 
     Returns ``(z, d, n_iter, stopped, batch_size)``; ``stopped`` says whether ``check``
     accepted.
@@ -202,7 +201,7 @@ def pstorm(
         z = z_new
         t += 1
         if t % eval_every == 0:
-            stop, batch_size = check(z, d, t, batch_size)
+            stop, batch_size, z, d = check(z, d, t, batch_size)
             if stop:
                 return z, d, t, True, batch_size
     return z, d, t, False, batch_size
