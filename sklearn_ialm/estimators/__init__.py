@@ -1,0 +1,6 @@
+"""scikit-learn estimators: validate, build a problem, run the solver, expose the result."""
+
+from .fair import FairLogisticClassifier
+from .neyman_pearson import NeymanPearsonClassifier
+
+__all__ = ["FairLogisticClassifier", "NeymanPearsonClassifier"]

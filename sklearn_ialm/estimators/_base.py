@@ -1,0 +1,359 @@
+"""Machinery shared by the estimators.
+
+Validation of the data, sample and class weights, warm starts, independent seeded runs of
+:func:`~sklearn_ialm.solver.stoc_ialm` through joblib, the choice among the runs, the fitted
+attributes, the :class:`~sklearn.exceptions.ConvergenceWarning` and the prediction methods.
+A concrete estimator only says how its data become a problem object and how its constraints
+are reported in the units of its parameters.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from numpy.typing import ArrayLike
+from scipy.special import expit, log_expit
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ..solver import PRESETS, stoc_ialm
+
+__all__ = ["BaseIALMClassifier", "spawn_seeds"]
+
+#: ``X`` as the estimators accept it: array-like or a scipy.sparse matrix / array.
+MatrixLike = ArrayLike | sp.spmatrix | sp.sparray
+
+# float32 is kept as is: the solver's parameters are float64 and products upcast, so a
+# float32 matrix is never copied (a large training matrix should be read, not duplicated).
+_DTYPES = (np.float64, np.float32)
+
+
+def spawn_seeds(random_state, n_seeds: int) -> list[int]:
+    """``n_seeds`` independent integer seeds for the solver runs, from ``random_state``.
+
+    One integer is drawn from ``check_random_state(random_state)``; a
+    :class:`numpy.random.SeedSequence` built on it spawns one child per run, and each child
+    gives one 32-bit seed. The seeds depend on ``random_state`` only, never on the order in
+    which runs execute, so any ``n_jobs`` gives the same models; and a recorded seed replays
+    its run: ``stoc_ialm(problem, random_state=seed, ...)``.
+    """
+    entropy = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    children = np.random.SeedSequence(entropy).spawn(int(n_seeds))
+    return [int(child.generate_state(1)[0]) for child in children]
+
+
+def _label(value):
+    """A class label as users wrote it (``1``, not ``np.int64(1)``) for messages."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _solve(problem, seed, solver_kwargs):
+    """One solver run (a module-level function so joblib workers can import it)."""
+    return stoc_ialm(problem, random_state=seed, **solver_kwargs)
+
+
+def _select(results) -> int:
+    """Index of the chosen run: the lowest objective among the converged runs, else the
+    smallest ``max(primal, dual)`` residual. Ties go to the earliest seed (deterministic)."""
+    converged = [i for i, r in enumerate(results) if r.converged]
+    if converged:
+        return min(converged, key=lambda i: results[i].objective)
+    return min(
+        range(len(results)),
+        key=lambda i: max(results[i].primal_residual, results[i].dual_residual),
+    )
+
+
+class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
+    """Binary linear classifier fitted under constraints by Stoc-iALM (not for direct use).
+
+    Subclasses implement ``_build_problem`` and ``_constraint_report`` and may implement
+    ``_check_fit_params`` / ``_subset_fit_params`` for per-row fit parameters, and
+    ``_set_report_attributes`` for estimator-specific fitted attributes.
+    """
+
+    _parameter_constraints: dict = {
+        "fit_intercept": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "beta0": [Interval(Real, 0, None, closed="neither")],
+        "sigma": [Interval(Real, 1, None, closed="neither")],
+        "batch_size": [Interval(Integral, 2, None, closed="left")],
+        "max_passes": [Interval(Real, 0, None, closed="neither")],
+        "preset": [StrOptions(set(PRESETS))],
+        "n_seeds": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def _check_fit_params(self, fit_params: dict, n_samples: int) -> dict:
+        """Validate per-row fit parameters against the ``n_samples`` rows of ``X``."""
+        return fit_params
+
+    def _subset_fit_params(self, fit_params: dict, keep: np.ndarray) -> dict:
+        """The per-row fit parameters of the rows ``keep``."""
+        return fit_params
+
+    def _build_problem(self, X, y01, sample_weight, fit_params):
+        """``(problem, context)`` for rows ``X`` with labels ``y01`` in {0, 1}."""
+        raise NotImplementedError
+
+    def _constraint_report(self, proba, y01, sample_weight, context) -> np.ndarray:
+        """Constraint values, in the units of the bound, for positive predictions ``proba``."""
+        raise NotImplementedError
+
+    def _set_report_attributes(self, context) -> None:
+        """Estimator-specific fitted attributes (after the common ones are set)."""
+
+    def _violation_hint(self, context) -> str:
+        return "the bound may be unreachable on these data"
+
+    # -- validation ------------------------------------------------------------------------------
+    def _check_target(self, y):
+        check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        if y_type != "binary":
+            raise ValueError(
+                f"Only binary classification is supported. The type of the target is {y_type}."
+            )
+        classes, y01 = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of 2 classes, but the data contain "
+                f"only 1 class: {_label(classes[0])}."
+            )
+        return classes, y01
+
+    def _check_weighted_classes(self, weights, y01, classes, what):
+        for k in (0, 1):
+            if not weights[y01 == k].sum() > 0:
+                raise ValueError(
+                    f"{type(self).__name__} needs samples of 2 classes with positive weight, "
+                    f"but {what} leaves only 1 class: {_label(classes[1 - k])} "
+                    f"(class {_label(classes[k])} has zero total weight)."
+                )
+
+    def _sample_weights(self, sample_weight, X, y, y01, classes):
+        """Row weights of both the objective and the constraints: sample x class weight."""
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        self._check_weighted_classes(sw, y01, classes, "sample_weight")
+        class_weight = getattr(self, "class_weight", None)
+        if class_weight is not None:
+            cw = compute_class_weight(class_weight, classes=classes, y=y, sample_weight=sw)
+            sw = sw * cw[y01]
+            self._check_weighted_classes(sw, y01, classes, "class_weight")
+        return sw
+
+    def _warm_start_point(self, problem, classes, n_features):
+        """``(x0, y0, slack0)`` from the previous fit, or ``(None, None, None)``."""
+        if not (self.warm_start and hasattr(self, "coef_")):
+            return None, None, None
+        if self.coef_.shape[1] != n_features:
+            raise ValueError(
+                f"warm_start=True needs the same number of features as the previous fit "
+                f"({self.coef_.shape[1]}), got {n_features}. Set warm_start=False to refit."
+            )
+        if not np.array_equal(self.classes_, classes):
+            raise ValueError(
+                f"warm_start=True needs the same classes as the previous fit "
+                f"({self.classes_.tolist()}), got {classes.tolist()}."
+            )
+        x0 = self.coef_.ravel()
+        if self.fit_intercept:
+            x0 = np.append(x0, self.intercept_[0])
+        m, n_slack = problem.n_constraints, int(np.sum(problem.inequality))
+        if self.multipliers_.shape != (m,) or self._slack.shape != (n_slack,):
+            warnings.warn(
+                f"warm_start: the previous fit had {self.multipliers_.size} constraint(s), this "
+                f"one has {m}; the weights are warm-started, the multipliers start from zero.",
+                UserWarning,
+                stacklevel=4,
+            )
+            return x0, None, None
+        return x0, self.multipliers_, self._slack
+
+    # -- fit -------------------------------------------------------------------------------------
+    def _fit(self, X, y, sample_weight=None, **fit_params):
+        self._validate_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES)
+        classes, y01 = self._check_target(y)
+        sw = self._sample_weights(sample_weight, X, y, y01, classes)
+        fit_params = self._check_fit_params(fit_params, X.shape[0])
+
+        # Zero-weight rows change neither the objective nor the constraints; dropping them
+        # also keeps them out of the minibatches, so weight 0 is exactly "row removed".
+        keep = sw > 0
+        if not keep.all():
+            X, y01, sw = X[keep], y01[keep], sw[keep]
+            fit_params = self._subset_fit_params(fit_params, keep)
+
+        problem, context = self._build_problem(X, y01, sw, fit_params)
+        x0, y0, slack0 = self._warm_start_point(problem, classes, X.shape[1])
+
+        seeds = spawn_seeds(self.random_state, self.n_seeds)
+        solver_kwargs = dict(
+            x0=x0,
+            y0=y0,
+            slack0=slack0,
+            tol=self.tol,
+            preset=self.preset,
+            beta0=self.beta0,
+            sigma=self.sigma,
+            batch_size=self.batch_size,
+            max_passes=self.max_passes,
+            verbose=self.verbose,
+        )
+        if len(seeds) == 1:
+            results = [_solve(problem, seeds[0], solver_kwargs)]
+        else:
+            results = Parallel(n_jobs=self.n_jobs)(
+                delayed(_solve)(problem, seed, solver_kwargs) for seed in seeds
+            )
+        best = _select(results)
+        result = results[best]
+
+        n_features = X.shape[1]
+        self.classes_ = classes
+        self.coef_ = result.x[:n_features].reshape(1, -1).copy()
+        self.intercept_ = np.array([result.x[n_features] if self.fit_intercept else 0.0])
+        self.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
+        self._slack = np.asarray(result.slack, dtype=float).copy()
+        self.primal_residual_ = float(result.primal_residual)
+        self.dual_residual_ = float(result.dual_residual)
+        self.kkt_primal_residual_ = float(result.kkt_primal_residual)
+        self.kkt_dual_residual_ = float(result.kkt_dual_residual)
+        self.converged_ = bool(result.converged)
+        self.n_iter_ = int(result.n_iter)
+        self.n_outer_iter_ = int(result.n_outer_iter)
+        self.n_data_passes_ = float(result.n_data_passes)
+        self.objective_ = float(result.objective)
+        self.history_ = {key: np.asarray(val).copy() for key, val in result.history.items()}
+        if len(results) > 1:
+            self.seeds_ = [
+                dict(
+                    seed=seed,
+                    converged=bool(r.converged),
+                    primal_residual=float(r.primal_residual),
+                    dual_residual=float(r.dual_residual),
+                    n_data_passes=float(r.n_data_passes),
+                    objective=float(r.objective),
+                    selected=i == best,
+                )
+                for i, (seed, r) in enumerate(zip(seeds, results, strict=True))
+            ]
+        elif hasattr(self, "seeds_"):
+            # A stale record of an earlier multi-seed fit would describe another model.
+            del self.seeds_
+
+        scores = self._score(X)
+        self.constraint_values_ = self._constraint_report(expit(scores), y01, sw, context)
+        self.hard_constraint_values_ = self._constraint_report(
+            (scores > 0).astype(float), y01, sw, context
+        )
+        self._set_report_attributes(context)
+        self._warn_if_not_converged(result, context)
+        return self
+
+    def _warn_if_not_converged(self, result, context):
+        if result.converged:
+            return
+        msg = (
+            f"{type(self).__name__} did not reach tol={self.tol:g}: {result.message} "
+            f"after {result.n_data_passes:.4g} data passes (max_passes={self.max_passes:g}); "
+            f"primal residual {result.primal_residual:.3g}, dual residual "
+            f"{result.dual_residual:.3g} (KKT residuals of the original inequality problem: "
+            f"{result.kkt_primal_residual:.3g}, {result.kkt_dual_residual:.3g})."
+        )
+        # The solver's kkt_primal_residual is ||[c]_+||: the violation of the inequality
+        # constraints themselves, which a slack cannot explain away.
+        if result.primal_residual > self.tol and result.kkt_primal_residual > self.tol:
+            msg += (
+                f" The constraints are violated at the end (violation "
+                f"{result.kkt_primal_residual:.3g} > tol): {self._violation_hint(context)}; "
+                "or the run needs a larger max_passes. Check constraint_values_ before "
+                "using this model."
+            )
+        else:
+            msg += " Increase max_passes (or tol) for a converged model."
+        warnings.warn(msg, ConvergenceWarning, stacklevel=4)
+
+    # -- prediction ------------------------------------------------------------------------------
+    def _score(self, X):
+        return np.asarray(safe_sparse_dot(X, self.coef_[0])).ravel() + self.intercept_[0]
+
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
+        """Score ``X @ coef_.T + intercept_`` of each row; positive means ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=_DTYPES, reset=False)
+        return self._score(X)
+
+    def predict_proba(self, X: MatrixLike) -> np.ndarray:
+        """Soft predictions: the sigmoid of the score (deterministic; not calibrated).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+            Columns in the order of ``classes_``; column 1 is the soft positive prediction
+            that the constraints were written with.
+        """
+        s = self.decision_function(X)
+        return np.column_stack([expit(-s), expit(s)])
+
+    def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`, computed without overflow.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+        """
+        s = self.decision_function(X)
+        return np.column_stack([log_expit(-s), log_expit(s)])
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Class of each row: ``classes_[1]`` where the score is positive.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(int)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
+        return tags
