@@ -159,20 +159,6 @@ def test_fair_three_groups_one_multiplier_per_group_and_every_constraint_met(dat
         assert p[member].sum() / p.sum() >= 0.3
 
 
-# The solver cannot yet certify problems in which a constraint is inactive with a large slack
-# (several groups, or demographic parity, whose two sides are never active together): the
-# slack follows the minibatch estimate of c, so the certified multiplier of an inactive
-# constraint is beta * (estimation noise) instead of 0 and the dual residual stalls far above
-# tol. Evaluating the stopping rule at the exact minimiser of the augmented Lagrangian in the
-# slack, s = max(0, -(c(x) + y / beta)), fixes both cases below (checked with a patched copy of
-# solver/ialm.py): remove these markers when the solver does that.
-SLACK_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="solver: noisy slack of inactive constraints blocks the dual residual",
-)
-
-
-@SLACK_XFAIL
 @pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
 def test_fair_three_groups_with_an_active_constraint(data):
     X, y, _ = data
@@ -185,7 +171,6 @@ def test_fair_three_groups_with_an_active_constraint(data):
     assert clf.multipliers_[0] > 0.1 and np.all(np.abs(clf.multipliers_[1:]) <= clf.tol)
 
 
-@SLACK_XFAIL
 @pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
 def test_fair_demographic_parity_converges(data):
     X, y, groups = data

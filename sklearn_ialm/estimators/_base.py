@@ -187,7 +187,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     # -- fit -------------------------------------------------------------------------------------
     def _fit(self, X, y, sample_weight=None, **fit_params):
         self._validate_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
         classes, y01 = self._check_target(y)
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
         fit_params = self._check_fit_params(fit_params, X.shape[0])

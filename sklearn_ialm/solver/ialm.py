@@ -300,6 +300,12 @@ def stoc_ialm(
     batch_size = int(batch_size)
     m0 = batch_size if settings["m0"] is None else int(settings["m0"])
     _check_positive("m0", m0, integer=True)
+    if problem.finite:
+        # More initial draws than rows add cost, not accuracy, on small data.
+        rows = problem.n_objective_samples
+        if problem.n_constraints:
+            rows = min(rows, problem.n_constraint_samples)
+        m0 = min(m0, max(batch_size, rows))
     settings["m0"] = m0
 
     rng = np.random.default_rng(random_state)
