@@ -26,7 +26,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..solver import PRESETS, stoc_ialm
+from ..solver import stoc_ialm
 
 __all__ = ["BaseIALMClassifier", "spawn_seeds"]
 
@@ -89,7 +89,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         "sigma": [Interval(Real, 1, None, closed="neither")],
         "batch_size": [Interval(Integral, 2, None, closed="left")],
         "max_passes": [Interval(Real, 0, None, closed="neither")],
-        "preset": [StrOptions(set(PRESETS))],
+        "preset": [StrOptions({"default", "paper"})],
         "n_seeds": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
