@@ -151,3 +151,23 @@ def test_empty_protected_group_is_an_error():
     X, y, groups, _ = _data()
     with pytest.raises(ValueError, match="group 7"):
         fairness_problem(X, y, X, groups, bound=0.1, protected=[7])
+
+
+def test_training_matrix_is_shared_not_copied_and_memmap_works(tmp_path):
+    from sklearn_ialm.solver import stoc_ialm
+
+    X, y, groups, _ = _data(6, n=200)
+    Xs = sp.csr_matrix(X)
+    for A in (X, Xs):
+        np_pb = neyman_pearson_problem(A, y, max_fpr=0.3)
+        assert np_pb.A_obj.A is A and np_pb.A_con.A is A
+        fair_pb = fairness_problem(A, y, A, groups, bound=0.1)
+        assert fair_pb.A_obj.A is A and fair_pb.A_con.A is A
+    path = tmp_path / "X.dat"
+    mm = np.memmap(path, dtype=np.float64, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    ro = np.memmap(path, dtype=np.float64, mode="r", shape=X.shape)
+    r_mem = stoc_ialm(neyman_pearson_problem(X, y, max_fpr=0.3), random_state=0, max_passes=5)
+    r_map = stoc_ialm(neyman_pearson_problem(ro, y, max_fpr=0.3), random_state=0, max_passes=5)
+    np.testing.assert_array_equal(r_mem.x, r_map.x)

@@ -53,35 +53,67 @@ class _SparseRows:
         return np.bincount(self.cols, weights=self.vals * r[self.rows], minlength=self.shape[1])
 
 
-class _Rows:
-    """Row access with a one-entry cache: PStorm reads each minibatch at two points."""
+class _Subset:
+    """Rows ``rows`` of a matrix, for full-data products without copying those rows."""
 
-    def __init__(self, A):
-        if sp.issparse(A):
+    def __init__(self, A, rows):
+        self.A, self.rows = A, rows
+        self.shape = (len(rows), A.shape[1])
+
+    def __matmul__(self, x):
+        return (self.A @ x)[self.rows]
+
+    def rmatvec(self, r):
+        full = np.zeros(self.A.shape[0])
+        full[self.rows] = r
+        return self.A.T @ full
+
+
+class _Rows:
+    """Row access to a matrix (or to a subset of its rows) by minibatch index.
+
+    A one-entry cache serves the two points at which PStorm reads each minibatch. The matrix
+    is never copied: CSR input is used as given (other sparse formats are converted once),
+    dense and memory-mapped arrays are read by row index.
+    """
+
+    def __init__(self, A, rows=None):
+        if sp.issparse(A) and A.format != "csr":
             A = sp.csr_matrix(A)
-            A.sort_indices()
         self.A = A
+        self.rows = None if rows is None else np.asarray(rows, dtype=np.intp)
         self.sparse = sp.issparse(A)
+        self.full = A if self.rows is None else _Subset(A, self.rows)
+        self.n_rows = A.shape[0] if self.rows is None else len(self.rows)
         self._key = None
-        self._rows = None
+        self._block = None
 
     def __call__(self, idx):
         if isinstance(idx, slice):
-            return self.A if idx == slice(None) else self.A[idx]
+            if idx == slice(None):
+                return self.full
+            idx = np.arange(self.n_rows)[idx]
         if idx is not self._key:
             self._key = idx
-            self._rows = _SparseRows(self.A, idx) if self.sparse else self.A[idx]
-        return self._rows
+            rows = idx if self.rows is None else self.rows[idx]
+            self._block = _SparseRows(self.A, rows) if self.sparse else self.A[rows]
+        return self._block
 
 
-def _rms_row_norm(A) -> float:
-    sq = A.multiply(A).sum() if sp.issparse(A) else np.einsum("ij,ij->", A, A)
-    return float(np.sqrt(sq / max(A.shape[0], 1)))
+def _rms_row_norm(rows) -> float:
+    A = rows.A
+    if sp.issparse(A):
+        sq = np.asarray(A.multiply(A).sum(axis=1)).ravel()
+    else:
+        sq = np.einsum("ij,ij->i", A, A)
+    if rows.rows is not None:
+        sq = sq[rows.rows]
+    return float(np.sqrt(sq.mean())) if len(sq) else 0.0
 
 
 def _rmatvec(A, r):
-    """``A.T @ r`` for a dense block, a CSR matrix or a sparse minibatch."""
-    if isinstance(A, _SparseRows):
+    """``A.T @ r`` for a dense block, a CSR matrix, a row subset or a sparse minibatch."""
+    if isinstance(A, _SparseRows | _Subset):
         return A.rmatvec(r)
     return A.T @ r
 
@@ -107,6 +139,9 @@ class LinearProblem(FiniteSumProblem):
     smoothness : (L0, LJ), optional
         Defaults to the bound of :meth:`smoothness_bound`.
     constraint_names : list of str, optional
+    rows_objective, rows_constraint : array of int, optional
+        Use only these rows of ``A_objective`` / ``A_constraint`` (both may be the same
+        matrix): the subsets are read in place, never copied.
     feature_scale : float or "auto", default=1.0
         The score is ``(a.w) / feature_scale + b0``: the same model as ``a.x + b0`` with
         ``x = w / feature_scale`` (:meth:`coef` maps back). Residuals and the tolerance then
@@ -130,13 +165,17 @@ class LinearProblem(FiniteSumProblem):
         smoothness=None,
         constraint_names=None,
         feature_scale=1.0,
+        rows_objective=None,
+        rows_constraint=None,
     ):
         W = np.asarray(W, dtype=float)
         if W.ndim == 1:
             W = W[:, None]
-        super().__init__(A_objective.shape[0], A_constraint.shape[0] if W.shape[1] else 0)
-        self.A_obj = _Rows(A_objective)
-        self.A_con = _Rows(A_constraint)
+        n_obj = A_objective.shape[0] if rows_objective is None else len(rows_objective)
+        n_con = A_constraint.shape[0] if rows_constraint is None else len(rows_constraint)
+        super().__init__(n_obj, n_con if W.shape[1] else 0)
+        self.A_obj = _Rows(A_objective, rows_objective)
+        self.A_con = _Rows(A_constraint, rows_constraint)
         self.n_features = A_objective.shape[1]
         self.fit_intercept = bool(fit_intercept)
         self.n_params = self.n_features + self.fit_intercept
@@ -151,7 +190,7 @@ class LinearProblem(FiniteSumProblem):
         self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (W.shape[1],))
         self.h = NoProx() if h is None else h
         if isinstance(feature_scale, str) and feature_scale == "auto":
-            feature_scale = _rms_row_norm(A_objective) or 1.0
+            feature_scale = _rms_row_norm(self.A_obj) or 1.0
         self.feature_scale = float(feature_scale)
         self._inv_scale = 1.0 / self.feature_scale
         self.smoothness = self.smoothness_bound() if smoothness is None else tuple(smoothness)
@@ -236,7 +275,7 @@ class LinearProblem(FiniteSumProblem):
         ``|hess c_k| <= 1/(6 sqrt 3) lambda_max(A^T diag|W_k| A / n)``.
         """
         rng = np.random.default_rng(0)
-        A_obj, A_con = self.A_obj.A, self.A_con.A
+        A_obj, A_con = self.A_obj.full, self.A_con.full
         L0 = self.loss.curvature * self._top_eigenvalue(A_obj, self.u, rng)
         if not self.n_constraints:
             return L0, 0.0

@@ -51,10 +51,10 @@ def neyman_pearson_problem(
     w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     wn = w[neg] / w[neg].mean()
     return LinearProblem(
-        X[pos],
+        X,
         np.ones(len(pos)),
         SigmoidLoss(),
-        X[neg],
+        X,
         wn[:, None],
         np.array([-float(max_fpr)]),
         objective_weights=w[pos],
@@ -63,4 +63,6 @@ def neyman_pearson_problem(
         smoothness=smoothness,
         feature_scale=feature_scale,
         constraint_names=["false_positive_rate"],
+        rows_objective=pos,
+        rows_constraint=neg,
     )
