@@ -238,3 +238,22 @@ def test_bad_settings_raise_naming_the_parameter(kw, match):
     pb = _positive_rate_problem(X, y, 0.4, inequality=True)
     with pytest.raises(ValueError, match=match):
         stoc_ialm(pb, **kw)
+
+
+@pytest.mark.parametrize("estimator", ["ustat", "independent"])
+def test_fused_two_point_update_equals_two_single_evaluations(estimator):
+    # The linear problems evaluate a minibatch at both points in one pass; the result must
+    # be the generic two-call STORM direction.
+    X, y = _logistic_data(8, n=100)
+    pb = neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True)
+    est = AugmentedLagrangianEstimator(pb, estimator)
+    rng = np.random.default_rng(0)
+    z1, z0 = rng.standard_normal(est.dim), rng.standard_normal(est.dim)
+    z1[-1] = z0[-1] = 0.3
+    batches = est.draw(rng, 7, Counter())
+    yv, beta, keep = np.array([0.4]), 2.5, 0.98
+    fused = est.storm_direction(z1, z0, yv, beta, batches, keep, Counter())
+    plain = est.gradient(z1, yv, beta, batches, Counter()) - keep * est.gradient(
+        z0, yv, beta, batches, Counter()
+    )
+    np.testing.assert_allclose(fused, plain, rtol=1e-12, atol=1e-14)

@@ -132,6 +132,37 @@ class AugmentedLagrangianEstimator:
         out[self.p :] = w[self.ineq]
         return out
 
+    def storm_direction(self, z_new, z, y, beta, batches, keep, counter):
+        """``v(z_new) - keep * v(z)`` on one minibatch: the data part of the STORM update.
+
+        Problems that offer ``objective_pair`` and ``constraints_pair`` evaluate both points
+        in one pass over the minibatch; others are called once per point.
+        """
+        pb = self.problem
+        if not hasattr(pb, "objective_pair"):
+            v = self.gradient(z_new, y, beta, batches, counter)
+            return v - keep * self.gradient(z, y, beta, batches, counter)
+        bo, bc, bc2 = batches
+        x1, x2 = z_new[: self.p], z[: self.p]
+        gx = pb.objective_pair(x1, x2, bo, 1.0, -keep)
+        counter.objective_evaluations += 2 * pb.batch_size(bo, "objective")
+        if self.m == 0:
+            return gx
+        s1, s2 = z_new[self.p :], z[self.p :]
+        C1, C2, vjp = pb.constraints_pair(x1, x2, bc)
+        counter.constraint_evaluations += 2 * C1.shape[0]
+        K1 = K2 = None
+        if bc2 is not None:
+            D1, D2, _ = pb.constraints_pair(x1, x2, bc2)
+            counter.constraint_evaluations += 2 * D1.shape[0]
+            K1, K2 = self.k(D1, s1), self.k(D2, s2)
+        U1, w1 = self.penalty_cotangent(self.k(C1, s1), K1, y, beta)
+        U2, w2 = self.penalty_cotangent(self.k(C2, s2), K2, y, beta)
+        out = np.empty(self.dim)
+        out[: self.p] = gx + vjp(U1, -keep * U2)
+        out[self.p :] = (w1 - keep * w2)[self.ineq]
+        return out
+
     def multiplier_change(self, z, y_old, beta_old, y_new, beta_new, batch, counter):
         """Unbiased estimate of ``grad Phi_new(z) - grad Phi_old(z)`` on one batch.
 
@@ -195,9 +226,7 @@ def pstorm(
     while counter.evaluations < budget:
         z_new = est.step(z, d, eta, eta_slack, h)
         batches = est.draw(rng, batch_size, counter)
-        v = est.gradient(z_new, y, beta, batches, counter)
-        u = est.gradient(z, y, beta, batches, counter)
-        d = v + keep * (d - u)
+        d = keep * d + est.storm_direction(z_new, z, y, beta, batches, keep, counter)
         z = z_new
         t += 1
         if t % eval_every == 0:
