@@ -326,8 +326,8 @@ def stoc_ialm(
         n_samples = None
         budget = 10**7 if max_oracle_calls is None else int(max_oracle_calls)
 
-    L0, LJ = problem.smoothness or estimate_smoothness(problem, x, rng)
     counter = Counter()
+    L0, LJ = problem.smoothness or estimate_smoothness(problem, x, rng, counter=counter)
     hist = {
         k: []
         for k in (
@@ -388,7 +388,7 @@ def stoc_ialm(
         pres, dres, grad_phi = slack_residuals(xk, sk, y_cert, grad, c, jac_t, h, ineq)
         pres_se = dres_se = 0.0 if problem.finite else np.nan
         if batches is not None:
-            pres_se, dres_se = _standard_errors(problem, xk, sk, y, beta, batches, h, ineq)
+            pres_se, dres_se = _standard_errors(problem, xk, sk, y_cert, batches, h, ineq)
         state.update(z=z, c=c, k=kk, y_cert=y_cert, pres=pres, dres=dres, f0=f0, grad=grad)
         state.update(pres_se=pres_se, dres_se=dres_se)
         state["grad_phi"] = grad_phi
@@ -575,20 +575,19 @@ def stoc_ialm(
     )
 
 
-def _standard_errors(problem, x, s, y, beta, batches, h, ineq, n_chunks=10):
+def _standard_errors(problem, x, s, y_cert, batches, h, ineq, n_chunks=10):
     """Standard errors of the residual estimates by batch means over chunks of the batch.
 
-    Each chunk gives its own estimate of (pres, dres); their spread over ``n_chunks`` chunks,
-    divided by ``sqrt(n_chunks)``, estimates the standard error of the full-batch estimate.
+    Each chunk gives its own estimate of (pres, dres) at the returned multiplier
+    ``y_cert``; their spread over ``n_chunks`` chunks, divided by ``sqrt(n_chunks)``,
+    estimates the standard error of the full-batch estimate.
     """
     bo, bc = batches
     est = []
     for i in range(n_chunks):
         sub = (bo[i::n_chunks], None if bc is None else bc[i::n_chunks])
         _, grad, c, jac_t = problem.full_evaluation(x, None, sub)
-        kk = c.copy()
-        kk[ineq] += s
-        pres, dres, _ = slack_residuals(x, s, y + beta * kk, grad, c, jac_t, h, ineq)
+        pres, dres, _ = slack_residuals(x, s, y_cert, grad, c, jac_t, h, ineq)
         est.append((pres, dres))
     se = np.std(np.array(est), axis=0, ddof=1) / np.sqrt(n_chunks)
     return float(se[0]), float(se[1])

@@ -19,7 +19,7 @@ def _power(grad, x, rng, n_iter=10, r=1e-4):
     v /= np.linalg.norm(v)
     g0 = grad(x)
     lam = 0.0
-    for _ in range(n_iter):
+    for _ in range(n_iter):  # n_iter + 1 gradient evaluations in all
         hv = (grad(x + r * v) - g0) / r
         lam = float(np.linalg.norm(hv))
         if lam == 0.0:
@@ -28,13 +28,27 @@ def _power(grad, x, rng, n_iter=10, r=1e-4):
     return lam
 
 
-def estimate_smoothness(problem, x, rng, n_iter: int = 10) -> tuple[float, float]:
-    """Estimate ``(L0, LJ)`` for ``problem`` around ``x`` (see the module docstring)."""
+def estimate_smoothness(problem, x, rng, n_iter: int = 10, counter=None) -> tuple[float, float]:
+    """Estimate ``(L0, LJ)`` for ``problem`` around ``x`` (see the module docstring).
+
+    For a sampled problem the draws and evaluations are added to ``counter``: they are oracle
+    calls like any other. (A finite sum's evaluations on all rows are set-up, like the
+    stopping rule's, and are not counted as data passes.)
+    """
     bo = problem.evaluation_batch(rng, "objective")
     L0 = _power(lambda u: problem.objective(u, bo), x, rng, n_iter)
+    count = counter is not None and not problem.finite
+    if count:
+        n = problem.batch_size(bo, "objective")
+        counter.objective_draws += n
+        counter.objective_evaluations += (n_iter + 1) * n
     LJ = 0.0
     if problem.n_constraints:
         bc = problem.evaluation_batch(rng, "constraint")
+        if count:
+            n = problem.batch_size(bc, "constraint")
+            counter.constraint_draws += n
+            counter.constraint_evaluations += (n_iter + 1) * n
 
         def penalty_grad(u):
             C, vjp = problem.constraints(u, bc)
