@@ -1,8 +1,16 @@
 """The paper's models as problem objects for the solvers."""
 
 from .fairness import CONSTRAINTS, fairness_problem
+from .gaussian import GaussianNeymanPearson
 from .linear import LinearProblem
 from .losses import LOSSES
 from .neyman_pearson import neyman_pearson_problem
 
-__all__ = ["CONSTRAINTS", "LOSSES", "LinearProblem", "fairness_problem", "neyman_pearson_problem"]
+__all__ = [
+    "CONSTRAINTS",
+    "LOSSES",
+    "GaussianNeymanPearson",
+    "LinearProblem",
+    "fairness_problem",
+    "neyman_pearson_problem",
+]
