@@ -370,12 +370,7 @@ def stoc_ialm(
             for kind, b in zip(("objective", "constraint"), batches, strict=True):
                 if b is not None:
                     nb = problem.batch_size(b, kind)
-                    setattr(
-                        counter,
-                        f"{kind}_evaluations",
-                        getattr(counter, f"{kind}_evaluations") + nb,
-                    )
-                    setattr(counter, f"{kind}_draws", getattr(counter, f"{kind}_draws") + nb)
+                    counter.add(kind, draws=nb, evaluations=nb)
         f0, grad, c, jac_t = problem.full_evaluation(xk, rng, batches)
         # Postprocessing of the slack block with its exact gradient: s minimises the AL
         # given x in closed form. The iterate's own slack tracks the minibatch estimates of
@@ -509,8 +504,7 @@ def stoc_ialm(
         if n_mult is not None:
             bc = problem.sample(rng, int(n_mult), "constraint")
             C, _ = problem.constraints(z[:p], bc)
-            counter.constraint_evaluations += C.shape[0]
-            counter.constraint_draws += C.shape[0]
+            counter.add("constraint", draws=C.shape[0], evaluations=C.shape[0])
             kk = est.k(C, z[p:]).mean(axis=0)
         y_old, beta_old = y, beta
         y = y + min(beta, gamma / float(np.linalg.norm(kk))) * kk

@@ -43,6 +43,15 @@ class Counter:
     def evaluations(self) -> int:
         return self.objective_evaluations + self.constraint_evaluations
 
+    def add(self, kind: str, *, draws: int = 0, evaluations: int = 0) -> None:
+        """Count ``draws`` new samples and ``evaluations`` per-sample evaluations of ``kind``."""
+        if kind == "objective":
+            self.objective_draws += draws
+            self.objective_evaluations += evaluations
+        else:
+            self.constraint_draws += draws
+            self.constraint_evaluations += evaluations
+
 
 @dataclass
 class AugmentedLagrangianEstimator:

@@ -40,15 +40,13 @@ def estimate_smoothness(problem, x, rng, n_iter: int = 10, counter=None) -> tupl
     count = counter is not None and not problem.finite
     if count:
         n = problem.batch_size(bo, "objective")
-        counter.objective_draws += n
-        counter.objective_evaluations += (n_iter + 1) * n
+        counter.add("objective", draws=n, evaluations=(n_iter + 1) * n)
     LJ = 0.0
     if problem.n_constraints:
         bc = problem.evaluation_batch(rng, "constraint")
         if count:
             n = problem.batch_size(bc, "constraint")
-            counter.constraint_draws += n
-            counter.constraint_evaluations += (n_iter + 1) * n
+            counter.add("constraint", draws=n, evaluations=(n_iter + 1) * n)
 
         def penalty_grad(u):
             C, vjp = problem.constraints(u, bc)
