@@ -83,9 +83,10 @@ def fairness(seed: int, bound: float = 0.1) -> bool:
         f"{share_hard:.4f}   bound >= {bound}"
     )
     print(
-        f"  eps-feasibility  the paper's constraint averaged over S, mean((c - 1[S_min]) p) = "
-        f"{result.constraint_values[0]:+.1e} (<= tol allowed); in share units that tolerance "
-        f"is loose: lower tol to meet the share more closely, at a higher cost"
+        f"  eps-feasibility  mean over S of (c - 1[S_min]) p = {result.constraint_values[0]:+.1e}"
+        " <= tol (the paper's constraint, averaged)\n"
+        "                   that tolerance is loose in share units: a lower tol meets the share"
+        " more closely, at a higher cost"
     )
     print(f"  accuracy on S    {acc:.4f}")
     no, nc = result.n_draws
