@@ -6,11 +6,12 @@ read a local copy when one is there, so they also work offline.
 """
 
 from ._bank import fetch_bank_marketing
-from ._bundled import load_a9a, load_spambase
+from ._bundled import fetch_a9a, load_a9a, load_spambase
 from ._nips2003 import fetch_gisette, fetch_madelon
 from .preprocessing import neyman_pearson_preprocess
 
 __all__ = [
+    "fetch_a9a",
     "fetch_bank_marketing",
     "fetch_gisette",
     "fetch_madelon",

@@ -213,3 +213,21 @@ def load_spambase(
     if return_X_y:
         return X, y
     return Bunch(data=X, target=y, feature_names=list(_SPAMBASE_FEATURES), DESCR=_SPAMBASE_DESCR)
+
+
+def fetch_a9a(
+    *, data_home=None, download_if_missing: bool = True, return_X_y: bool = False
+) -> Bunch | tuple[sp.csr_matrix, np.ndarray]:
+    """a9a with the signature of the ``fetch_*`` functions: the copy bundled with the package.
+
+    a9a ships inside the package (compressed, checksummed; see ``ATTRIBUTION.md``), so
+    nothing is downloaded and ``data_home`` and ``download_if_missing`` have no effect. This
+    is :func:`load_a9a` under the name the other data sets use.
+
+    Examples
+    --------
+    >>> from sklearn_ialm.datasets import fetch_a9a
+    >>> fetch_a9a().data_test.shape
+    (16281, 123)
+    """
+    return load_a9a(return_X_y=return_X_y)
