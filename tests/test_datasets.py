@@ -76,8 +76,14 @@ def replace_spec(monkeypatch, module, name, **changes):
 # --------------------------------------------------------------------------- bundled data
 
 
+def test_fetch_a9a_is_the_bundled_copy():
+    a, b = datasets.fetch_a9a(), datasets.load_a9a()
+    assert (a.data != b.data).nnz == 0 and (a.groups_test == b.groups_test).all()
+
+
 def test_public_names():
     assert sorted(datasets.__all__) == [
+        "fetch_a9a",
         "fetch_bank_marketing",
         "fetch_gisette",
         "fetch_madelon",
