@@ -1,0 +1,3 @@
+from .np_roc import NPROCDisplay
+
+__all__ = ["NPROCDisplay"]
