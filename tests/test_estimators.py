@@ -411,11 +411,14 @@ def test_class_weight_is_a_sample_weight_in_objective_and_constraints(data, capt
     x = np.random.default_rng(2).standard_normal(6)
     c_weighted = _evaluate(captured[0].problem, x)[2]
     c_plain = _evaluate(captured[2].problem, x)[2]
-    p = expit(X @ x[:5] + x[5])
+    coef, intercept = captured[0].problem.coef(x)
+    p = expit(X @ coef + intercept)
     w = np.where(y == 0, 3.0, 1.0)
     b = groups == "b"
     # The solver's constraint is a weighted mean of (bound - 1[b]) p, normalised by the weight.
     assert_allclose(c_weighted, [np.sum(w * (0.1 - b) * p) / np.sum(w)], rtol=1e-10)
+    coef, intercept = captured[2].problem.coef(x)  # its own scale: unweighted rows
+    p = expit(X @ coef + intercept)
     assert_allclose(c_plain, [np.mean((0.1 - b) * p)], rtol=1e-10)
     assert plain.bound_ == 0.1
     balanced = FairLogisticClassifier(class_weight="balanced", **kw)
@@ -469,7 +472,7 @@ def test_n_jobs_does_not_change_the_model_and_seeds_replay(data):
     assert best["selected"] and sum(r["selected"] for r in records) == 1
     assert one.objective_ == best["objective"]
     # A recorded seed replays its run through the solver directly.
-    problem = neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True)
+    problem = neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True, feature_scale="auto")
     for record in records:
         result = stoc_ialm(problem, random_state=record["seed"], max_passes=300)
         assert result.objective == pytest.approx(record["objective"], rel=1e-12)
@@ -557,7 +560,9 @@ def test_warm_start_continues_from_the_previous_solution(data, captured):
 
     clf.set_params(warm_start=True).fit(X, y)
     start = captured[1].kwargs
-    assert_array_equal(start["x0"], np.append(coef, intercept))
+    # The solver's x is the coefficients times the problem's feature scale.
+    scale = captured[1].problem.feature_scale
+    assert_array_equal(start["x0"], np.append(coef * scale, intercept))
     assert_array_equal(start["y0"], mult)
     assert start["slack0"].shape == (1,)
     assert clf.converged_

@@ -170,7 +170,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 f"warm_start=True needs the same classes as the previous fit "
                 f"({self.classes_.tolist()}), got {classes.tolist()}."
             )
-        x0 = self.coef_.ravel()
+        # The solver's x is the coefficient vector times the problem's feature scale.
+        x0 = self.coef_.ravel() * problem.feature_scale
         if self.fit_intercept:
             x0 = np.append(x0, self.intercept_[0])
         m, n_slack = problem.n_constraints, int(np.sum(problem.inequality))
@@ -224,10 +225,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         best = _select(results)
         result = results[best]
 
-        n_features = X.shape[1]
         self.classes_ = classes
-        self.coef_ = result.x[:n_features].reshape(1, -1).copy()
-        self.intercept_ = np.array([result.x[n_features] if self.fit_intercept else 0.0])
+        coef, intercept = problem.coef(result.x)
+        self.coef_ = coef.reshape(1, -1).copy()
+        self.intercept_ = np.array([intercept])
         self.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
         self._slack = np.asarray(result.slack, dtype=float).copy()
         self.primal_residual_ = float(result.primal_residual)

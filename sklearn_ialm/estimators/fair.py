@@ -11,8 +11,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
 from ..problems import CONSTRAINTS, fairness_problem
-from ..problems.linear import LinearProblem
-from ..problems.losses import Logistic, TruncatedLogistic
 from ._base import BaseIALMClassifier, MatrixLike
 
 __all__ = ["FairLogisticClassifier"]
@@ -129,7 +127,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
     tol : float, default=1e-2
         The ``eps`` of the eps-KKT stopping rule: the run stops when the primal and dual
         residuals of the slack reformulation, evaluated on all training rows, are both
-        ``<= tol``.
+        ``<= tol``. The primal residual is in the units of the constraint (how far the soft
+        constraint may exceed its bound). The dual residual is a gradient norm, taken with
+        respect to the features divided by their root-mean-square row norm, so that ``tol``
+        means the same whatever the number and scale of the features (the paper's data sets
+        have rows of norm 1 to 4); ``coef_`` is in the units of ``X`` as given.
     beta0 : float, default=1.0
         Initial penalty of the augmented Lagrangian.
     sigma : float, default=2.5
@@ -242,7 +244,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
     >>> clf.protected_groups_
     array(['b'], dtype='<U1')
     >>> bool(clf.converged_), round(float(clf.constraint_values_[0]), 2)
-    (True, 0.21)
+    (True, 0.2)
     """
 
     __metadata_request__fit = {"sensitive_features": True}
@@ -412,7 +414,20 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 groups=np.array([] if labels is None else labels[np.unique(codes)]),
                 labels=labels,
             )
-            return self._unconstrained_problem(X, y01, sample_weight), context
+            problem = fairness_problem(
+                X,
+                y01,
+                X,
+                codes,
+                bound=bound,
+                protected=[],
+                loss=self.loss,
+                truncation=self.truncation,
+                fit_intercept=self.fit_intercept,
+                sample_weight=sample_weight,
+                feature_scale="auto",
+            )
+            return problem, context
 
         if self.constraint == "positive_share" and len(protected) * bound > 1 + 1e-12:
             # The shares of disjoint groups add up to at most 1: no model can meet this.
@@ -434,6 +449,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             fit_intercept=self.fit_intercept,
             sample_weight=sample_weight,
             constraint_sample_weight=sample_weight,
+            feature_scale="auto",
         )
         context = dict(
             codes=codes,
@@ -443,26 +459,6 @@ class FairLogisticClassifier(BaseIALMClassifier):
             labels=labels,
         )
         return problem, context
-
-    def _unconstrained_problem(self, X, y01, sample_weight):
-        # fairness_problem needs at least one protected group, so the void case is built
-        # here: the same objective with no constraint rows.
-        if self.loss == "truncated_logistic":
-            loss = TruncatedLogistic(self.truncation)
-        else:
-            loss = Logistic()
-        return LinearProblem(
-            X,
-            np.where(y01 == 1, 1.0, -1.0),
-            loss,
-            X,
-            np.zeros((X.shape[0], 0)),
-            np.zeros(0),
-            objective_weights=sample_weight,
-            inequality=True,
-            fit_intercept=self.fit_intercept,
-            constraint_names=[],
-        )
 
     def _constraint_report(self, proba, y01, sample_weight, context):
         codes, w = context["codes"], sample_weight

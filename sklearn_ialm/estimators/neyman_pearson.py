@@ -93,7 +93,11 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     tol : float, default=1e-2
         The ``eps`` of the eps-KKT stopping rule: the run stops when the primal and dual
         residuals of the slack reformulation, evaluated on all training rows, are both
-        ``<= tol``.
+        ``<= tol``. The primal residual is in the units of the constraint (how far the soft
+        constraint may exceed its bound). The dual residual is a gradient norm, taken with
+        respect to the features divided by their root-mean-square row norm, so that ``tol``
+        means the same whatever the number and scale of the features (the paper's data sets
+        have rows of norm 1 to 4); ``coef_`` is in the units of ``X`` as given.
     beta0 : float, default=1.0
         Initial penalty of the augmented Lagrangian.
     sigma : float, default=2.5
@@ -458,6 +462,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             max_fpr=self.max_fpr,
             fit_intercept=self.fit_intercept,
             sample_weight=sample_weight,
+            feature_scale="auto",
         )
         return problem, None
 

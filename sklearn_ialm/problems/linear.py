@@ -100,7 +100,8 @@ class _Rows:
         return self._block
 
 
-def _rms_row_norm(rows) -> float:
+def _rms_row_norm(rows, weights) -> float:
+    """Root of the weighted mean squared row norm (weights of mean one)."""
     A = rows.A
     if sp.issparse(A):
         sq = np.asarray(A.multiply(A).sum(axis=1)).ravel()
@@ -108,7 +109,7 @@ def _rms_row_norm(rows) -> float:
         sq = np.einsum("ij,ij->i", A, A)
     if rows.rows is not None:
         sq = sq[rows.rows]
-    return float(np.sqrt(sq.mean())) if len(sq) else 0.0
+    return float(np.sqrt(np.mean(weights * sq))) if len(sq) else 0.0
 
 
 def _rmatvec(A, r):
@@ -145,8 +146,9 @@ class LinearProblem(FiniteSumProblem):
     feature_scale : float or "auto", default=1.0
         The score is ``(a.w) / feature_scale + b0``: the same model as ``a.x + b0`` with
         ``x = w / feature_scale`` (:meth:`coef` maps back). Residuals and the tolerance then
-        refer to features of root-mean-square row norm one when ``"auto"``, whatever their
-        number and scale (the paper's data have rows of norm about 1 to 4).
+        refer to features of (weighted) root-mean-square row norm one over the objective rows
+        when ``"auto"``, whatever their number and scale (the paper's data have rows of norm
+        about 1 to 4).
     """
 
     def __init__(
@@ -190,7 +192,7 @@ class LinearProblem(FiniteSumProblem):
         self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (W.shape[1],))
         self.h = NoProx() if h is None else h
         if isinstance(feature_scale, str) and feature_scale == "auto":
-            feature_scale = _rms_row_norm(self.A_obj) or 1.0
+            feature_scale = _rms_row_norm(self.A_obj, self.u) or 1.0
         self.feature_scale = float(feature_scale)
         self._inv_scale = 1.0 / self.feature_scale
         self.smoothness = self.smoothness_bound() if smoothness is None else tuple(smoothness)
