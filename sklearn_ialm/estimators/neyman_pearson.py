@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..problems import neyman_pearson_problem
 from ._base import _DTYPES, BaseIALMClassifier, MatrixLike
@@ -435,9 +435,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         -------
         ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=_DTYPES, reset=False)
-        return self._score(X)
+        return super().decision_function(X)
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Score minus threshold, ``raw_decision_function(X) - threshold_``.
