@@ -104,7 +104,17 @@ def _rms_row_norm(rows, weights) -> float:
     """Root of the weighted mean squared row norm (weights of mean one)."""
     A = rows.A
     if sp.issparse(A):
-        sq = np.asarray(A.multiply(A).sum(axis=1)).ravel()
+        # In blocks of rows: A.multiply(A) would hold a second copy of the matrix.
+        sq = np.empty(A.shape[0])
+        step = 1 << 10
+        for start in range(0, A.shape[0], step):
+            ptr = A.indptr[start : start + step + 1]
+            counts = np.diff(ptr)
+            rows_of = np.repeat(np.arange(len(counts)), counts)
+            vals = A.data[ptr[0] : ptr[-1]]  # a view
+            sq[start : start + len(counts)] = np.bincount(
+                rows_of, weights=vals * vals, minlength=len(counts)
+            )
     else:
         sq = np.einsum("ij,ij->i", A, A)
     if rows.rows is not None:
