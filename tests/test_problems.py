@@ -171,3 +171,21 @@ def test_training_matrix_is_shared_not_copied_and_memmap_works(tmp_path):
     r_mem = stoc_ialm(neyman_pearson_problem(X, y, max_fpr=0.3), random_state=0, max_passes=5)
     r_map = stoc_ialm(neyman_pearson_problem(ro, y, max_fpr=0.3), random_state=0, max_passes=5)
     np.testing.assert_array_equal(r_mem.x, r_map.x)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_full_evaluation_matches_the_generic_oracles(sparse):
+    # The fused all-rows evaluation (one product for objective and constraints) against the
+    # generic one built from the per-row oracles.
+    from sklearn_ialm.solver.problem import Problem
+
+    rng = np.random.default_rng(7)
+    for pb in _problems(sparse):
+        x = 0.3 * rng.standard_normal(pb.n_params)
+        fused = pb.full_evaluation(x)
+        generic = Problem.full_evaluation(pb, x, None, (slice(None), slice(None)))
+        np.testing.assert_allclose(fused[0], generic[0], rtol=1e-12)
+        np.testing.assert_allclose(fused[1], generic[1], rtol=1e-10, atol=1e-14)
+        np.testing.assert_allclose(fused[2], generic[2], rtol=1e-10, atol=1e-14)
+        v = rng.standard_normal(pb.n_constraints)
+        np.testing.assert_allclose(fused[3](v), generic[3](v), rtol=1e-10, atol=1e-14)

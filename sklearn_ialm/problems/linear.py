@@ -259,6 +259,39 @@ class LinearProblem(FiniteSumProblem):
 
         return C, vjp
 
+    # -- all rows at once (the stopping rule) ------------------------------------------------
+    def full_evaluation(self, x, rng=None, batches=None):
+        """Objective value and gradient, constraint values and ``J^T`` on all rows.
+
+        One product ``A @ x`` serves the objective and the constraints when they read the
+        same matrix (the estimators' case), instead of one per oracle.
+        """
+        if batches is not None:
+            return super().full_evaluation(x, rng, batches)
+        Ao, Ac = self.A_obj, self.A_con
+        shared = self.n_constraints and Ao.A is Ac.A
+        if shared:
+            z_all = self._score(Ao.A, x)
+            zo = z_all if Ao.rows is None else z_all[Ao.rows]
+            zc = z_all if Ac.rows is None else z_all[Ac.rows]
+        else:
+            zo = self._score(Ao.full, x)
+        m_obj = self.b * zo
+        f0 = float(np.mean(self.u * self.loss.value(m_obj)))
+        grad = self._grad(Ao.full, self.bu * self.loss.derivative(m_obj), Ao.n_rows)
+        if not self.n_constraints:
+            return f0, grad, np.zeros(0), lambda v: np.zeros_like(x)
+        if not shared:
+            zc = self._score(Ac.full, x)
+        p = expit(zc)
+        c = (self.W * p[:, None]).mean(axis=0) + self.offset
+        dp = p * (1.0 - p) / Ac.n_rows
+
+        def jac_t(v):
+            return self._grad(Ac.full, dp * (self.W @ np.asarray(v, dtype=float)), 1.0)
+
+        return f0, grad, c, jac_t
+
     # -- the same minibatch at two points (PStorm's fast path) ---------------------------------
     def _score_pair(self, A, x1, x2):
         """Scores at two points as a ``(b, 2)`` array: one product with a two-column matrix."""

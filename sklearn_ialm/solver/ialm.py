@@ -27,6 +27,7 @@ PRESETS: dict[str, dict] = {
         delta=0.02,
         m0=300,
         batch_growth=2.0,
+        growth_patience=10,
         noise_ratio=0.5,
         max_batch_size=None,
     ),
@@ -39,6 +40,7 @@ PRESETS: dict[str, dict] = {
         delta=0.01,
         m0=None,
         batch_growth=1.0,
+        growth_patience=10,
         noise_ratio=0.5,
         max_batch_size=None,
     ),
@@ -52,6 +54,7 @@ PRESETS: dict[str, dict] = {
         delta=0.5,
         m0=None,
         batch_growth=1.0,
+        growth_patience=10,
         noise_ratio=0.5,
         max_batch_size=None,
     ),
@@ -158,6 +161,7 @@ def stoc_ialm(
     momentum: str | None = None,
     slack_step: str | None = None,
     batch_growth: float | None = None,
+    growth_patience: int | None = None,
     noise_ratio: float | None = None,
     max_batch_size: int | None = None,
     eval_every: int = 50,
@@ -221,10 +225,12 @@ def stoc_ialm(
     batch_growth : float >= 1
         Adaptive minibatch: at an evaluation of the stopping rule that fails, the exact
         gradient it computed measures the error of the momentum estimate; when the dual
-        residual has not improved by 10 % for 3 evaluations and that error is above
+        residual has not improved by 10 % for ``growth_patience`` evaluations and that
+        error is above
         ``noise_ratio`` times the residual (a noise floor rather than slow progress), the
         minibatch grows by this factor (up to
         ``max_batch_size``, by default the number of rows). ``1`` keeps it fixed.
+    growth_patience : int
     noise_ratio : float
     max_batch_size : int, optional
     eval_every : int, default=50
@@ -271,6 +277,7 @@ def stoc_ialm(
         slack_step=slack_step,
         m0=m0,
         batch_growth=batch_growth,
+        growth_patience=growth_patience,
         noise_ratio=noise_ratio,
         max_batch_size=max_batch_size,
     ).items():
@@ -296,6 +303,7 @@ def stoc_ialm(
     if not (np.isfinite(settings["batch_growth"]) and settings["batch_growth"] >= 1):
         raise ValueError(f"batch_growth must be a number >= 1, got {settings['batch_growth']!r}.")
     _check_positive("noise_ratio", settings["noise_ratio"])
+    _check_positive("growth_patience", settings["growth_patience"], integer=True)
     _check_positive("max_passes", max_passes)
     batch_size = int(batch_size)
     m0 = batch_size if settings["m0"] is None else int(settings["m0"])
@@ -441,11 +449,13 @@ def stoc_ialm(
                 stall.update(best=dres, since=0)
                 return False, b, zc, dc
             stall["since"] += 1
-            # Stalled for 3 checks: the exact gradient of the stop test measures the momentum
-            # estimator's error. When that error is a sizeable share of the residual, it is a
-            # noise floor that more iterations at this batch size cannot go under.
+            # Stalled for growth_patience checks: the exact gradient of the stop test measures the
+            # momentum estimator's error. When that error is a sizeable share of the residual,
+            # it is a noise floor that more iterations at this batch size cannot go under.
             error = float(np.linalg.norm(dc - state["grad_phi"]))
-            if stall["since"] >= 3 and error > settings["noise_ratio"] * dres:
+            if stall["since"] >= settings["growth_patience"] and (
+                error > settings["noise_ratio"] * dres
+            ):
                 b = min(int(np.ceil(settings["batch_growth"] * b)), max_batch)
                 stall["since"] = 0
             return False, b, zc, dc
