@@ -243,8 +243,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
     >>> clf = clf.fit(X, y, sensitive_features=groups)
     >>> clf.protected_groups_
     array(['b'], dtype='<U1')
-    >>> bool(clf.converged_), round(float(clf.constraint_values_[0]), 2)
-    (True, 0.2)
+    >>> share = float(clf.constraint_values_[0])  # group "b"'s share of positive predictions
+    >>> bool(clf.converged_), bool(share >= clf.bound_ - 0.05)
+    (True, True)
     """
 
     __metadata_request__fit = {"sensitive_features": True}
