@@ -169,7 +169,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         Intercept of the score (0 when ``fit_intercept=False``).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the features seen during fit, when ``X`` has string column names.
     groups_ : ndarray
         Labels of the groups of the training rows (tuples for intersections).

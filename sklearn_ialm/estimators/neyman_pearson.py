@@ -78,7 +78,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         Intercept of the score (0 when ``fit_intercept=False``).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the features seen during fit, when ``X`` has string column names.
     multipliers_ : ndarray of shape (1,)
         Lagrange multiplier of the false-positive-rate constraint (in the solver's scaling,

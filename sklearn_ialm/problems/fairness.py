@@ -102,6 +102,28 @@ def fairness_problem(
     Returns
     -------
     LinearProblem
+
+    Examples
+    --------
+    The paper's constraint on a small data set: group 1 receives at least 20 % of the soft
+    positive predictions.
+
+    >>> import numpy as np
+    >>> from scipy.special import expit
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_ialm.problems import fairness_problem
+    >>> from sklearn_ialm.solver import stoc_ialm
+    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    >>> groups = (X[:, 2] < -0.5).astype(int)
+    >>> problem = fairness_problem(X, y, X, groups, bound=0.2, protected=[1],
+    ...                            fit_intercept=True)
+    >>> problem.constraint_names
+    ['positive_share[1]']
+    >>> result = stoc_ialm(problem, max_passes=1000, random_state=0)
+    >>> coef, intercept = problem.coef(result.x)
+    >>> p = expit(X @ coef + intercept)
+    >>> bool(result.converged), round(float(p[groups == 1].sum() / p.sum()), 2)
+    (True, 0.21)
     """
     if constraint not in CONSTRAINTS:
         raise ValueError(f"constraint must be one of {CONSTRAINTS}, got {constraint!r}.")
