@@ -85,8 +85,16 @@ html_theme_options = {
     "navbar_align": "left",
     "show_toc_level": 2,
     "navigation_with_keys": False,
-    # The gallery pages get the whole width for code and figures.
-    "secondary_sidebar_items": {"**": ["page-toc", "sourcelink"], "auto_examples/*": []},
+    # The gallery pages get the whole width for code and figures (the patterns must not
+    # overlap: a page that matches two of them is a warning).
+    "secondary_sidebar_items": {
+        "index": ["page-toc"],
+        "install": ["page-toc", "sourcelink"],
+        "api": ["page-toc", "sourcelink"],
+        "user_guide/*": ["page-toc", "sourcelink"],
+        "generated/*": ["page-toc", "sourcelink"],
+        "auto_examples/*": [],
+    },
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
 }

@@ -117,65 +117,56 @@ for max_fpr in max_fprs:
 # gets there without choosing a threshold on held-out data, and holds the soft rate on the
 # training rows up to ``tol``.
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
-ax0.plot(
-    *fair["LogisticRegression"],
-    "s",
-    color="0.4",
-    ms=8,
-    label="LogisticRegression",
-)
+gray = dict(color="0.4", ms=8)
+
+ax0.plot(*fair["LogisticRegression"], "s", label="LogisticRegression", **gray)
 ours = np.array([fair[f"share >= {b}"] for b in bounds])
 ax0.plot(*ours.T, "o-", color="C0", label="FairLogisticClassifier")
-for b, (share, accuracy) in zip(bounds, ours, strict=True):
+for b, point in zip(bounds, ours, strict=True):
     ax0.annotate(
         f"bound {b}",
-        (share, accuracy),
+        point,
+        xytext=(-6, -4),
         textcoords="offset points",
-        xytext=(5, 5),
+        ha="right",
+        va="top",
     )
     ax0.axvline(b, color="C0", lw=0.6, ls=":")
-eg = [v for k, v in fair.items() if k.startswith("fairlearn")]
-if eg:
-    ax0.plot(
-        *np.array(eg).T,
-        "^",
-        color="C2",
-        ms=8,
-        label="fairlearn EG, parity 0.02",
-    )
+for name, point in fair.items():
+    if name.startswith("fairlearn"):
+        ax0.plot(*point, "^", color="C2", ms=8, label=name)
 ax0.set(
     xlabel="minority share of positive predictions (test)",
     ylabel="test accuracy",
     title="Fairness on a9a",
 )
-ax0.legend(loc="lower left", fontsize="small")
+ax0.margins(0.12)
+ax0.legend(loc="upper right", fontsize="small")
 
 ax1.plot(
-    *logreg_curve.T,
-    "-",
-    color="0.4",
-    label="LogisticRegression, all thresholds",
+    *logreg_curve.T, "-", label="LogisticRegression, all thresholds", **gray
 )
 ax1.plot(
     *fpr_and_accuracy(logreg.predict(X_test)),
     "s",
-    color="0.4",
-    ms=8,
     label="LogisticRegression, threshold 0.5",
+    **gray,
 )
 points = np.array([neyman_pearson[m][:2] for m in max_fprs])
 ax1.plot(*points.T, "o", color="C1", ms=7, label="NeymanPearsonClassifier")
-for m, (fpr, accuracy) in zip(max_fprs, points, strict=True):
+for i, (m, point) in enumerate(zip(max_fprs, points, strict=True)):
     ax1.annotate(
-        f"max_fpr {m}",
-        (fpr, accuracy),
+        f"{m}",
+        point,
+        xytext=(0, 8 if i % 2 else -14),
         textcoords="offset points",
-        xytext=(5, -12),
+        ha="center",
+        color="C1",
     )
 ax1.set(
     xlabel="false-positive rate (test)",
     ylabel="test accuracy",
-    title="Neyman-Pearson on spambase",
+    title="Neyman-Pearson on spambase (labels: max_fpr)",
     xlim=(0, 0.35),
 )
 ax1.legend(loc="lower right", fontsize="small")

@@ -335,6 +335,17 @@ class ConvergenceDisplay:
         (line,) = ax.plot(grid, center, linestyle, color=color, label=label)
         if linestyle == "-":  # one band per panel and display: around the solid curve
             ax.fill_between(grid, low, high, color=color, alpha=0.2, lw=0)
+        # Where each run ended: after its end the mean holds its last value.
+        ends = np.array([(r["x"][-1], r[key][-1]) for r in runs])
+        ax.plot(
+            ends[:, 0],
+            _positive(ends[:, 1]) if log else ends[:, 1],
+            "o" if linestyle == "-" else "x",
+            color=color,
+            ms=4,
+            mfc="none" if linestyle == "-" else color,
+            label="ends of the runs" if key == "constraint" else None,
+        )
         return line
 
     def _outer_ends(self):
@@ -540,7 +551,7 @@ def _estimator_units(est):
     hard = np.atleast_1d(getattr(est, "hard_constraint_values_", np.full(soft.shape, np.nan)))
     if isinstance(est, NeymanPearsonClassifier):
         note = (
-            f"at the end: soft FPR {soft[0]:.3g}, hard FPR {hard[0]:.3g}; max_fpr {est.max_fpr:g}"
+            f"at the end: soft FPR {soft[0]:.3f}, hard FPR {hard[0]:.3f}; max_fpr {est.max_fpr:g}"
         )
         return float(est.max_fpr), "soft false-positive rate", None, note
     if isinstance(est, FairLogisticClassifier):
