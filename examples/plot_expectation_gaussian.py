@@ -19,9 +19,13 @@ import numpy as np
 from sklearn_ialm.problems import GaussianNeymanPearson
 from sklearn_ialm.solver import stoc_ialm
 
-gnp = GaussianNeymanPearson([1.0, 0.5], [-1.0, 0.0], [[1.0, 0.3], [0.3, 0.5]], max_fpr=0.15)
+gnp = GaussianNeymanPearson(
+    [1.0, 0.5], [-1.0, 0.0], [[1.0, 0.3], [0.3, 0.5]], max_fpr=0.15
+)
 x_star, lam_star = gnp.reference_solution()
-print(f"scipy on the integrals: x* = {np.round(x_star, 3)}, lambda* = {lam_star:.3f}")
+print(
+    f"scipy on the integrals: x* = {np.round(x_star, 3)}, lambda* = {lam_star:.3f}"
+)
 
 # %%
 # Fit from the sampler, five seeds, ``tol = 1e-2``. The solver estimates its residuals on a
@@ -29,7 +33,9 @@ print(f"scipy on the integrals: x* = {np.round(x_star, 3)}, lambda* = {lam_star:
 tol = 1e-2
 problem = gnp.problem(evaluation_size=10_000)
 fits = [stoc_ialm(problem, tol=tol, random_state=seed) for seed in range(5)]
-print("seed  soft FPR  pres (est +- se / true)    dres (est +- se / true)   multiplier")
+print(
+    "seed  soft FPR  pres (est +- se / true)    dres (est +- se / true)   multiplier"
+)
 truth = []
 for seed, r in enumerate(fits):
     pres, dres = gnp.population_residuals(r.x, r.slack, r.multipliers)
@@ -53,20 +59,42 @@ ax0.scatter(*S[:, 1].T, s=6, color="C3", alpha=0.5, label="negative")
 u = np.linspace(-4, 4, 2)
 for r in fits:
     ax0.plot(u, -(r.x[0] * u + r.x[2]) / r.x[1], color="0.5", lw=0.8)
-ax0.plot(u, -(x_star[0] * u + x_star[2]) / x_star[1], "k--", lw=1.5, label="scipy x*")
+ax0.plot(
+    u,
+    -(x_star[0] * u + x_star[2]) / x_star[1],
+    "k--",
+    lw=1.5,
+    label="scipy x*",
+)
 ax0.set(xlim=(-4, 4), ylim=(-3, 3), title="boundaries z = 0")
 ax0.legend(fontsize=7, loc="lower right")
 
 h = fits[0].history
 for key, color in (("primal_residual", "C0"), ("dual_residual", "C1")):
     est, se = h[key], h[f"{key}_se"]
-    ax1.plot(h["oracle_calls"], est, color=color, label=f"{key.split('_')[0]} (estimated)")
+    ax1.plot(
+        h["oracle_calls"],
+        est,
+        color=color,
+        label=f"{key.split('_')[0]} (estimated)",
+    )
     lower = np.maximum(est - 2 * se, 1e-4)
-    ax1.fill_between(h["oracle_calls"], lower, est + 2 * se, color=color, alpha=0.2)
-ax1.plot(h["oracle_calls"][-1], truth[0, 0], "o", color="C0", label="primal (true)")
-ax1.plot(h["oracle_calls"][-1], truth[0, 1], "s", color="C1", label="dual (true)")
+    ax1.fill_between(
+        h["oracle_calls"], lower, est + 2 * se, color=color, alpha=0.2
+    )
+ax1.plot(
+    h["oracle_calls"][-1], truth[0, 0], "o", color="C0", label="primal (true)"
+)
+ax1.plot(
+    h["oracle_calls"][-1], truth[0, 1], "s", color="C1", label="dual (true)"
+)
 ax1.axhline(tol, color="k", lw=0.8, ls=":")
-ax1.set(yscale="log", ylim=(1e-4, 1), xlabel="oracle calls", title="residuals +- 2 se, seed 0")
+ax1.set(
+    yscale="log",
+    ylim=(1e-4, 1),
+    xlabel="oracle calls",
+    title="residuals +- 2 se, seed 0",
+)
 ax1.legend(fontsize=7)
 fig.tight_layout()
 plt.show()
@@ -75,5 +103,7 @@ plt.show()
 # The bound holds in population up to ``tol``, the residuals are eps-KKT in expectation
 # (mean squares below ``tol**2``, the paper's Definition 1), and the multiplier is scipy's.
 assert np.all(truth[:, 2] <= gnp.max_fpr + tol)
-assert np.mean(truth[:, 0] ** 2) <= tol**2 and np.mean(truth[:, 1] ** 2) <= tol**2
+assert (
+    np.mean(truth[:, 0] ** 2) <= tol**2 and np.mean(truth[:, 1] ** 2) <= tol**2
+)
 assert abs(truth[:, 3].mean() - lam_star) <= 0.1 * lam_star

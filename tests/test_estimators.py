@@ -416,10 +416,12 @@ def test_class_weight_is_a_sample_weight_in_objective_and_constraints(data, capt
     w = np.where(y == 0, 3.0, 1.0)
     b = groups == "b"
     # The solver's constraint is a weighted mean of (bound - 1[b]) p, normalised by the weight.
-    assert_allclose(c_weighted, [np.sum(w * (0.1 - b) * p) / np.sum(w)], rtol=1e-10)
+    # ... divided by the positive rate of the (weighted) labels, which puts it in share units.
+    rate_w = np.sum(w * (y == 1)) / np.sum(w)
+    assert_allclose(c_weighted, [np.sum(w * (0.1 - b) * p) / np.sum(w) / rate_w], rtol=1e-10)
     coef, intercept = captured[2].problem.coef(x)  # its own scale: unweighted rows
     p = expit(X @ coef + intercept)
-    assert_allclose(c_plain, [np.mean((0.1 - b) * p)], rtol=1e-10)
+    assert_allclose(c_plain, [np.mean((0.1 - b) * p) / np.mean(y == 1)], rtol=1e-10)
     assert plain.bound_ == 0.1
     balanced = FairLogisticClassifier(class_weight="balanced", **kw)
     balanced.fit(X, y, sensitive_features=groups)

@@ -224,6 +224,20 @@ def fetch_a9a(
     nothing is downloaded and ``data_home`` and ``download_if_missing`` have no effect. This
     is :func:`load_a9a` under the name the other data sets use.
 
+    Parameters
+    ----------
+    data_home : str or path-like, optional
+        Unused: a9a is bundled.
+    download_if_missing : bool, default=True
+        Unused: a9a is bundled.
+    return_X_y : bool, default=False
+        If True, return ``(data, target)`` of the training set D only.
+
+    Returns
+    -------
+    Bunch or tuple
+        As :func:`load_a9a`.
+
     Examples
     --------
     >>> from sklearn_ialm.datasets import fetch_a9a

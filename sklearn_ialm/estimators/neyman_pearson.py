@@ -146,7 +146,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         a threshold above ``s_(k)`` keeps the guarantee.
     n_calibration_ : int
         With ``calibration="umbrella"``: the number of held-out negatives.
-    calibration_indices_ : ndarray of shape (n_calibration_,)
+    calibration_indices_ : ndarray of shape (``n_calibration_``,)
         With ``calibration="umbrella"``: the rows of the ``X`` given to :meth:`fit` that were
         held out (sorted). The model was trained on the other rows with nonzero weight.
     calibration_fpr_ : float
@@ -158,7 +158,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         Intercept of the score (0 when ``fit_intercept=False``).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the features seen during fit, when ``X`` has string column names.
     multipliers_ : ndarray of shape (1,)
         Lagrange multiplier of the false-positive-rate constraint (in the solver's scaling,

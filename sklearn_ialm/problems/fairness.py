@@ -70,6 +70,7 @@ def fairness_problem(
     constraint_sample_weight=None,
     smoothness=None,
     feature_scale=1.0,
+    constraint_scale=1.0,
 ):
     """Build the fairness-constrained problem.
 
@@ -96,12 +97,39 @@ def fairness_problem(
     sample_weight, constraint_sample_weight : ndarray, optional
         Row weights on ``D`` and on ``S``; group means become weighted means.
     smoothness : (L0, LJ), optional
+    constraint_scale : float, default=1.0
+        The constraints are divided by this positive constant (same feasible set). The
+        ``positive_share`` and ``disparate_impact`` constraints are in units of
+        ``mean_S p * (bound - share)``: dividing by a typical positive rate puts their
+        residuals, and so ``tol``, in the units of the bound.
     feature_scale : float or "auto", default=1.0
         See :class:`LinearProblem`; ``"auto"`` makes ``tol`` independent of the scale of ``X``.
 
     Returns
     -------
     LinearProblem
+
+    Examples
+    --------
+    The paper's constraint on a small data set: group 1 receives at least 20 % of the soft
+    positive predictions.
+
+    >>> import numpy as np
+    >>> from scipy.special import expit
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_ialm.problems import fairness_problem
+    >>> from sklearn_ialm.solver import stoc_ialm
+    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    >>> groups = (X[:, 2] < -0.5).astype(int)
+    >>> problem = fairness_problem(X, y, X, groups, bound=0.2, protected=[1],
+    ...                            fit_intercept=True)
+    >>> problem.constraint_names
+    ['positive_share[1]']
+    >>> result = stoc_ialm(problem, max_passes=1000, random_state=0)
+    >>> coef, intercept = problem.coef(result.x)
+    >>> p = expit(X @ coef + intercept)
+    >>> bool(result.converged), round(float(p[groups == 1].sum() / p.sum()), 2)
+    (True, 0.21)
     """
     if constraint not in CONSTRAINTS:
         raise ValueError(f"constraint must be one of {CONSTRAINTS}, got {constraint!r}.")
@@ -114,8 +142,11 @@ def fairness_problem(
         if constraint_sample_weight is None
         else np.asarray(constraint_sample_weight, dtype=float)
     )
+    if not (np.isfinite(constraint_scale) and constraint_scale > 0):
+        raise ValueError(f"constraint_scale must be a number > 0, got {constraint_scale!r}.")
     if len(protected):
         W, offset, names = _constraint_rows(groups, cw, protected, constraint, float(bound))
+        W, offset = W / constraint_scale, offset / constraint_scale
     else:  # no protected group: the unconstrained model
         W, offset, names = np.zeros((X_constraint.shape[0], 0)), np.zeros(0), []
     loss_obj = TruncatedLogistic(truncation) if loss == "truncated_logistic" else LOSSES[loss]()

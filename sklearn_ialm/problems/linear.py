@@ -159,6 +159,24 @@ class LinearProblem(FiniteSumProblem):
         refer to features of (weighted) root-mean-square row norm one over the objective rows
         when ``"auto"``, whatever their number and scale (the paper's data have rows of norm
         about 1 to 4).
+
+    Examples
+    --------
+    Logistic regression whose mean soft positive prediction is at most 0.5
+    (``W = 1``, ``offset = -0.5``):
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_ialm.problems import LinearProblem
+    >>> from sklearn_ialm.problems.losses import Logistic
+    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    >>> problem = LinearProblem(X, np.where(y == 1, 1.0, -1.0), Logistic(), X,
+    ...                         np.ones((300, 1)), np.array([-0.5]), fit_intercept=True)
+    >>> problem.n_params, problem.n_constraints
+    (6, 1)
+    >>> C, vjp = problem.constraints(np.zeros(6), np.arange(3))  # sigmoid(0) - 0.5 per row
+    >>> C.ravel()
+    array([0., 0., 0.])
     """
 
     def __init__(

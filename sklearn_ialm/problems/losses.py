@@ -16,7 +16,18 @@ SIGMOID_CURVATURE = 1.0 / (6.0 * np.sqrt(3.0))
 
 
 class Logistic:
-    """``log(1 + exp(-m))``."""
+    """``log(1 + exp(-m))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.problems.losses import Logistic
+    >>> loss = Logistic()
+    >>> np.round(loss.value(np.array([-2.0, 0.0, 2.0])), 4)
+    array([2.1269, 0.6931, 0.1269])
+    >>> np.round(loss.derivative(np.array([-2.0, 0.0, 2.0])), 4)
+    array([-0.8808, -0.5   , -0.1192])
+    """
 
     curvature = 0.25
 
@@ -32,6 +43,18 @@ class TruncatedLogistic:
 
     Bounded growth (it is ``log``-like for large losses) makes it robust to outliers and
     nonconvex; ``alpha = 2`` in the paper.
+
+    Parameters
+    ----------
+    alpha : float, default=2.0
+        The truncation level; the loss tends to the logistic loss as ``alpha`` grows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.problems.losses import TruncatedLogistic
+    >>> np.round(TruncatedLogistic(2.0).value(np.array([-2.0, 0.0, 2.0])), 4)
+    array([1.4488, 0.5951, 0.1231])
     """
 
     curvature = 0.25  # phi_alpha is concave and increasing with phi' <= 1: l'' <= logistic''
@@ -49,7 +72,15 @@ class TruncatedLogistic:
 
 
 class SigmoidLoss:
-    """``1 / (1 + exp(m))``, the smooth 0-1 loss of the paper's Neyman-Pearson model."""
+    """``1 / (1 + exp(m))``, the smooth 0-1 loss of the paper's Neyman-Pearson model.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.problems.losses import SigmoidLoss
+    >>> np.round(SigmoidLoss().value(np.array([-2.0, 0.0, 2.0])), 4)
+    array([0.8808, 0.5   , 0.1192])
+    """
 
     curvature = SIGMOID_CURVATURE
 

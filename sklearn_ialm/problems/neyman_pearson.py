@@ -45,6 +45,23 @@ def neyman_pearson_problem(
     Returns
     -------
     LinearProblem
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.special import expit
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_ialm.problems import neyman_pearson_problem
+    >>> from sklearn_ialm.solver import stoc_ialm
+    >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    >>> problem = neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True)
+    >>> problem.n_objective_samples, problem.n_constraint_samples  # positives, negatives
+    (151, 149)
+    >>> result = stoc_ialm(problem, max_passes=1000, random_state=0)
+    >>> coef, intercept = problem.coef(result.x)
+    >>> soft_fpr = expit(X[y == 0] @ coef + intercept).mean()
+    >>> bool(result.converged), bool(soft_fpr <= 0.2 + 1e-2)
+    (True, True)
     """
     y = np.asarray(y)
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y != 1)

@@ -103,8 +103,30 @@ class IALMResult:
         ``primal_residual``, ``dual_residual`` (and their standard errors), ``objective``,
         ``constraint`` (the largest constraint value ``max_j c_j(x)``), ``batch_size``.
     message : str
+        Why the run stopped.
     settings : dict
         Every setting the run used.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import FunctionProblem, stoc_ialm
+    >>> a = np.random.default_rng(0).normal(1.0, 0.1, size=(200, 2))
+    >>> def objective(x, idx):
+    ...     r = x - a[idx]
+    ...     return 0.5 * np.mean(np.sum(r**2, axis=1)), r.mean(axis=0)
+    >>> def constraints(x, idx):
+    ...     n = len(a[idx])
+    ...     return np.full((n, 1), x.sum() - 1.0), np.ones((n, 1, 2))
+    >>> problem = FunctionProblem(objective, constraints, n_params=2,
+    ...                           n_objective_samples=200, n_constraint_samples=200)
+    >>> result = stoc_ialm(problem, random_state=0)
+    >>> result.message
+    'converged: primal and dual residuals <= tol'
+    >>> np.round(result.x, 2), np.round(result.multipliers, 2)
+    (array([0.5 , 0.51]), array([0.49]))
+    >>> len(result.history["data_passes"]) == len(result.history["dual_residual"])
+    True
     """
 
     x: np.ndarray
@@ -175,7 +197,7 @@ def stoc_ialm(
     random_state=None,
     verbose: int = 0,
 ) -> IALMResult:
-    """Solve ``min g(x) + h(x) s.t. c_E(x) = 0, c_I(x) <= 0`` by Stoc-iALM with PStorm.
+    """Solve ``min g(x) + h(x)`` subject to ``c_E(x) = 0, c_I(x) <= 0``: Stoc-iALM + PStorm.
 
     Algorithm 1 of the paper: for ``k = 0, 1, ...`` with ``beta_k = beta0 * sigma**k``,
     PStorm approximately minimises the augmented Lagrangian
@@ -256,6 +278,34 @@ def stoc_ialm(
     Returns
     -------
     IALMResult
+        The point, its residuals, the cost and the history of the run.
+
+    See Also
+    --------
+    ipc : The IPC baseline on the same problems.
+    sklearn_ialm.plotting.ConvergenceDisplay.from_results : Plot the history of runs.
+
+    Examples
+    --------
+    Minimise the mean of ``|x - a_i|^2 / 2`` subject to ``x_0 + x_1 <= 1`` (the constraint is
+    the same for every row here):
+
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import FunctionProblem, stoc_ialm
+    >>> a = np.random.default_rng(0).normal(1.0, 0.1, size=(200, 2))
+    >>> def objective(x, idx):
+    ...     r = x - a[idx]
+    ...     return 0.5 * np.mean(np.sum(r**2, axis=1)), r.mean(axis=0)
+    >>> def constraints(x, idx):
+    ...     n = len(a[idx])
+    ...     return np.full((n, 1), x.sum() - 1.0), np.ones((n, 1, 2))
+    >>> problem = FunctionProblem(objective, constraints, n_params=2,
+    ...                           n_objective_samples=200, n_constraint_samples=200)
+    >>> result = stoc_ialm(problem, random_state=0)
+    >>> bool(result.converged), np.round(result.x, 1)
+    (True, array([0.5, 0.5]))
+    >>> bool(result.primal_residual <= 1e-2 and result.dual_residual <= 1e-2)
+    True
     """
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}.")

@@ -74,9 +74,27 @@ class IPCResult:
         ``complementarity`` (``||z * c||``, which the paper's stopping rule does not test),
         ``outer_iter`` and ``inner_iter`` (iterations completed at the check).
     message : str
+        Why the run stopped.
     settings : dict
         Every setting the run used, including the resolved ``rho`` and ``mu`` and the
         curvature estimate behind the default ``rho`` (``None`` when ``rho`` was given).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import FunctionProblem, ipc
+    >>> a = np.random.default_rng(0).normal(1.0, 0.1, size=(200, 2))
+    >>> def objective(x, idx):
+    ...     r = x - a[idx]
+    ...     return 0.5 * np.mean(np.sum(r**2, axis=1)), r.mean(axis=0)
+    >>> def constraints(x, idx):
+    ...     n = len(a[idx])
+    ...     return np.full((n, 1), x.sum() - 1.0), np.ones((n, 1, 2))
+    >>> problem = FunctionProblem(objective, constraints, n_params=2,
+    ...                           n_objective_samples=200, n_constraint_samples=200)
+    >>> result = ipc(problem)
+    >>> result.message, bool(result.kkt_primal_residual <= 1e-2)
+    ('converged: KKT residuals <= tol', True)
     """
 
     x: np.ndarray
@@ -171,7 +189,7 @@ def ipc(
     rho_min: float = 1e-3,
     verbose: int = 0,
 ) -> IPCResult:
-    """Solve ``min f0(x) + h(x) s.t. c_I(x) <= 0`` by IPC (Ma, Lin, Yang 2019), deterministic.
+    """Solve ``min f0(x) + h(x)`` subject to ``c_I(x) <= 0`` by IPC (Ma, Lin, Yang 2019).
 
     **Outer loop** (inexact proximal point). From ``x_0`` (zeros by default, as in the
     paper), outer iteration ``k`` approximately solves the strongly convex subproblem

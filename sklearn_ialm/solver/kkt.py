@@ -28,6 +28,46 @@ def slack_residuals(x, s, y, grad_g, c, jac_t, h, inequality):
 
     ``jac_t(v)`` computes ``J(x)^T v``. Returns ``(pres, dres, grad)`` where ``grad`` is the
     gradient of the smooth part of the Lagrangian in ``(x, s)``, ``(grad g + J^T y, y_I)``.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n_params,)
+        The point.
+    s : ndarray of shape (n_inequalities,)
+        The slacks of the inequality constraints (nonnegative).
+    y : ndarray of shape (n_constraints,)
+        The multipliers.
+    grad_g : ndarray of shape (n_params,)
+        The gradient of the smooth objective ``g`` at ``x``.
+    c : ndarray of shape (n_constraints,)
+        The constraint values at ``x``.
+    jac_t : callable
+        ``jac_t(v) = J(x)^T v`` for ``v`` of shape ``(n_constraints,)``.
+    h : Prox
+        The nonsmooth term of the objective.
+    inequality : ndarray of bool, shape (n_constraints,)
+        Which constraints are inequalities ``c_j(x) <= 0``.
+
+    Returns
+    -------
+    pres, dres : float
+        ``||c(x) + E s||`` and ``dist(0, [grad g + dh + J^T y ; y_I + N_{s >= 0}(s)])``.
+    grad : ndarray of shape (n_params + n_inequalities,)
+        ``(grad g + J^T y, y_I)``.
+
+    Examples
+    --------
+    ``min ||x - (2, 0)||^2 / 2`` subject to ``x_0 - 1 <= 0``: at ``x = (1, 0)`` with slack 0
+    and multiplier 1 the KKT conditions hold exactly.
+
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import NoProx, slack_residuals
+    >>> x, J = np.array([1.0, 0.0]), np.array([[1.0, 0.0]])
+    >>> pres, dres, grad = slack_residuals(
+    ...     x, np.zeros(1), np.ones(1), x - [2.0, 0.0], np.array([x[0] - 1.0]),
+    ...     lambda v: J.T @ v, NoProx(), np.array([True]))
+    >>> pres, dres
+    (0.0, 0.0)
     """
     k = c.copy()
     k[inequality] += s
@@ -47,6 +87,30 @@ def optimal_dual(grad_f0, jac, c, inequality):
     ``z`` is nonnegative on the inequality rows and free on the equality rows (where the
     complementarity term vanishes since ``c_E`` should be zero). For one inequality this is
     the closed form ``[-(grad_f0 . grad_c) / (c^2 + ||grad_c||^2)]_+``.
+
+    Parameters
+    ----------
+    grad_f0 : ndarray of shape (n_params,)
+        The gradient of the objective.
+    jac : ndarray of shape (n_constraints, n_params)
+        The Jacobian of the constraints.
+    c : ndarray of shape (n_constraints,)
+        The constraint values.
+    inequality : ndarray of bool, shape (n_constraints,)
+        Which constraints are inequalities ``c_j(x) <= 0``.
+
+    Returns
+    -------
+    z : ndarray of shape (n_constraints,)
+        The multiplier, nonnegative on the inequality rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import optimal_dual
+    >>> optimal_dual(np.array([-1.0, 0.0]), np.array([[1.0, 0.0]]), np.array([0.0]),
+    ...              np.array([True]))
+    array([1.])
     """
     jac = np.atleast_2d(jac)
     m = jac.shape[0]
@@ -72,6 +136,41 @@ def original_residuals(x, grad_g, jac, c, h, inequality):
     """KKT residuals of the original problem with the optimal dual of :func:`optimal_dual`.
 
     Returns ``(pres, dres, z)``.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n_params,)
+        The point.
+    grad_g : ndarray of shape (n_params,)
+        The gradient of the smooth objective ``g`` at ``x``.
+    jac : ndarray of shape (n_constraints, n_params)
+        The Jacobian of the constraints at ``x``.
+    c : ndarray of shape (n_constraints,)
+        The constraint values at ``x``.
+    h : Prox
+        The nonsmooth term of the objective.
+    inequality : array-like of bool, shape (n_constraints,)
+        Which constraints are inequalities ``c_j(x) <= 0``.
+
+    Returns
+    -------
+    pres : float
+        ``||([c_I]_+, c_E)||``, the violation of the constraints.
+    dres : float
+        ``dist(0, grad g + dh + J^T z)``.
+    z : ndarray of shape (n_constraints,)
+        The multiplier of :func:`optimal_dual`.
+
+    Examples
+    --------
+    ``min ||x - (2, 0)||^2 / 2`` subject to ``x_0 - 1 <= 0``, at the solution ``(1, 0)``:
+
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import NoProx, original_residuals
+    >>> x = np.array([1.0, 0.0])
+    >>> original_residuals(x, x - [2.0, 0.0], np.array([[1.0, 0.0]]), np.array([0.0]),
+    ...                    NoProx(), [True])
+    (0.0, 0.0, array([1.]))
     """
     inequality = np.asarray(inequality, dtype=bool)
     viol = np.where(inequality, np.maximum(c, 0.0), np.abs(c))

@@ -56,6 +56,34 @@ class Problem:
     finite : bool
         ``True`` for a finite sum (cost counted in data passes), ``False`` for a sampler
         (cost counted in oracle calls).
+
+    See Also
+    --------
+    FunctionProblem : A finite sum from two callables.
+    FiniteSumProblem : The base class to subclass for a finite sum.
+    SampledProblem : An expectation over a sampler.
+
+    Examples
+    --------
+    Every problem answers the same few questions; here one from :class:`FunctionProblem`:
+
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import FunctionProblem, Problem
+    >>> a = np.random.default_rng(0).normal(1.0, 0.1, size=(200, 2))
+    >>> def objective(x, idx):
+    ...     r = x - a[idx]
+    ...     return 0.5 * np.mean(np.sum(r**2, axis=1)), r.mean(axis=0)
+    >>> def constraints(x, idx):
+    ...     n = len(a[idx])
+    ...     return np.full((n, 1), x.sum() - 1.0), np.ones((n, 1, 2))
+    >>> problem = FunctionProblem(objective, constraints, n_params=2,
+    ...                           n_objective_samples=200, n_constraint_samples=200)
+    >>> isinstance(problem, Problem), problem.n_params, problem.inequality, problem.finite
+    (True, 2, array([ True]), True)
+    >>> batch = problem.sample(np.random.default_rng(0), 5, "constraint")  # 5 row indices
+    >>> C, vjp = problem.constraints(np.zeros(2), batch)
+    >>> C.shape, vjp(np.ones((5, 1)))  # values per row, and sum_i J_i^T U_i
+    ((5, 1), array([5., 5.]))
     """
 
     n_params: int
@@ -116,6 +144,37 @@ class FiniteSumProblem(Problem):
 
     Subclasses implement the oracles on integer index arrays; the evaluation batch is
     ``slice(None)`` (every row), which subclasses must accept too.
+
+    Parameters
+    ----------
+    n_objective_samples : int
+        Rows of the objective's sum.
+    n_constraint_samples : int
+        Rows of the constraints' sum.
+
+    Examples
+    --------
+    Minimise the mean of ``|x - a_i|^2 / 2`` over the disk ``|x|^2 <= 1``. A subclass sets
+    ``n_params``, ``n_constraints`` and ``inequality``, and answers ``objective`` (mean
+    gradient), ``objective_value`` and ``constraints`` (per-row values and a
+    vector-Jacobian product ``vjp(U) = sum_i J_i^T U_i``) on index arrays:
+
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import FiniteSumProblem, stoc_ialm
+    >>> a = np.random.default_rng(0).normal(1.0, 0.1, size=(200, 2))
+    >>> class MeanInDisk(FiniteSumProblem):
+    ...     n_params, n_constraints, inequality = 2, 1, np.array([True])
+    ...     def objective(self, x, idx):
+    ...         return (x - a[idx]).mean(axis=0)
+    ...     def objective_value(self, x, idx):
+    ...         return 0.5 * np.mean(np.sum((x - a[idx]) ** 2, axis=1))
+    ...     def constraints(self, x, idx):
+    ...         C = np.full((len(a[idx]), 1), x @ x - 1.0)  # the same for every row
+    ...         return C, lambda U: 2.0 * x * U.sum()
+    >>> problem = MeanInDisk(n_objective_samples=200, n_constraint_samples=200)
+    >>> result = stoc_ialm(problem, random_state=0)
+    >>> bool(result.converged), np.round(result.x, 1)
+    (True, array([0.7, 0.7]))
     """
 
     finite = True
@@ -165,6 +224,28 @@ class SampledProblem(Problem):
         Size of the fresh sample on which residuals are estimated for the stopping rule.
     h : Prox, optional
     smoothness : (L0, LJ), optional
+
+    Examples
+    --------
+    Minimise ``E |x - xi|^2 / 2`` with ``xi ~ N((1, 1), 0.25 I)`` subject to
+    ``x_0 + x_1 <= 1``. The solver draws samples as it needs them, counts every one as an
+    oracle call, and estimates its residuals (with standard errors) on fresh samples:
+
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import SampledProblem, stoc_ialm
+    >>> def sampler(rng, n):
+    ...     return rng.normal(1.0, 0.5, size=(n, 2))
+    >>> def objective(x, xi):
+    ...     r = x - xi
+    ...     return 0.5 * np.mean(np.sum(r**2, axis=1)), r.mean(axis=0)
+    >>> def constraints(x, xi):
+    ...     n = len(xi)
+    ...     return np.full((n, 1), x.sum() - 1.0), np.ones((n, 1, 2))
+    >>> problem = SampledProblem(sampler, objective, constraints, n_params=2,
+    ...                          n_constraints=1, evaluation_size=2000, smoothness=(1.0, 2.0))
+    >>> result = stoc_ialm(problem, random_state=0)
+    >>> bool(result.converged), np.round(result.x, 1), result.n_oracle_calls > 0
+    (True, array([0.5, 0.5]), True)
     """
 
     finite = False
@@ -228,6 +309,9 @@ class FunctionProblem(FiniteSumProblem):
     inequality : bool or array of bool, shape (m,)
     h : Prox, optional
     smoothness : (L0, LJ), optional
+    n_constraints : int, optional
+        The number ``m`` of constraints; by default the size of ``inequality`` (1 for a
+        scalar).
 
     Examples
     --------

@@ -13,7 +13,22 @@ __all__ = ["Box", "L1", "NoProx", "Prox"]
 
 
 class Prox:
-    """Base class: ``h = 0``."""
+    """Base class of the nonsmooth terms ``h``: ``h = 0``.
+
+    A subclass overrides ``value(x)``, ``prox(x, eta)`` (the proximal map
+    ``argmin_u h(u) + ||u - x||^2 / (2 eta)``) and ``dist_subdiff(x, g)``; the solvers use
+    nothing else.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import Prox
+    >>> h = Prox()
+    >>> h.value(np.array([1.0, -2.0])), h.prox(np.array([1.0, -2.0]), 0.1)
+    (0.0, array([ 1., -2.]))
+    >>> h.dist_subdiff(np.zeros(2), np.array([1.0, -2.0]))  # |g| where h is smooth
+    array([1., 2.])
+    """
 
     def value(self, x: np.ndarray) -> float:
         return 0.0
@@ -30,11 +45,39 @@ class Prox:
 
 
 class NoProx(Prox):
-    """``h = 0``: the prox is the identity."""
+    """``h = 0``: the prox is the identity (the default of every problem).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import NoProx
+    >>> NoProx().prox(np.array([1.0, 2.0]), 0.1)
+    array([1., 2.])
+    """
 
 
 class L1(Prox):
-    """``h(x) = strength * sum_i mask_i |x_i|`` (the mask leaves e.g. an intercept free)."""
+    """``h(x) = strength * sum_i mask_i |x_i|`` (the mask leaves e.g. an intercept free).
+
+    Parameters
+    ----------
+    strength : float
+        The weight of the penalty, ``>= 0``.
+    mask : array-like of bool, shape (n_params,), default=None
+        The entries that are penalised; ``None`` penalises all.
+
+    Examples
+    --------
+    The prox is soft-thresholding:
+
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import L1
+    >>> h = L1(0.5)
+    >>> h.value(np.array([1.0, -2.0]))
+    1.5
+    >>> h.prox(np.array([1.0, -0.2, 0.3]), 1.0)
+    array([ 0.5, -0. ,  0. ])
+    """
 
     def __init__(self, strength: float, mask: np.ndarray | None = None):
         if not np.isfinite(strength) or strength < 0:
@@ -68,6 +111,21 @@ class Box(Prox):
     """Indicator of ``lower <= x <= upper``; the prox is the projection.
 
     ``Box(0, inf)`` is the nonnegativity of slack variables.
+
+    Parameters
+    ----------
+    lower, upper : float or array-like of shape (n_params,), default=-inf, inf
+        The bounds, ``lower <= upper``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import Box
+    >>> h = Box(0.0, 1.0)
+    >>> h.prox(np.array([-1.0, 0.5, 2.0]), 0.1)
+    array([0. , 0.5, 1. ])
+    >>> h.value(np.array([0.5])), h.value(np.array([2.0]))
+    (0.0, inf)
     """
 
     def __init__(self, lower=-np.inf, upper=np.inf):
