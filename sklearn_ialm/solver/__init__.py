@@ -4,7 +4,7 @@ Arrays in, a result object out; nothing here imports scikit-learn.
 """
 
 from .ialm import PRESETS, IALMResult, stoc_ialm
-from .ipc import IPCResult, ipc
+from .ipc import IPC_TUNED, IPCResult, ipc
 from .kkt import optimal_dual, original_residuals, slack_residuals
 from .problem import FiniteSumProblem, FunctionProblem, Problem, SampledProblem
 from .prox import L1, Box, NoProx, Prox
@@ -17,6 +17,7 @@ __all__ = [
     "FunctionProblem",
     "IALMResult",
     "IPCResult",
+    "IPC_TUNED",
     "NoProx",
     "Problem",
     "Prox",
