@@ -35,6 +35,7 @@ import argparse
 import csv
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -252,7 +253,9 @@ def _band(curves, key, grid):
         # After a run stops its last value holds.
         vals.append(np.interp(grid, x, v, left=np.nan, right=v[-1]))
     vals = np.array(vals)
-    return np.nanmean(vals, axis=0), np.nanstd(vals, axis=0)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # grid points before any check
+        return np.nanmean(vals, axis=0), np.nanstd(vals, axis=0)
 
 
 def figure(path, task, dataset, ialm_curves, ipc_curve, bound_label):
@@ -264,7 +267,8 @@ def figure(path, task, dataset, ialm_curves, ipc_curve, bound_label):
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     top = max(c["paper_passes"][-1] for c in ialm_curves)
     if ipc_curve is not None:
-        top = max(top, min(ipc_curve["passes"][-1], 4 * top))
+        # As in the paper's figures: IPC drawn up to 20 data passes.
+        top = max(top, min(ipc_curve["passes"][-1], 20.0))
     grid = np.linspace(0, top, 400)
     for ax, key, label in (
         (axes[0], "constraint", f"constraint value {bound_label}"),

@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import expit
 
-from sklearn_ialm.problems import LOSSES, fairness_problem, neyman_pearson_problem
+from sklearn_ialm.problems import LOSSES, LinearProblem, fairness_problem, neyman_pearson_problem
 from sklearn_ialm.problems.losses import TruncatedLogistic
 
 
@@ -189,3 +189,15 @@ def test_full_evaluation_matches_the_generic_oracles(sparse):
         np.testing.assert_allclose(fused[2], generic[2], rtol=1e-10, atol=1e-14)
         v = rng.standard_normal(pb.n_constraints)
         np.testing.assert_allclose(fused[3](v), generic[3](v), rtol=1e-10, atol=1e-14)
+
+
+def test_smoothness_bound_on_a_row_subset_of_large_data():
+    # Above 50000 rows the power iterations run on a random subset of rows: the bound stays
+    # within a few per cent of the one computed on every row.
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((60_000, 8)) * np.linspace(0.5, 2.0, 8)
+    y = (X[:, 0] > 0).astype(int)
+    pb = neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True)
+    full = LinearProblem._top_eigenvalue(pb, pb.A_obj.full, pb.u, rng, max_rows=10**9)
+    sub = LinearProblem._top_eigenvalue(pb, pb.A_obj.full, pb.u, rng)
+    assert sub == pytest.approx(full, rel=0.05)
