@@ -397,8 +397,14 @@ class LinearProblem(FiniteSumProblem):
         absW = np.abs(self.W)
         jac = 0.25 * np.sqrt(lam * np.mean(self.W**2, axis=0))
         # One power iteration per distinct |W_k| (the two sides of a parity constraint share).
-        cols, inverse = np.unique(absW, axis=1, return_inverse=True)
-        lam_w = [self._top_eigenvalue(self.A_con.full, col, rng) for col in cols.T]
-        hess = SIGMOID_CURVATURE * np.asarray(lam_w)[np.ravel(inverse)]
+        # Columns are compared pairwise: np.unique(axis=1) on long columns takes seconds.
+        hess = np.empty(self.n_constraints)
+        for k in range(self.n_constraints):
+            same = [j for j in range(k) if np.array_equal(absW[:, j], absW[:, k])]
+            hess[k] = (
+                hess[same[0]]
+                if same
+                else SIGMOID_CURVATURE * self._top_eigenvalue(self.A_con.full, absW[:, k], rng)
+            )
         cmax = absW.mean(axis=0) + np.abs(self.offset)
         return L0, float(np.sum(jac**2 + cmax * hess))
