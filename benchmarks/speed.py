@@ -1026,7 +1026,7 @@ def bounds_notes(rows, comp, scaling):
 
         for what, label in (
             ("total", "whole fit"),
-            ("setup", "setup: `LinearProblem.smoothness_bound` (4 or 3 x 40 power iterations)"),
+            ("setup", "setup: `LinearProblem.smoothness_bound` (20 power iterations per bound)"),
             ("stop", "stop tests: full-data residuals every 50 inner iterations"),
             ("rest", "PStorm iterations + validation + final scores"),
             ("outer0", "spent in the first outer iteration (y = 0, beta = beta0)"),
@@ -1044,9 +1044,8 @@ def bounds_notes(rows, comp, scaling):
             f"and gradient evaluation): {lr['cpu_median']:.3f} s. Our setup and stop tests "
             f"alone take {fixed:.2f} s = {fixed / lr['cpu_median']:.0f}x LR "
             f"({f['products_setup'] + f['products_stop']} full products: the smoothness "
-            "estimate's power iterations, and per stop test three `A @ x` (in `objective`, "
-            "`objective_value` and `constraints`, each recomputing the same score) plus two "
-            "`A.T @ r`); the PStorm iterations take "
+            "estimate's power iterations, and per stop test one `A @ x` shared by the "
+            "objective and the constraints plus two `A.T @ r`); the PStorm iterations take "
             f"{f['rest']:.2f} s = {f['rest'] / lr['cpu_median']:.0f}x LR for "
             f"{f['passes']:.3g} data passes. The passes are high because the first outer "
             "iteration (y = 0, beta = 1: the logistic loss plus a quadratic penalty, a "
@@ -1054,12 +1053,11 @@ def bounds_notes(rows, comp, scaling):
             "driving the full-data dual residual under tol = 1e-2 with a stochastic method: "
             "the momentum estimator's noise floor stalls it and the adaptive rule doubles the "
             f"minibatch up to {f['batch_max']} (the history's `batch_size`). Within 2x of LR "
-            "needs all three to shrink (options, not measured here): the setup by an order "
-            "of magnitude (fewer power iterations, or a bound shared by the constraints), the "
-            "stop test to one score and one transposed product instead of five products and "
-            "run less often than every 50 iterations once the minibatch has grown, and fewer "
+            "needs the iterations themselves to cost less (options, not measured here): a "
+            "compiled inner loop for the per-iteration overhead of small numpy calls, fewer "
             "passes in the first outer iteration (a looser inner tolerance in the early outer "
-            "iterations, or a deterministic warm start).",
+            "iterations, or a deterministic warm start), and stop tests less often than every "
+            "50 iterations once the minibatch has grown.",
         ]
     if lr and ours and eg:
         need = eg["cpu_median"] / 20
