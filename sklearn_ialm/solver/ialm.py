@@ -17,48 +17,22 @@ __all__ = ["PRESETS", "IALMResult", "stoc_ialm"]
 #: ``benchmarks/results``); ``"paper"`` is the paper's Section 5 reading of Algorithms 1-2:
 #: two independent batches for ``J^T c`` (Lemma 4), the momentum estimate re-initialised
 #: from ``m0`` fresh samples at every outer iteration, and the step ``1/L(beta)``.
+_COMMON = dict(
+    step_scale=1.0, penalty_scale=1.0, growth_patience=10, noise_ratio=0.5, max_batch_size=None
+)
+_PAPER_READING = dict(
+    _COMMON, estimator="independent", momentum="restart", slack_step="shared", m0=None,
+    batch_growth=1.0,
+)  # fmt: skip
 PRESETS: dict[str, dict] = {
     "default": dict(
-        estimator="ustat",
-        momentum="warm",
-        step_scale=1.0,
-        penalty_scale=1.0,
-        slack_step="exact",
-        delta=0.02,
-        m0=300,
+        _COMMON, estimator="ustat", momentum="warm", slack_step="exact", delta=0.02, m0=300,
         batch_growth=2.0,
-        growth_patience=10,
-        noise_ratio=0.5,
-        max_batch_size=None,
     ),
-    "paper": dict(
-        estimator="independent",
-        momentum="restart",
-        step_scale=1.0,
-        penalty_scale=1.0,
-        slack_step="shared",
-        delta=0.01,
-        m0=None,
-        batch_growth=1.0,
-        growth_patience=10,
-        noise_ratio=0.5,
-        max_batch_size=None,
-    ),
+    "paper": dict(_PAPER_READING, delta=0.01),
     # The proof's parameters (Lemma 3, Theorem 3): see sklearn_ialm.solver.theory.
-    "theory": dict(
-        estimator="independent",
-        momentum="restart",
-        step_scale=1.0,
-        penalty_scale=1.0,
-        slack_step="shared",
-        delta=0.5,
-        m0=None,
-        batch_growth=1.0,
-        growth_patience=10,
-        noise_ratio=0.5,
-        max_batch_size=None,
-    ),
-}
+    "theory": dict(_PAPER_READING, delta=0.5),
+}  # fmt: skip
 
 
 @dataclass
