@@ -40,6 +40,14 @@ def _problems(sparse):
             )
     out.append(fairness_problem(Xs, y, Xs[:25], groups[:25], bound=0.1, loss="logistic"))
     out.append(neyman_pearson_problem(Xs, y, max_fpr=0.2, fit_intercept=True, sample_weight=w))
+    # Per-column scale and centre (the estimators' internal standardisation).
+    scale, center = rng.uniform(0.5, 3.0, X.shape[1]), rng.standard_normal(X.shape[1])
+    out.append(
+        LinearProblem(
+            Xs, np.where(y == 1, 1.0, -1.0), LOSSES["logistic"](), Xs, w[:, None] - 1.0,
+            np.array([0.1]), fit_intercept=True, feature_scale=scale, feature_center=center,
+        )
+    )  # fmt: skip
     return out
 
 
@@ -201,3 +209,23 @@ def test_smoothness_bound_on_a_row_subset_of_large_data():
     full = LinearProblem._top_eigenvalue(pb, pb.A_obj.full, pb.u, rng, max_rows=10**9)
     sub = LinearProblem._top_eigenvalue(pb, pb.A_obj.full, pb.u, rng)
     assert sub == pytest.approx(full, rel=0.05)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_scaled_and_centred_problem_is_the_same_linear_model(sparse):
+    """coef/point are inverse maps, and the score is a.coef + intercept on the raw data."""
+    X, y, _, rng = _data(4)
+    Xs = sp.csr_matrix(X) if sparse else X
+    scale, center = rng.uniform(0.5, 3.0, X.shape[1]), rng.standard_normal(X.shape[1])
+    pb = LinearProblem(
+        Xs, np.where(y == 1, 1.0, -1.0), LOSSES["logistic"](), Xs, np.ones((len(y), 1)),
+        np.array([-0.5]), fit_intercept=True, feature_scale=scale, feature_center=center,
+    )  # fmt: skip
+    x = rng.standard_normal(pb.n_params)
+    coef, intercept = pb.coef(x)
+    np.testing.assert_allclose(pb.point(coef, intercept), x, rtol=1e-12, atol=1e-12)
+    C, _ = pb.constraints(x, slice(None))
+    np.testing.assert_allclose(C[:, 0], expit(X @ coef + intercept) - 0.5, rtol=1e-12)
+    with pytest.raises(ValueError, match="feature_center needs fit_intercept"):
+        LinearProblem(X, y, LOSSES["logistic"](), X, np.ones((len(y), 1)), [0.0],
+                      feature_center=center)  # fmt: skip

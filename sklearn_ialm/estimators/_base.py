@@ -170,10 +170,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 f"warm_start=True needs the same classes as the previous fit "
                 f"({self.classes_.tolist()}), got {classes.tolist()}."
             )
-        # The solver's x is the coefficient vector times the problem's feature scale.
-        x0 = self.coef_.ravel() * problem.feature_scale
-        if self.fit_intercept:
-            x0 = np.append(x0, self.intercept_[0])
+        x0 = problem.point(self.coef_.ravel(), self.intercept_[0])
         m, n_slack = problem.n_constraints, int(np.sum(problem.inequality))
         if self.multipliers_.shape != (m,) or self._slack.shape != (n_slack,):
             warnings.warn(

@@ -153,12 +153,15 @@ class LinearProblem(FiniteSumProblem):
     rows_objective, rows_constraint : array of int, optional
         Use only these rows of ``A_objective`` / ``A_constraint`` (both may be the same
         matrix): the subsets are read in place, never copied.
-    feature_scale : float or "auto", default=1.0
-        The score is ``(a.w) / feature_scale + b0``: the same model as ``a.x + b0`` with
-        ``x = w / feature_scale`` (:meth:`coef` maps back). Residuals and the tolerance then
-        refer to features of (weighted) root-mean-square row norm one over the objective rows
-        when ``"auto"``, whatever their number and scale (the paper's data have rows of norm
-        about 1 to 4).
+    feature_scale : float, ndarray of shape (n_features,) or "auto", default=1.0
+        The score is ``((a - feature_center) . w) / feature_scale + b0``: the same linear
+        model as ``a.coef + intercept``, in coordinates where the features are centred and
+        scaled (:meth:`coef` maps back, :meth:`point` maps forward). The data are never
+        copied: centring and scaling act on the parameters, not on the rows. With ``"auto"``
+        the residuals and the tolerance refer to features of (weighted) root-mean-square row
+        norm one over the objective rows, whatever their number and scale.
+    feature_center : ndarray of shape (n_features,), optional
+        Column centre (needs ``fit_intercept=True``).
 
     Examples
     --------
@@ -195,6 +198,7 @@ class LinearProblem(FiniteSumProblem):
         smoothness=None,
         constraint_names=None,
         feature_scale=1.0,
+        feature_center=None,
         rows_objective=None,
         rows_constraint=None,
     ):
@@ -221,31 +225,70 @@ class LinearProblem(FiniteSumProblem):
         self.h = NoProx() if h is None else h
         if isinstance(feature_scale, str) and feature_scale == "auto":
             feature_scale = _rms_row_norm(self.A_obj, self.u) or 1.0
-        self.feature_scale = float(feature_scale)
+        if np.ndim(feature_scale) == 0:
+            self.feature_scale = float(feature_scale)
+        else:
+            self.feature_scale = np.asarray(feature_scale, dtype=float).reshape(self.n_features)
+        if not (np.all(np.isfinite(self.feature_scale)) and np.all(self.feature_scale > 0)):
+            raise ValueError("feature_scale must be finite and > 0.")
         self._inv_scale = 1.0 / self.feature_scale
+        self._scaled = np.any(self.feature_scale != 1.0)
+        if feature_center is not None:
+            if not self.fit_intercept:
+                # Centring moves part of the score into an intercept the model does not have.
+                raise ValueError("feature_center needs fit_intercept=True.")
+            feature_center = np.asarray(feature_center, dtype=float).reshape(self.n_features)
+            if not np.any(feature_center):
+                feature_center = None
+        self.feature_center = feature_center
         self.smoothness = self.smoothness_bound() if smoothness is None else tuple(smoothness)
         self.constraint_names = constraint_names
 
     def coef(self, x):
         """Split the solver's ``x`` into the model's ``(coef, intercept)``."""
-        coef = x[: self.n_features] * self._inv_scale
-        return coef, (float(x[-1]) if self.fit_intercept else 0.0)
+        v, b = self._effective(x)
+        return v.copy(), float(b)
+
+    def point(self, coef, intercept=0.0):
+        """The solver's ``x`` of the model ``(coef, intercept)``: the inverse of :meth:`coef`."""
+        coef = np.asarray(coef, dtype=float).reshape(self.n_features)
+        x = coef * self.feature_scale
+        if not self.fit_intercept:
+            return x
+        b0 = float(intercept)
+        if self.feature_center is not None:
+            b0 += float(self.feature_center @ coef)
+        return np.append(x, b0)
 
     # -- helpers -----------------------------------------------------------------------------
+    def _effective(self, x):
+        """``(v, b)`` with ``score = a.v + b`` in the units of the data."""
+        v = x[: self.n_features]
+        if self._scaled:
+            v = v * self._inv_scale
+        b = x[-1] if self.fit_intercept else 0.0
+        if self.feature_center is not None:
+            b = b - self.feature_center @ v
+        return v, b
+
     def _score(self, A, x):
-        z = A @ x[: self.n_features]
-        if self.feature_scale != 1.0:
-            z *= self._inv_scale
+        v, b = self._effective(x)
+        z = A @ v
         if self.fit_intercept:
-            z = z + x[-1]
+            z = z + b
         return z
 
     def _grad(self, A, r, n):
+        """Gradient in ``x`` of ``sum_i r_i score_i / n`` over the rows of ``A``."""
         g = _rmatvec(A, r)
-        if self.feature_scale != 1.0:
-            g *= self._inv_scale
         if self.fit_intercept:
-            return np.append(g, r.sum()) / n
+            rsum = r.sum()
+            if self.feature_center is not None:
+                g = g - rsum * self.feature_center
+        if self._scaled:
+            g = g * self._inv_scale
+        if self.fit_intercept:
+            return np.append(g, rsum) / n
         return g / n
 
     def _sel(self, v, idx):
@@ -313,15 +356,14 @@ class LinearProblem(FiniteSumProblem):
     # -- the same minibatch at two points (PStorm's fast path) ---------------------------------
     def _score_pair(self, A, x1, x2):
         """Scores at two points as a ``(b, 2)`` array: one product with a two-column matrix."""
-        nf = self.n_features
+        v1, b1 = self._effective(x1)
+        v2, b2 = self._effective(x2)
         if isinstance(A, _SparseRows):
-            Z = np.column_stack([A @ x1[:nf], A @ x2[:nf]])
+            Z = np.column_stack([A @ v1, A @ v2])
         else:
-            Z = A @ np.column_stack([x1[:nf], x2[:nf]])
-        if self.feature_scale != 1.0:
-            Z *= self._inv_scale
+            Z = A @ np.column_stack([v1, v2])
         if self.fit_intercept:
-            Z += np.array([x1[-1], x2[-1]])
+            Z += np.array([b1, b2])
         return Z
 
     def objective_pair(self, x1, x2, batch, a1, a2):
