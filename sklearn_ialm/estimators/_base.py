@@ -27,6 +27,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..solver import stoc_ialm
+from ._hard_rates import fit_hard_rates
 
 __all__ = ["BaseIALMClassifier", "spawn_seeds"]
 
@@ -74,6 +75,20 @@ def _select(results) -> int:
     )
 
 
+def _joined_history(results) -> dict:
+    """The histories of successive solves as one, data passes counted from the first."""
+    out, offset = {}, 0.0
+    for rnd, r in enumerate(results):
+        for key, val in r.history.items():
+            val = np.asarray(val, dtype=float)
+            if key == "data_passes":
+                val = val + offset
+            out.setdefault(key, []).append(val)
+        out.setdefault("round", []).append(np.full(len(r.history["data_passes"]), rnd))
+        offset += r.n_data_passes
+    return {key: np.concatenate(val) for key, val in out.items()}
+
+
 class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     """Binary linear classifier fitted under constraints by Stoc-iALM (not for direct use).
 
@@ -116,9 +131,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def _set_report_attributes(self, context) -> None:
         """Estimator-specific fitted attributes (after the common ones are set)."""
-
-    def _violation_hint(self, context) -> str:
-        return "the bound may be unreachable on these data"
 
     # -- validation ------------------------------------------------------------------------------
     def _check_target(self, y):
@@ -213,17 +225,34 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             max_passes=self.max_passes,
             verbose=self.verbose,
         )
-        if len(seeds) == 1:
-            results = [_solve(problem, seeds[0], solver_kwargs)]
-        else:
-            results = Parallel(n_jobs=self.n_jobs)(
-                delayed(_solve)(problem, seed, solver_kwargs) for seed in seeds
-            )
-        best = _select(results)
-        result = results[best]
+        first = {}
+
+        def solve(pb, rnd, warm, budget):
+            """Round 0: every seed, the best kept; later rounds warm-start the chosen seed."""
+            kwargs = dict(solver_kwargs, max_passes=budget)
+            if rnd == 0:
+                results = self._run_seeds(pb, seeds, kwargs)
+                first.update(results=results, best=_select(results))
+                return results[first["best"]]
+            kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
+            return _solve(pb, [seeds[first["best"]], rnd], kwargs)
 
         self.classes_ = classes
-        coef, intercept = problem.coef(result.x)
+        if self._steers_hard_rates(problem):
+            fit = fit_hard_rates(
+                problem, solve, bound_tol=self.bound_tol, budget=float(self.max_passes)
+            )
+            result, x, n_passes = fit.result, fit.x, fit.n_data_passes
+            history = _joined_history(fit.results)
+            self.n_rounds_ = len(fit.results)
+        else:
+            result = solve(problem, 0, None, float(self.max_passes))
+            fit, x, n_passes = None, result.x, result.n_data_passes
+            history = result.history
+            self.n_rounds_ = 1
+        results, best = first["results"], first["best"]
+
+        coef, intercept = problem.coef(x)
         self.coef_ = coef.reshape(1, -1).copy()
         self.intercept_ = np.array([intercept])
         self.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
@@ -232,12 +261,11 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self.dual_residual_ = float(result.dual_residual)
         self.kkt_primal_residual_ = float(result.kkt_primal_residual)
         self.kkt_dual_residual_ = float(result.kkt_dual_residual)
-        self.converged_ = bool(result.converged)
-        self.n_iter_ = int(result.n_iter)
-        self.n_outer_iter_ = int(result.n_outer_iter)
-        self.n_data_passes_ = float(result.n_data_passes)
+        self.n_iter_ = int(sum(r.n_iter for r in (fit.results if fit else [result])))
+        self.n_outer_iter_ = int(sum(r.n_outer_iter for r in (fit.results if fit else [result])))
+        self.n_data_passes_ = float(n_passes)
         self.objective_ = float(result.objective)
-        self.history_ = {key: np.asarray(val).copy() for key, val in result.history.items()}
+        self.history_ = {key: np.asarray(val).copy() for key, val in history.items()}
         if len(results) > 1:
             self.seeds_ = [
                 dict(
@@ -261,31 +289,69 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             (scores > 0).astype(float), y01, sw, context
         )
         self._set_report_attributes(context)
-        self._warn_if_not_converged(result, context)
+        if fit is None:
+            self.bound_met_ = self._soft_bound_met(result)
+            self.converged_ = bool(result.converged)
+        else:
+            self.bound_met_ = fit.met
+            self.converged_ = fit.converged and fit.met
+        self._warn_if_not_converged(result, context, fit)
         return self
 
-    def _warn_if_not_converged(self, result, context):
-        if result.converged:
-            return
-        msg = (
-            f"{type(self).__name__} did not reach tol={self.tol:g}: {result.message} "
-            f"after {result.n_data_passes:.4g} data passes (max_passes={self.max_passes:g}); "
-            f"primal residual {result.primal_residual:.3g}, dual residual "
-            f"{result.dual_residual:.3g} (KKT residuals of the original inequality problem: "
-            f"{result.kkt_primal_residual:.3g}, {result.kkt_dual_residual:.3g})."
+    def _run_seeds(self, problem, seeds, solver_kwargs):
+        if len(seeds) == 1:
+            return [_solve(problem, seeds[0], solver_kwargs)]
+        return Parallel(n_jobs=self.n_jobs)(
+            delayed(_solve)(problem, seed, solver_kwargs) for seed in seeds
         )
-        # The solver's kkt_primal_residual is ||[c]_+||: the violation of the inequality
-        # constraints themselves, which a slack cannot explain away.
-        if result.primal_residual > self.tol and result.kkt_primal_residual > self.tol:
-            msg += (
-                f" The constraints are violated at the end (violation "
-                f"{result.kkt_primal_residual:.3g} > tol): {self._violation_hint(context)}; "
-                "or the run needs a larger max_passes. Check constraint_values_ before "
-                "using this model."
+
+    def _steers_hard_rates(self, problem) -> bool:
+        """Whether the fit steers the surrogate to the bound on hard predictions."""
+        return False
+
+    def _soft_bound_met(self, result) -> bool:
+        return bool(result.kkt_primal_residual <= self.tol)
+
+    def _rates_reached(self, context) -> str:
+        """The constrained rates at the end, hard and soft, against the bound (for messages)."""
+        hard = np.round(self.hard_constraint_values_, 4).tolist()
+        soft = np.round(self.constraint_values_, 4).tolist()
+        return f"{self._bound_text(context)}: on predictions {hard}, soft {soft}"
+
+    def _bound_text(self, context) -> str:
+        return "the constraint"
+
+    def _warn_if_not_converged(self, result, context, fit=None):
+        name = type(self).__name__
+        if fit is not None and fit.degenerate and fit.met:
+            warnings.warn(
+                f"{name}: the bound is met on the training rows only by a model that predicts "
+                f"the same class for every row ({self._rates_reached(context)}). Loosen the "
+                "bound, or check that the groups and labels are what you meant.",
+                UserWarning,
+                stacklevel=4,
             )
-        else:
-            msg += " Increase max_passes (or tol) for a converged model."
-        warnings.warn(msg, ConvergenceWarning, stacklevel=4)
+        if self.converged_:
+            return
+        spent = result.message.startswith("budget")
+        parts = [f"{name} did not converge: {result.message}"]
+        parts.append(
+            f"after {self.n_data_passes_:.4g} data passes (max_passes={self.max_passes:g}"
+            + (f", {self.n_rounds_} solves" if fit is not None else "")
+            + f"); primal residual {result.primal_residual:.3g}, dual residual "
+            f"{result.dual_residual:.3g} (tol={self.tol:g})."
+        )
+        parts.append(f"Rates reached: {self._rates_reached(context)}.")
+        if fit is not None and not fit.met:
+            parts.append(
+                "The bound is NOT met on the training predictions; check "
+                "hard_constraint_values_ before using this model."
+            )
+        if spent or not result.converged:
+            parts.append(
+                f"Raise max_passes (now {self.max_passes:g}), or tol for a coarser model."
+            )
+        warnings.warn(" ".join(parts), ConvergenceWarning, stacklevel=4)
 
     # -- prediction ------------------------------------------------------------------------------
     def _score(self, X):

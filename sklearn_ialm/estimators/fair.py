@@ -258,6 +258,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         "loss": [StrOptions({"truncated_logistic", "logistic"})],
         "truncation": [Interval(Real, 0, None, closed="neither")],
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "rate": [StrOptions({"hard", "soft"})],
+        "bound_tol": [Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(
@@ -269,6 +271,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         loss="truncated_logistic",
         truncation=2.0,
         class_weight=None,
+        rate="hard",
+        bound_tol=0.005,
         fit_intercept=True,
         tol=1e-2,
         beta0=1.0,
@@ -288,6 +292,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.loss = loss
         self.truncation = truncation
         self.class_weight = class_weight
+        self.rate = rate
+        self.bound_tol = bound_tol
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.beta0 = beta0
@@ -502,9 +508,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
             labels[context["protected"]] if labels is not None else np.array([])
         )
 
-    def _violation_hint(self, context):
-        return (
-            f"the {self.constraint} bound {context['bound']:g} may be unreachable for the "
-            f"protected groups {list(self.protected_groups_)} (soft values at the end: "
-            f"{np.round(self.constraint_values_, 4).tolist()})"
+    def _steers_hard_rates(self, problem):
+        return self.rate == "hard" and problem.n_constraints > 0
+
+    def _bound_text(self, context):
+        return f"{self.constraint} bound {context['bound']:g} for groups " + str(
+            [_group_key(g) for g in self.protected_groups_]
         )

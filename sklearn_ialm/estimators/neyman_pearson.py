@@ -14,6 +14,7 @@ from sklearn.utils.validation import validate_data
 
 from ..problems import neyman_pearson_problem
 from ._base import _DTYPES, BaseIALMClassifier, MatrixLike
+from ._hard_rates import rate_threshold
 from ._umbrella import umbrella_min_calibration_size, umbrella_threshold
 
 __all__ = ["NeymanPearsonClassifier"]
@@ -258,6 +259,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         **BaseIALMClassifier._parameter_constraints,
         "max_fpr": [Interval(Real, 0, 1, closed="neither")],
         "calibration": [StrOptions({"umbrella"}), None],
+        "rate": [StrOptions({"hard", "soft"})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "calibration_size": [
             Interval(RealNotInt, 0, 1, closed="neither"),
@@ -270,6 +272,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         *,
         max_fpr=0.2,
         calibration=None,
+        rate="hard",
         delta=0.05,
         calibration_size=0.5,
         fit_intercept=True,
@@ -287,6 +290,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     ):
         self.max_fpr = max_fpr
         self.calibration = calibration
+        self.rate = rate
         self.delta = delta
         self.calibration_size = calibration_size
         self.fit_intercept = fit_intercept
@@ -330,6 +334,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         if self.calibration is None:
             self._fit(X, y, sample_weight)
             self.threshold_ = 0.0
+            if self.rate == "hard":
+                self._spend_budget(X, y, sample_weight)
             for name in _CALIBRATION_ATTRIBUTES:
                 # A stale certificate of an earlier calibrated fit would describe another model.
                 if hasattr(self, name):
@@ -382,6 +388,23 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         )
         self.train_fpr_ = float(self.hard_constraint_values_[0])
         return self
+
+    def _spend_budget(self, X, y, sample_weight):
+        """Threshold the trained score at the training negatives' hard rate ``max_fpr``."""
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, reset=False)
+        y01 = np.searchsorted(self.classes_, y)
+        sw = self._sample_weights(sample_weight, X, y, y01, self.classes_)
+        neg = (y01 == 0) & (sw > 0)
+        scores = self._score(X)
+        self.threshold_ = rate_threshold(scores[neg], sw[neg], self.max_fpr)
+        self.hard_constraint_values_ = self._constraint_report(
+            (scores > self.threshold_).astype(float)[sw > 0], y01[sw > 0], sw[sw > 0], None
+        )
+        self.train_fpr_ = float(self.hard_constraint_values_[0])
+        self.bound_met_ = bool(self.train_fpr_ <= self.max_fpr)
+
+    def _bound_text(self, context):
+        return f"false-positive rate bound max_fpr={self.max_fpr:g}"
 
     def _rounding_margin(self, X) -> float:
         """Twice the worst floating-point error of a score of the rows ``X``.
@@ -471,9 +494,3 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     def _set_report_attributes(self, context):
         self.train_soft_fpr_ = float(self.constraint_values_[0])
         self.train_fpr_ = float(self.hard_constraint_values_[0])
-
-    def _violation_hint(self, context):
-        return (
-            f"a soft false-positive rate <= max_fpr={self.max_fpr:g} may be unreachable "
-            f"(soft FPR at the end: {self.constraint_values_[0]:.3g})"
-        )

@@ -14,6 +14,8 @@ Every fairness constraint of :mod:`.fairness` and the false-positive constraint 
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
@@ -319,6 +321,26 @@ class LinearProblem(FiniteSumProblem):
             return self._grad(A, q, 1.0)
 
         return C, vjp
+
+    # -- rates on the constraint rows (what users measure) -------------------------------------
+    def constraint_scores(self, x):
+        """Scores of the constraint rows at ``x`` (one pass over those rows)."""
+        return self._score(self.A_con.full, x)
+
+    def rate_constraints(self, scores, *, hard=True, offset=None):
+        """Constraint values ``mean_j W[j] q_j + offset`` for constraint-row ``scores``.
+
+        ``q = 1[score > 0]`` (the predictions) when ``hard``, else ``sigmoid(score)`` (the
+        smooth surrogate the solver works with). ``offset`` defaults to the problem's.
+        """
+        q = (scores > 0).astype(float) if hard else expit(scores)
+        return q @ self.W / len(q) + (self.offset if offset is None else offset)
+
+    def with_offset(self, offset):
+        """The same problem (sharing its data) with the constraint offsets ``offset``."""
+        other = copy.copy(self)
+        other.offset = np.asarray(offset, dtype=float).reshape(self.n_constraints)
+        return other
 
     # -- all rows at once (the stopping rule) ------------------------------------------------
     def full_evaluation(self, x, rng=None, batches=None):

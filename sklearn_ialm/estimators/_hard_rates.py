@@ -1,0 +1,205 @@
+"""Steering the smooth surrogate so that the bounds hold on hard predictions.
+
+The solver constrains rates of the soft prediction ``sigmoid(score)``; users measure rates of
+``predict``, ``1[score > 0]``. Every constraint of a linear problem is a weighted mean over the
+constraint rows, ``c_k = mean_j W[j, k] q_j + offset_k <= 0``, so the same weights give its
+value on hard predictions. A fit that meets the soft bound can miss the hard one (a fit can
+satisfy the soft rate by shrinking the scores without changing a decision), so:
+
+1. Solve the soft problem. If every hard value is ``<= 0`` and each active one is within
+   ``bound_tol`` of it, stop.
+2. Otherwise move the soft constraint's offset by the hard value's distance to the middle of
+   that band (a secant step on the measured relation between offset and hard value, warm
+   started from the previous solution) and solve again, until a solution on each side of the
+   band is found: an *infeasible* one (some hard value > 0) and a *feasible* one.
+3. Scores are linear in the parameters, so on the segment between those two solutions every
+   hard value is a cheap function of ``t`` (no data pass): the returned model is the point of
+   the segment nearest the infeasible solution whose hard values are all ``<= 0``. It lies on
+   the hard bound up to one row.
+
+If no feasible solution is found within ``max_rounds`` solves, the segment towards the
+constant model (intercept only, every prediction the same class) is searched instead; such a
+model meets every parity bound but predicts one class for everybody, and the fit says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["HardRateFit", "fit_hard_rates"]
+
+
+@dataclass
+class HardRateFit:
+    """What :func:`fit_hard_rates` returns."""
+
+    x: np.ndarray
+    result: object  # the solver result of the returned solve (or the segment's first end)
+    results: list = field(repr=False)
+    converged: bool  # every solve the returned model is built from converged
+    shifts: list = field(repr=False)
+    hard_values: np.ndarray  # at x, in the problem's units (<= 0: met)
+    soft_values: np.ndarray
+    met: bool
+    interpolated: float  # t in [0, 1] of the segment step, 0.0 when a solve was returned
+    degenerate: bool  # every prediction of x is the same class
+    n_data_passes: float
+
+
+def _segment_point(problem, z_in, z_out, offset):
+    """The first stretch of the segment from ``z_in`` to ``z_out`` where every hard value is
+    ``<= 0``, and its midpoint ``t`` (``z_out`` at ``t = 1`` is feasible).
+
+    Scores are linear in ``t``, so row ``j`` changes prediction once at most, at
+    ``t_j = z_in_j / (z_in_j - z_out_j)``; between two such events the hard values are
+    constant. Sorting the events and accumulating each row's contribution ``+-W[j] / n``
+    gives every hard value on the segment exactly, in one sweep. The midpoint of the stretch
+    keeps every score away from 0, so recomputing a score with other rounding changes no
+    prediction.
+    """
+    q_in, q_out = z_in > 0, z_out > 0
+    moving = np.flatnonzero(q_in != q_out)
+    t_event = z_in[moving] / (z_in[moving] - z_out[moving])
+    order = np.argsort(t_event, kind="stable")
+    moving, t_event = moving[order], t_event[order]
+    sign = np.where(q_out[moving], 1.0, -1.0)
+    steps = sign[:, None] * problem.W[moving] / len(z_in)
+    hard = problem.rate_constraints(z_in, offset=offset) + np.vstack(
+        [np.zeros((1, problem.W.shape[1])), np.cumsum(steps, axis=0)]
+    )  # hard[i]: after the first i events
+    ok = np.flatnonzero(np.all(hard <= 1e-12, axis=1))
+    i = int(ok[0]) if len(ok) else len(moving)
+    bounds = np.concatenate([[0.0], t_event, [1.0]])
+    return 0.5 * (bounds[i] + bounds[i + 1]) if i > 0 else 0.0
+
+
+def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) -> HardRateFit:
+    """Fit ``problem`` so that its constraints hold on hard predictions (see module docstring).
+
+    Parameters
+    ----------
+    problem : LinearProblem
+        With ``constraint_scores``, ``rate_constraints`` and ``with_offset``.
+    solve : callable
+        ``solve(problem, round, warm, budget) -> result`` runs the solver; ``warm`` is
+        ``None`` or ``(x, multipliers, slack)`` of the previous round, ``budget`` the data
+        passes left.
+    bound_tol : float
+        Width of the band below the bound that an active constraint's hard value may end in.
+    max_rounds : int
+        Solves before falling back to the constant model.
+    budget : float
+        Data passes for all rounds together.
+    """
+    base = problem.offset.copy()
+    m = len(base)
+    shift = np.zeros(m)
+    trace = [[] for _ in range(m)]  # (shift, hard value) per constraint, for the secant
+    results, shifts, passes = [], [], 0.0
+    # (x, hard values, solver result) of the best solution found on each side of the bound.
+    infeasible = feasible = None
+    warm = None
+    for rnd in range(max_rounds):
+        if passes >= budget:
+            break
+        result = solve(problem.with_offset(base + shift), rnd, warm, budget - passes)
+        results.append(result)
+        shifts.append(shift.copy())
+        passes += result.n_data_passes + _pass_share(problem)  # the solve and its hard check
+        hard = problem.rate_constraints(problem.constraint_scores(result.x), offset=base)
+        loosened = np.any(shift < 0)
+        if loosened and not result.converged:
+            break  # a looser bound the solver could not reach: keep what was feasible
+        active = (result.multipliers > 0) | (shift != 0)
+        if np.all(hard <= 0):
+            unused = np.where(active, hard, 0.0)
+            if np.all(unused >= -bound_tol):
+                return _finish(problem, base, result.x, results, shifts, [result], 0.0, passes)
+            if feasible is None or np.min(unused) > np.min(feasible[1]):
+                feasible = (result.x, unused, result)
+        elif infeasible is None or np.max(hard) < np.max(infeasible[1]):
+            infeasible = (result.x, hard, result)
+        if infeasible is not None and feasible is not None:
+            break
+        target = -0.5 * bound_tol
+        for k in range(m):
+            if not (hard[k] > 0 or (active[k] and hard[k] < -bound_tol)):
+                continue
+            trace[k].append((shift[k], hard[k]))
+            slope = 1.0  # the hard value moves about as much as the soft one
+            if len(trace[k]) >= 2:
+                (s1, h1), (s2, h2) = trace[k][-2:]
+                if abs(s2 - s1) > 1e-12:
+                    slope = float(np.clip((h1 - h2) / (s2 - s1), 0.25, 4.0))
+            shift[k] += (hard[k] - target) / slope
+        warm = (result.x, result.multipliers, result.slack)
+
+    if infeasible is None:
+        # Every solve met the bound with room to spare (a looser one failed): keep the best.
+        x, used = feasible[0], [feasible[2]]
+        return _finish(problem, base, x, results, shifts, used, 0.0, passes)
+    x_in, used = infeasible[0], [infeasible[2]]
+    if feasible is not None:
+        x_out = feasible[0]
+        used.append(feasible[2])
+    else:
+        # The constant model with the infeasible solution's intercept: every prediction the
+        # same, so every parity gap is zero.
+        coef, intercept = problem.coef(x_in)
+        x_out = problem.point(np.zeros_like(coef), intercept)
+    z_in, z_out = problem.constraint_scores(x_in), problem.constraint_scores(x_out)
+    t = _segment_point(problem, z_in, z_out, base)
+    x = (1 - t) * x_in + t * x_out
+    passes += 2 * _pass_share(problem)  # the scores at both ends
+    return _finish(problem, base, x, results, shifts, used, float(t), passes)
+
+
+def _pass_share(problem):
+    """Data passes of one score evaluation of the constraint rows."""
+    return problem.n_constraint_samples / problem.n_samples
+
+
+def _finish(problem, base, x, results, shifts, used, t, passes):
+    scores = problem.constraint_scores(x)
+    hard = problem.rate_constraints(scores, offset=base)
+    soft = problem.rate_constraints(scores, hard=False, offset=base)
+    positive = scores > 0
+    return HardRateFit(
+        x=x,
+        result=used[0],
+        results=results,
+        converged=all(r.converged for r in used),
+        shifts=shifts,
+        hard_values=hard,
+        soft_values=soft,
+        met=bool(np.all(hard <= 0)),
+        interpolated=t,
+        degenerate=bool(positive.all() or not positive.any()),
+        n_data_passes=passes + _pass_share(problem),  # the final report's scores
+    )
+
+
+def rate_threshold(scores, weights, max_rate) -> float:
+    """The lowest threshold ``t`` with ``weighted share of (scores > t) <= max_rate``.
+
+    The share is then the largest that the bound allows (up to ties): a Neyman-Pearson model
+    spends its false-positive budget on the training negatives instead of leaving it unused.
+    ``t`` lies halfway between two distinct scores, so a score recomputed with other
+    rounding stays on its side.
+    """
+    scores = np.asarray(scores, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    order = np.argsort(-scores, kind="stable")
+    s, share = scores[order], np.cumsum(w[order]) / w.sum()
+    # k rows may be positive: the largest k with share[k - 1] <= max_rate, and a tie between
+    # row k - 1 and row k would make row k positive too, so back off to a distinct score.
+    k = int(np.searchsorted(share, max_rate * (1 + 1e-12), side="right"))
+    while 0 < k < len(s) and s[k - 1] == s[k]:
+        k -= 1
+    if k == len(s):
+        return float(s[-1] - max(1.0, abs(s[-1])))
+    if k == 0:
+        return float(s[0] + max(1e-9, 1e-9 * abs(s[0])))
+    return float(0.5 * (s[k - 1] + s[k]))
