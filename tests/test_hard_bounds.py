@@ -1,0 +1,103 @@
+"""The bound a user sets holds on the predictions they measure (fairlearn's metrics, counts)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+
+fairlearn_metrics = pytest.importorskip("fairlearn.metrics")
+
+#: How far above its bound a hard rate may end (the estimators' ``bound_tol``).
+BOUND_TOL = 0.005
+
+
+def _fair_data(n_groups, seed=0, n=3000):
+    """Groups that correlate with the label, so that an unconstrained model is unfair."""
+    X, y = make_classification(
+        n_samples=n, n_features=8, n_informative=5, class_sep=1.0, random_state=seed
+    )
+    rng = np.random.default_rng(seed)
+    cut = np.quantile(X[:, 0] + rng.normal(0, 1.0, n), np.linspace(0, 1, n_groups + 1)[1:-1])
+    groups = np.digitize(X[:, 0] + rng.normal(0, 1.0, n), cut)
+    X[:, 0] += 0.8 * y  # the group-linked column also predicts the label
+    return X, y, groups
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("n_groups", [2, 3])
+def test_demographic_parity_holds_on_predict(n_groups, sparse):
+    X, y, groups = _fair_data(n_groups)
+    bound = 0.05
+    lr_gap = fairlearn_metrics.demographic_parity_difference(
+        y, LogisticRegression().fit(X, y).predict(X), sensitive_features=groups
+    )
+    assert lr_gap > 3 * bound  # the constraint has work to do
+    Xs = sp.csr_matrix(X) if sparse else X
+    clf = FairLogisticClassifier(
+        constraint="demographic_parity", bound=bound, max_passes=400, random_state=0
+    )
+    clf.fit(Xs, y, sensitive_features=groups)
+    gap = fairlearn_metrics.demographic_parity_difference(
+        y, clf.predict(Xs), sensitive_features=groups
+    )
+    assert gap <= bound + BOUND_TOL
+    assert clf.bound_met_ and clf.converged_
+    # Not needlessly strict: the gap is spent, not driven to zero.
+    assert gap >= bound - 4 * BOUND_TOL
+    # The reported hard values are what predict gives.
+    assert np.max(np.abs(clf.hard_constraint_values_)) == pytest.approx(gap, abs=1e-12) or (
+        n_groups > 2
+    )
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_positive_share_holds_on_predict(sparse):
+    X, y, groups = _fair_data(2, seed=1)
+    Xs = sp.csr_matrix(X) if sparse else X
+    minority = np.argmin(np.bincount(groups))
+    pred_lr = LogisticRegression().fit(X, y).predict(X)
+    lr_share = pred_lr[groups == minority].sum() / pred_lr.sum()
+    bound = min(0.45, lr_share + 0.1)
+    clf = FairLogisticClassifier(constraint="positive_share", bound=bound, random_state=0)
+    clf.fit(Xs, y, sensitive_features=groups)
+    pred = clf.predict(Xs)
+    share = pred[groups == minority].sum() / pred.sum()
+    assert share >= bound - BOUND_TOL
+    assert share == pytest.approx(clf.hard_constraint_values_[0], abs=1e-12)
+    assert clf.bound_met_
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("max_fpr", [0.05, 0.1])
+def test_neyman_pearson_spends_its_budget_on_predict(max_fpr, sparse):
+    X, y = make_classification(n_samples=4000, n_features=10, random_state=0)
+    Xs = sp.csr_matrix(X) if sparse else X
+    clf = NeymanPearsonClassifier(max_fpr=max_fpr, random_state=0).fit(Xs, y)
+    pred = clf.predict(Xs)
+    fpr = np.mean(pred[y == 0] == 1)
+    assert max_fpr - 0.01 <= fpr <= max_fpr
+    assert fpr == pytest.approx(clf.train_fpr_)
+    assert clf.bound_met_
+
+
+def test_soft_rate_keeps_the_papers_model():
+    X, y, groups = _fair_data(2)
+    soft = FairLogisticClassifier(
+        constraint="demographic_parity", bound=0.05, rate="soft", max_passes=400, random_state=0
+    ).fit(X, y, sensitive_features=groups)
+    assert soft.n_rounds_ == 1
+    # The soft gap meets the bound to the solver's tolerance; the hard gap need not.
+    assert abs(soft.constraint_values_[0]) <= 0.05 + soft.tol
+
+
+def test_degenerate_solution_is_reported():
+    # A group with no positive label at all: the share bound on predictions can only be met
+    # by predicting positives inside that group, which costs accuracy but stays possible.
+    X, y, groups = _fair_data(2, seed=2)
+    with pytest.warns(UserWarning, match="same class for every row"):
+        FairLogisticClassifier(
+            constraint="demographic_parity", bound=0.0, max_passes=3, random_state=0
+        ).fit(X, y, sensitive_features=groups)
