@@ -207,7 +207,7 @@ def _binary(values, name: str, n_rows: int) -> np.ndarray:
         return a.astype(np.int64)
     bad = ~np.isin(a, (0, 1))
     if np.any(bad):
-        raise ValueError(f"{name} must hold 0/1 values, got {a[bad][0]!r}.")
+        raise ValueError(f"{name} must hold 0/1 values, got {a[bad][0].item()!r}.")
     return a.astype(np.int64)
 
 
@@ -263,7 +263,7 @@ def _pairs(groups: np.ndarray, protected) -> tuple[np.ndarray, np.ndarray]:
     if protected is None:
         is_protected = np.ones(k, dtype=bool)
     else:
-        protected = list(protected)
+        protected = np.asarray(protected).ravel().tolist()
         missing = [p for p in protected if p not in set(groups.tolist())]
         if missing or not protected:
             raise ValueError(
@@ -320,18 +320,20 @@ class FairnessCertificate:
     def message(self) -> str:
         """One sentence for a warning or a log: the decision and what set it."""
         cell, hi, lo = self.worst
+        # Plain Python labels: "'a'" or "1" in the message, not "np.int64(1)".
+        names = self.groups.tolist()
         cmp = "<=" if self.form == "difference" else ">="
         verdict = "certified" if self.certified else "could not certify"
         where = f"cell {self.cells[cell]}"
         if self.form == "minimum":
             what = (
-                f"lower limit of group {self.groups[lo]!r}'s share {self.lower[cell, lo]:.4g} "
+                f"lower limit of group {names[lo]!r}'s share {self.lower[cell, lo]:.4g} "
                 f"({self.k[cell, lo]}/{self.n[cell, lo]})"
             )
         else:
             what = (
-                f"group {self.groups[hi]!r} upper {self.upper[cell, hi]:.4g} "
-                f"({self.k[cell, hi]}/{self.n[cell, hi]}) vs group {self.groups[lo]!r} lower "
+                f"group {names[hi]!r} upper {self.upper[cell, hi]:.4g} "
+                f"({self.k[cell, hi]}/{self.n[cell, hi]}) vs group {names[lo]!r} lower "
                 f"{self.lower[cell, lo]:.4g} ({self.k[cell, lo]}/{self.n[cell, lo]}), {where}"
             )
         return (
