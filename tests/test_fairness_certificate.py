@@ -173,6 +173,11 @@ def test_counts_need_labels_for_the_conditional_kinds(three_groups):
     assert cert.n[0, 0] == 0 and (cert.lower[0, 0], cert.upper[0, 0]) == (0.0, 1.0)
     assert not cert.certified and cert.value >= 0.5
     assert "could not certify" in cert.message and "(0/0)" in cert.message
+    # No positive row at all: no TPR to estimate, the certified gap is 1.
+    cert = fairness_certificate(
+        pred, np.zeros_like(y), groups, kind="true_positive_rate_parity", bound=0.5, delta=0.1
+    )
+    assert np.isnan(cert.estimate) and cert.value == 1.0 and not cert.certified
 
 
 def test_bad_input_names_the_parameter(three_groups):
@@ -300,8 +305,8 @@ def test_not_needlessly_strict_when_one_rate_is_certain():
     pmf = binom.pmf(k, n, r)
     exact = pmf[_cp_by_inversion(k, n, delta / 2, delta / 2)[1] < r].sum()
     bonferroni = pmf[_cp_by_inversion(k, n, delta / 4, delta / 4)[1] < r].sum()
-    violated = []
-    for rep in range(1000):
+    violated, reps = [], 600
+    for rep in range(reps):
         rng = np.random.default_rng([7, rep])
         groups = np.repeat([0, 1], n)
         pred = ((rng.random(2 * n) < r) & (groups == 0)).astype(int)
@@ -309,7 +314,7 @@ def test_not_needlessly_strict_when_one_rate_is_certain():
                                     delta=delta)  # fmt: skip
         violated.append(r > cert.value)
     share = np.mean(violated)
-    assert binom.ppf(0.0005, 1000, exact) / 1000 <= share <= binom.ppf(0.9995, 1000, exact) / 1000
+    assert binom.ppf(0.0005, reps, exact) / reps <= share <= binom.ppf(0.9995, reps, exact) / reps
     assert exact <= delta / 2
     # The criterion: more than delta / 4 is spent. Bonferroni over all limits fails it.
     assert exact > delta / 4 >= bonferroni
@@ -363,33 +368,48 @@ def test_a_fair_model_is_certified_with_1000_rows_per_group(kind, bound, base, t
     assert np.mean(passed) >= 0.85, np.mean(passed)
 
 
-@pytest.mark.parametrize("power", [0.5, 0.9])
-def test_margin_predicts_the_pass_probability(power):
-    """Train at bound - margin: a model whose population gap is exactly there passes the
-    certificate with probability about ``power`` (two groups of 1000 rows, rates near 0.3)."""
-    bound, delta, n = 0.1, 0.05, 1000
-    margin = certification_margin(
-        "demographic_parity", "difference", [[n, n]], delta, bound=bound, rates=0.3, power=power
-    )
-    gap = bound - margin
-    rates = np.array([0.3 + gap / 2, 0.3 - gap / 2])
-    groups = np.repeat([0, 1], n)
-    passed = np.mean(
-        [
-            fairness_certificate(
-                (np.random.default_rng([4, rep]).random(2 * n) < rates[groups]).astype(int),
-                None,
-                groups,
-                kind="demographic_parity",
-                bound=bound,
-                delta=delta,
-            ).certified
-            for rep in range(REPS)
-        ]
-    )
-    # Binomial noise of REPS draws plus 0.05 for the approximation.
-    tol = _margin_999(REPS, power) + 0.05
-    assert abs(passed - power) <= tol, (passed, power, margin)
+@pytest.mark.parametrize(
+    "form, power", [("difference", 0.5), ("difference", 0.9), ("ratio", 0.8), ("minimum", 0.8)]
+)
+def test_margin_predicts_the_pass_probability(form, power):
+    """Train at the bound moved by the margin: a model whose population metric is exactly
+    there passes the certificate with probability about ``power``."""
+    delta, reps = 0.05, 300
+    if form == "minimum":
+        # The paper's share: 4000 i.i.d. rows, 30% in group 0, 30% positive predictions.
+        n, pi, rate, bound = 4000, 0.3, 0.3, 0.2
+        sizes = [[round(n * pi), round(n * (1 - pi))]]
+        margin = certification_margin(
+            "positive_share", form, sizes, delta, bound=bound, rates=rate, power=power
+        )
+        share = bound + margin
+        rates = np.array([share * rate / pi, (1 - share) * rate / (1 - pi)])
+    else:
+        # Two groups of 1000 (difference, bound 0.1) or 5000 (ratio, bound 0.8) rows.
+        n, bound = (1000, 0.1) if form == "difference" else (5000, 0.8)
+        margin = certification_margin(
+            "demographic_parity", form, [[n, n]], delta, bound=bound, rates=0.3, power=power
+        )
+        if form == "difference":
+            gap = bound - margin
+            rates = np.array([0.3 + gap / 2, 0.3 - gap / 2])
+        else:
+            rates = np.array([0.3, 0.3 * (bound + margin)])
+    kind = "positive_share" if form == "minimum" else "demographic_parity"
+    passed = []
+    for rep in range(reps):
+        rng = np.random.default_rng([4, rep])
+        # The share's guarantee needs i.i.d. rows (random groups); the rates' holds per group.
+        groups = (rng.random(n) >= pi).astype(int) if form == "minimum" else np.repeat([0, 1], n)
+        pred = (rng.random(groups.size) < rates[groups]).astype(int)
+        cert = fairness_certificate(
+            pred, None, groups, kind=kind, form=form, bound=bound, delta=delta,
+            protected=[0] if form == "minimum" else None,
+        )  # fmt: skip
+        passed.append(cert.certified)
+    # Binomial noise of the repetitions plus 0.05 for the approximation.
+    tol = _margin_999(reps, min(power, 1 - power)) + 0.05
+    assert abs(np.mean(passed) - power) <= tol, (np.mean(passed), power, margin)
 
 
 def test_margin_shape():

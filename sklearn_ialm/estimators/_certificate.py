@@ -35,14 +35,18 @@ calibration rows) for the conditional kinds; for ``positive_share`` the positive
 so enough rows that the expected number of positives is large. An empty cell has the interval
 ``[0, 1]`` and no bound below 1 can be certified.
 
-**Why it holds.** Calibration rows are drawn independently of the model. Given the number of
+**Why it holds.** The model is trained without the calibration rows. Given the number of
 rows ``n[c, g]`` in a cell, the count ``k[c, g]`` (positive predictions, or errors) is
-``Binomial(n[c, g], r[c, g])``; for ``positive_share``, given the number of positive
-predictions, the number from group ``g`` is ``Binomial(n_pos, r[g])``. Clopper-Pearson gives
-``P(r > upper) <= alpha_upper`` and ``P(r < lower) <= alpha_lower`` for each cell, whatever
-the rate. The certified difference is ``U = max_c max_{a != b} upper[c, a] - lower[c, b]``.
+``Binomial(n[c, g], r[c, g])`` when the cell's rows are an i.i.d. draw from its population,
+so a split stratified by group (and class) is fine. For ``positive_share`` the rows must be
+an i.i.d. draw from the whole population (groups not fixed in advance): then, given the number
+of positive predictions, the number from group ``g`` is ``Binomial(n_pos, r[g])``.
+Clopper-Pearson gives ``P(r > upper) <= alpha_upper`` and ``P(r < lower) <= alpha_lower`` for
+each cell, whatever the rate. The certified difference is
+``U = max_c max_{a != b} upper[c, a] - lower[c, b]``.
 The population metric is attained at a cell ``c*`` and pair ``(a*, b*)`` that depend on the
-population only, not on the calibration draw, so
+population and the model only, not on the calibration draw, so (as ``U >= 0``, ``D > U``
+implies ``D > 0`` and ``a* != b*``)
 
 ``D > U  =>  r[c*, a*] - r[c*, b*] > upper[c*, a*] - lower[c*, b*]``
 ``       =>  r[c*, a*] > upper[c*, a*]  or  r[c*, b*] < lower[c*, b*]``,
@@ -61,7 +65,11 @@ frequency is well below ``delta`` (about ``Phi(-sqrt(2) z_{delta/2}) = 0.003`` a
 ``delta = 0.05`` for two equal groups; it approaches ``delta / 2`` when one of the two rates is
 0 or 1). The certified excess over the estimate is at most ``sqrt(2) z_{delta/2} / z_delta``
 (1.68 at ``delta = 0.05``) times the normal-approximation width ``z_delta * sd(estimate)``;
-a Bonferroni split over all ``2 k`` intervals of ``k`` groups would cost 2.15 at ``k = 4``.
+a Bonferroni split over all ``2 k`` intervals of ``k`` groups would cost about 2.1 at
+``k = 4``. The whole ``delta`` on each side (16% narrower at ``delta = 0.05``) kept the exact
+violation probability of two independent groups at ``<= delta`` over a grid of rates and
+sizes, but there is no proof of it (and the shares of ``positive_share`` are not
+independent), so the rule keeps ``delta / 2``.
 
 Counts are unweighted: the guarantee is for the population the calibration rows are drawn
 from, every row counted once, as in the NP umbrella rule.
@@ -295,7 +303,7 @@ class FairnessCertificate:
     #: difference, lower confidence limit of the ratio or of the smallest share.
     value: float
     #: The metric of the predictions on the calibration rows (fairlearn's value, unweighted);
-    #: nan for a ratio with no positive rate in a cell.
+    #: pairs with an empty cell or a 0/0 ratio are left out, nan if none is left.
     estimate: float
     #: ``value`` meets ``bound``: ``P(population metric worse than bound) <= delta``.
     certified: bool
@@ -350,18 +358,20 @@ def _check_bound(form: str, bound: float) -> float:
 
 
 def _metric(rates, form, pair, is_protected):
-    """The metric of per-cell, per-group rates (nan where a ratio is 0/0)."""
+    """The metric of per-cell, per-group rates (nan when no pair of groups has one)."""
     if form == "minimum":
         return float(np.min(rates[0, is_protected]))
     if form == "difference":
-        d = rates[:, :, None] - rates[:, None, :]
-        return _worst(d, np.broadcast_to(pair, d.shape), largest=True)[0]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = rates[:, None, :] / rates[:, :, None]
-    # 0/0 (both rates 0) is undefined and left out; a zero rate against a positive one
+        value = rates[:, :, None] - rates[:, None, :]
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            value = rates[:, None, :] / rates[:, :, None]
+    # Empty cells (nan rates) and 0/0 ratios are left out; a zero rate against a positive one
     # still gives the ratio 0, as min/max does.
-    masked = np.where(np.broadcast_to(pair, r.shape), r, np.nan)
-    return float("nan") if np.all(np.isnan(masked)) else float(np.nanmin(masked))
+    masked = np.where(np.broadcast_to(pair, value.shape), value, np.nan)
+    if np.all(np.isnan(masked)):
+        return float("nan")
+    return float(np.nanmax(masked) if form == "difference" else np.nanmin(masked))
 
 
 def fairness_certificate(
@@ -511,7 +521,8 @@ def _ratio_margin(n_hi, p_hi, n_lo, bound, alpha, z, cov=0.0):
         lo = _expected_limits(n_lo, p_lo, alpha, alpha)[0]
         hi = _expected_limits(n_hi, p_hi, alpha, alpha)[1]
         value = float(lo / hi)
-        # Delta method: relative variances add (minus a covariance for shares of one total).
+        # Delta method: relative variances add; shares of one total covary negatively,
+        # which adds 2 / n_pos (passed in as cov = 1 / n_pos).
         rel = (1 - p_lo) / (n_lo * p_lo) + (1 - p_hi) / (n_hi * p_hi) + 2 * cov
         return value - z * value * np.sqrt(max(rel, 0.0)) - bound
 
@@ -559,7 +570,8 @@ def certification_margin(
     normal around the population value (the delta method for ratios). The worst pair (or
     cell) is the one with the largest margin, so with unequal groups the margin is set by
     the smallest ones. With more than two groups near the extremes the plug-in maximum is
-    biased upward and the pass probability is a little lower than ``power``.
+    biased upward and the pass probability is a little lower than ``power``; with two cells
+    (equalized odds) both must pass, about ``power ** 2`` when both sit at the margin.
 
     Parameters
     ----------
@@ -573,7 +585,8 @@ def certification_margin(
     rates : float or array-like broadcastable to (n_cells, n_groups), default=0.5
         Expected rate of each cell at the operating point (selection rate, TPR in ``y=1``
         cells, FPR in ``y=0`` cells, error rate); for a ratio, the rate of the higher group.
-        0.5 gives the widest intervals, hence a safe margin. For ``positive_share``: the
+        0.5 gives the widest intervals, hence a safe margin for a difference (a ratio's
+        relative widths grow as the rate falls). For ``positive_share``: the
         overall positive prediction rate (a scalar); the shares are taken at ``bound``
         (minimum) or at the groups' proportions (difference, ratio).
     power : float in (0, 1), default=0.5
@@ -607,7 +620,7 @@ def certification_margin(
     else:
         n = np.atleast_2d(np.asarray(counts))
         labels = np.arange(n.shape[1])
-    n_cells = len(KINDS[kind]) if kind != "positive_share" else 1
+    n_cells = len(KINDS[kind])
     if n.ndim != 2 or n.shape[0] != n_cells or np.any(n < 0):
         raise ValueError(
             f"counts for kind={kind!r} must be non-negative, of shape ({n_cells}, n_groups), "
