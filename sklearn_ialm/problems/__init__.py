@@ -1,6 +1,6 @@
 """The paper's models as problem objects for the solvers."""
 
-from .fairness import CONSTRAINTS, fairness_problem
+from .fairness import CONSTRAINTS, FORMS, fairness_metric, fairness_problem
 from .gaussian import GaussianNeymanPearson
 from .linear import LinearProblem
 from .losses import LOSSES
@@ -8,9 +8,11 @@ from .neyman_pearson import neyman_pearson_problem
 
 __all__ = [
     "CONSTRAINTS",
+    "FORMS",
     "LOSSES",
     "GaussianNeymanPearson",
     "LinearProblem",
+    "fairness_metric",
     "fairness_problem",
     "neyman_pearson_problem",
 ]

@@ -1,32 +1,268 @@
 """The fairness-constrained model of the paper (Section 5.1) and its relatives.
 
-``min_x mean_D loss(b a.x)  s.t.  one constraint per protected group on the soft positive
-prediction p(a) = sigmoid(a.x)`` over a (possibly unlabelled) set ``S``:
+``min_x mean_D loss(b a.x)  s.t.  fairness constraints on the soft positive prediction
+p(a) = sigmoid(a.x)`` over a (possibly unlabelled) set ``S``. Every constraint is linear in
+the per-row predictions, ``c_k = mean_S W[j, k] p_j + offset_k <= 0``, so that the same
+``W`` and ``offset`` evaluated at hard predictions ``1[a.x > 0]`` give the constraint on the
+classifier itself.
+
+The paper's constraint and a one-sided relative:
 
 ``positive_share`` (the paper's, eq. (fair))
     ``sum_{S_g} p >= bound * sum_S p``: the group receives at least a share ``bound`` of all
     positive predictions. Written as the average over ``S`` of
     ``(bound - 1[j in S_g]) p_j <= 0``, which has the paper's feasible set.
 ``disparate_impact``
-    ``mean_{S_g} p >= bound * mean_S p`` (the four-fifths rule at ``bound = 0.8``).
+    ``mean_{S_g} p >= bound * mean_S p``: each protected group's selection rate is at least
+    ``bound`` times the overall one (the four-fifths rule at ``bound = 0.8``). This keeps its
+    meaning from earlier releases; it is one-sided and relative to the overall rate, so it
+    is not fairlearn's ``demographic_parity_ratio`` (that is ``demographic_parity`` with
+    ``form="ratio"``).
+
+The parity kinds match fairlearn's metrics (``method="between_groups"``): one group-level
+rate per group, and the metric is the largest gap (``form="difference"``: largest minus
+smallest rate, at most ``bound``) or the smallest ratio (``form="ratio"``: smallest over
+largest rate, at least ``bound``) between groups:
+
 ``demographic_parity``
-    ``|mean_{S_g} p - mean_{S \\ S_g} p| <= bound``: two inequalities per group.
+    selection rate ``P[pred = 1 | g]``: fairlearn's ``demographic_parity_difference`` and
+    ``demographic_parity_ratio``.
+``true_positive_rate_parity`` (equal opportunity)
+    ``P[pred = 1 | g, y = 1]``: ``equal_opportunity_difference`` / ``_ratio``.
+``false_positive_rate_parity``
+    ``P[pred = 1 | g, y = 0]``: ``false_positive_rate_difference`` / ``_ratio``.
+``equalized_odds``
+    both of the above, each within the bound: ``equalized_odds_difference`` / ``_ratio``.
+``error_rate_parity``
+    ``P[pred != y | g]``: ``zero_one_loss_difference`` / ``_ratio``.
+
+Rates are weighted by the constraint rows' sample weights. "Largest gap at most ``bound``" is
+the set of pairwise inequalities ``rate_a - rate_b <= bound`` for every ordered pair of
+groups ``(a, b)``, and "smallest ratio at least ``bound``" is ``bound * rate_b - rate_a <= 0``
+for every ordered pair, so ``k`` groups give ``k (k - 1)`` constraints (twice that for
+``equalized_odds``, one set per rate). Difference constraints are in units of the rates (the
+bound's units); ratio constraints in units of ``rate_b * (bound - rate_a / rate_b)``, a
+rate times the ratio's shortfall. With ``protected`` groups given, only the pairs that
+involve at least one protected group are constrained: with all groups protected (the
+default), or with two groups and one of them protected, that is fairlearn's metric.
+
+The error rate is linear in the prediction as well: ``1[pred != y] = y + (1 - 2 y) pred``.
+So for every kind and form, the constraints are all ``<= 0`` at hard predictions exactly
+when :func:`fairness_metric` of those predictions meets the bound, with one exception: a
+ratio is undefined (fairlearn returns ``nan``) when every rate involved is zero, while the
+constraints ``0 <= 0`` hold.
 """
 
 from __future__ import annotations
+
+from itertools import permutations
 
 import numpy as np
 
 from .linear import LinearProblem
 from .losses import LOSSES, TruncatedLogistic
 
-__all__ = ["CONSTRAINTS", "fairness_problem"]
+__all__ = ["CONSTRAINTS", "FORMS", "fairness_metric", "fairness_problem"]
 
-CONSTRAINTS = ("positive_share", "disparate_impact", "demographic_parity")
+# The group-level rates behind each parity kind, in the order their constraints appear.
+_PARITY_RATES = {
+    "demographic_parity": ("selection_rate",),
+    "true_positive_rate_parity": ("true_positive_rate",),
+    "false_positive_rate_parity": ("false_positive_rate",),
+    "equalized_odds": ("true_positive_rate", "false_positive_rate"),
+    "error_rate_parity": ("error_rate",),
+}
+_SHORT = {"true_positive_rate": "tpr", "false_positive_rate": "fpr"}
+CONSTRAINTS = ("positive_share", "disparate_impact", *_PARITY_RATES)
+FORMS = ("difference", "ratio")
 
 
-def _constraint_rows(groups, weights, protected, constraint, bound):
-    """Per-row weights ``W`` (n, m), offsets and names of the constraints."""
+def _check_form(kind, form):
+    """The form of ``kind``: parity kinds take both, the others only their own."""
+    if kind not in CONSTRAINTS:
+        raise ValueError(f"constraint must be one of {CONSTRAINTS}, got {kind!r}.")
+    if kind in _PARITY_RATES:
+        if form is None:
+            return "difference"
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {FORMS} or None, got {form!r}.")
+        return form
+    own = "ratio" if kind == "disparate_impact" else None
+    if form is not None and form != own:
+        allowed = "None or 'ratio'" if own else "None"
+        raise ValueError(f"form must be {allowed} for constraint={kind!r}, got {form!r}.")
+    return own
+
+
+def _rate_terms(rate, y):
+    """Rows a rate averages over (``None``: all), and ``(c, s)``: a row counts ``c + s pred``."""
+    if rate == "selection_rate":
+        return None, 0.0, 1.0
+    if rate == "true_positive_rate":
+        return y, 0.0, 1.0
+    if rate == "false_positive_rate":
+        return ~y, 0.0, 1.0
+    # error_rate: 1[pred != y] = y + (1 - 2 y) pred
+    return None, y.astype(float), 1.0 - 2.0 * y
+
+
+def _label(value):
+    """A numpy scalar as the Python value, for error messages (``'a'``, not ``np.str_('a')``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _binary(name, values, n):
+    """``values`` as a bool array of length ``n`` (True for 1); other labels are an error."""
+    values = np.asarray(values)
+    if values.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {values.shape}.")
+    bad = ~np.isin(values, (0, 1))
+    if bad.any():
+        first = _label(values[bad][0])
+        raise ValueError(f"{name} must hold 0/1 labels (1 is the positive class), got {first!r}.")
+    return values == 1
+
+
+def _group_rates(rate, groups, labels, weights, y, pred):
+    """Weighted rate of each group in ``labels``, at predictions ``pred`` in {0, 1}.
+
+    A group without rows that the rate averages over has rate 0, as in fairlearn (whose
+    rates come from scikit-learn's normalised confusion matrix).
+    """
+    rows, c, s = _rate_terms(rate, y)
+    value = c + s * pred
+    out = np.empty(len(labels))
+    for i, g in enumerate(labels):
+        m = groups == g if rows is None else (groups == g) & rows
+        wg = weights[m].sum()
+        out[i] = np.dot(weights[m], np.broadcast_to(value, pred.shape)[m]) / wg if wg else 0.0
+    return out
+
+
+def _pair_metric(rates, labels, protected, form):
+    """Largest gap or smallest ratio over the pairs that involve a protected group."""
+    pairs = [
+        (i, j)
+        for i, j in permutations(range(len(labels)), 2)
+        if labels[i] in protected or labels[j] in protected
+    ]
+    if not pairs:
+        return np.nan
+    a, b = rates[[i for i, _ in pairs]], rates[[j for _, j in pairs]]
+    if form == "difference":
+        return float(np.max(a - b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = a / b
+    # A pair whose rate_b is 0 is left out: its inverse pair, also constrained, has ratio 0
+    # (or is 0 / 0 too, when the ratio is undefined).
+    ratio = ratio[b > 0]
+    return float(np.min(ratio)) if len(ratio) else np.nan
+
+
+def fairness_metric(
+    kind: str,
+    y_true,
+    y_pred,
+    groups,
+    *,
+    form: str | None = None,
+    sample_weight=None,
+    protected=None,
+) -> float:
+    """The fairness metric of hard predictions that :func:`fairness_problem` constrains.
+
+    For the parity kinds this is fairlearn's metric (``method="between_groups"``, the
+    default ``agg="worst_case"`` for equalized odds), computed with numpy:
+
+    ====================================  ==================================================
+    kind                                  fairlearn equivalent (``form`` difference / ratio)
+    ====================================  ==================================================
+    ``"demographic_parity"``              ``demographic_parity_difference`` / ``_ratio``
+    ``"true_positive_rate_parity"``       ``equal_opportunity_difference`` / ``_ratio``
+    ``"false_positive_rate_parity"``      ``false_positive_rate_difference`` / ``_ratio``
+    ``"equalized_odds"``                  ``equalized_odds_difference`` / ``_ratio``
+    ``"error_rate_parity"``               ``zero_one_loss_difference`` / ``_ratio``
+    ====================================  ==================================================
+
+    ``"disparate_impact"`` gives the smallest ratio of a protected group's selection rate to
+    the overall one, ``"positive_share"`` the smallest share of the positive predictions
+    that a protected group receives.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`CONSTRAINTS`.
+    y_true : array-like of shape (n,) or None
+        True 0/1 labels; only read by the kinds whose rates condition on or compare with
+        the label.
+    y_pred : array-like of shape (n,)
+        Hard 0/1 predictions.
+    groups : array-like of shape (n,)
+        Group of each row.
+    form : {"difference", "ratio"} or None, default=None
+        ``None`` is ``"difference"`` for the parity kinds; ``"disparate_impact"`` is a
+        ratio and ``"positive_share"`` a share (``form`` must then be ``None`` or, for
+        ``"disparate_impact"``, ``"ratio"``).
+    sample_weight : array-like of shape (n,), optional
+    protected : sequence, optional
+        Restrict to the pairs of groups that involve a protected group (parity kinds), or
+        to the protected groups (the other two). All groups by default.
+
+    Returns
+    -------
+    float
+        The metric: the constraints of ``fairness_problem(..., bound=bound)`` hold at these
+        predictions exactly when it is ``<= bound`` (difference) or ``>= bound`` (ratio,
+        share); ``nan`` where a ratio is undefined (every rate involved is zero).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ialm.problems import fairness_metric
+    >>> y_pred = np.array([1, 1, 0, 0, 1, 0, 0, 0])
+    >>> groups = np.array(["a", "a", "a", "a", "b", "b", "b", "b"])
+    >>> fairness_metric("demographic_parity", None, y_pred, groups)
+    0.25
+    >>> fairness_metric("demographic_parity", None, y_pred, groups, form="ratio")
+    0.5
+    """
+    form = _check_form(kind, form)
+    pred = _binary("y_pred", y_pred, len(np.asarray(y_pred))).astype(float)
+    n = len(pred)
+    groups = np.asarray(groups)
+    if groups.shape != (n,):
+        raise ValueError(f"groups must have shape ({n},), got {groups.shape}.")
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}.")
+    needs_y = kind in _PARITY_RATES and kind != "demographic_parity"
+    y = _binary("y_true", y_true, n) if needs_y else None
+    labels = np.unique(groups)
+    for g in labels:
+        if w[groups == g].sum() <= 0:
+            raise ValueError(f"Group {_label(g)!r} has zero total sample_weight.")
+    protected = labels if protected is None else np.asarray(list(protected))
+    missing = [g for g in protected if g not in labels]
+    if missing:
+        raise ValueError(f"protected: group {_label(missing[0])!r} has no rows in groups.")
+    if kind in ("positive_share", "disparate_impact"):
+        rates = _group_rates("selection_rate", groups, protected, w, None, pred)
+        overall = np.dot(w, pred) / w.sum()
+        if kind == "positive_share":
+            weight_share = np.array([w[groups == g].sum() for g in protected]) / w.sum()
+            rates = rates * weight_share
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return float(np.min(rates / overall)) if overall > 0 else np.nan
+    values = [
+        _pair_metric(_group_rates(r, groups, labels, w, y, pred), labels, protected, form)
+        for r in _PARITY_RATES[kind]
+    ]
+    # Python's max/min over the per-rate metrics, in fairlearn's order (tpr, then fpr).
+    return float(max(values) if form == "difference" else min(values))
+
+
+def _share_rows(groups, weights, protected, constraint, bound):
+    """Columns of ``W`` and offsets of ``positive_share`` / ``disparate_impact``."""
     n = len(groups)
     total = weights.sum()
     cols, offsets, names = [], [], []
@@ -34,24 +270,56 @@ def _constraint_rows(groups, weights, protected, constraint, bound):
         member = groups == g
         wg = weights[member].sum()
         if wg <= 0:
-            raise ValueError(f"Protected group {g!r} has no members (or zero total weight).")
+            raise ValueError(
+                f"Protected group {_label(g)!r} has no members (or zero total weight)."
+            )
         if constraint == "positive_share":
             cols.append(n * weights * (bound - member) / total)
-            offsets.append(0.0)
-            names.append(f"positive_share[{g}]")
-        elif constraint == "disparate_impact":
-            cols.append(n * weights * (bound / total - member / wg))
-            offsets.append(0.0)
-            names.append(f"disparate_impact[{g}]")
         else:
-            rest = weights[~member].sum()
-            if rest <= 0:
-                raise ValueError(f"demographic_parity needs rows outside group {g!r}.")
-            diff = n * weights * (member / wg - (~member) / rest)
-            cols += [diff, -diff]
-            offsets += [-bound, -bound]
-            names += [f"demographic_parity[{g}]<=", f"demographic_parity[{g}]>="]
-    return np.column_stack(cols), np.array(offsets), names
+            cols.append(n * weights * (bound / total - member / wg))
+        offsets.append(0.0)
+        names.append(f"{constraint}[{g}]")
+    return cols, offsets, names
+
+
+def _parity_rows(groups, weights, protected, kind, form, bound, y):
+    """Columns of ``W`` and offsets of the pairwise parity constraints.
+
+    Each group's rate is ``mean_S a_g[j] pred_j + k_g``; a difference pair ``(a, b)`` is
+    ``rate_a - rate_b - bound <= 0`` and a ratio pair ``bound * rate_b - rate_a <= 0``.
+    """
+    n = len(groups)
+    labels = np.unique(groups)
+    protected = set(protected)
+    cols, offsets, names = [], [], []
+    for rate in _PARITY_RATES[kind]:
+        rows, c, s = _rate_terms(rate, y)
+        lin, const = [], []
+        for g in labels:
+            m = groups == g if rows is None else (groups == g) & rows
+            wg = weights[m].sum()
+            if wg <= 0:
+                what = {"true_positive_rate": " with y=1", "false_positive_rate": " with y=0"}
+                raise ValueError(
+                    f"Group {_label(g)!r} has no constraint rows{what.get(rate, '')} (or zero "
+                    f"total weight): its {rate} is undefined for constraint={kind!r}."
+                )
+            lin.append(n * weights * m * s / wg)
+            const.append(float(np.sum(weights * m * c)) / wg)
+        tag = kind if len(_PARITY_RATES[kind]) == 1 else f"{kind}.{_SHORT[rate]}"
+        for i, j in permutations(range(len(labels)), 2):
+            a, b = labels[i], labels[j]
+            if a not in protected and b not in protected:
+                continue
+            if form == "difference":
+                cols.append(lin[i] - lin[j])
+                offsets.append(const[i] - const[j] - bound)
+                names.append(f"{tag}[{a}-{b}]<=")
+            else:
+                cols.append(bound * lin[j] - lin[i])
+                offsets.append(bound * const[j] - const[i])
+                names.append(f"{tag}[{a}/{b}]>=")
+    return cols, offsets, names
 
 
 def fairness_problem(
@@ -60,18 +328,20 @@ def fairness_problem(
     X_constraint,
     groups,
     *,
-    bound,
-    constraint="positive_share",
+    bound: float,
+    constraint: str = "positive_share",
+    form: str | None = None,
     protected=None,
-    loss="truncated_logistic",
-    truncation=2.0,
-    fit_intercept=False,
+    y_constraint=None,
+    loss: str = "truncated_logistic",
+    truncation: float = 2.0,
+    fit_intercept: bool = False,
     sample_weight=None,
     constraint_sample_weight=None,
-    smoothness=None,
-    feature_scale=1.0,
-    constraint_scale=1.0,
-):
+    smoothness: tuple[float, float] | None = None,
+    feature_scale: float | str = 1.0,
+    constraint_scale: float = 1.0,
+) -> LinearProblem:
     """Build the fairness-constrained problem.
 
     Parameters
@@ -85,29 +355,48 @@ def fairness_problem(
     groups : ndarray of shape (n_s,)
         Group label of each row of ``S``.
     bound : float
-        The constraint's bound (the paper's ``c``).
-    constraint : {"positive_share", "disparate_impact", "demographic_parity"}
+        The constraint's bound (the paper's ``c``): a share or ratio for
+        ``positive_share``, ``disparate_impact`` and ``form="ratio"`` (in [0, 1] for the
+        latter), the largest gap between two groups' rates for ``form="difference"``
+        (>= 0).
+    constraint : str, default="positive_share"
+        One of :data:`CONSTRAINTS`; see the module docstring for each kind's rate and
+        fairlearn metric.
+    form : {"difference", "ratio"} or None, default=None
+        For the parity kinds: bound the largest gap between groups (``None`` means this)
+        or the smallest ratio. ``positive_share`` takes only ``None`` and
+        ``disparate_impact`` ``None`` or ``"ratio"``.
     protected : sequence, optional
-        Groups that get a constraint (all groups by default; an empty sequence gives the
-        unconstrained model).
+        ``positive_share``/``disparate_impact``: the groups that get a constraint. Parity
+        kinds: the pairs of groups that involve at least one of these are constrained. All
+        groups by default; an empty sequence gives the unconstrained model.
+    y_constraint : ndarray of shape (n_s,), optional
+        0/1 labels of ``S``, read by the kinds that condition on or compare with the label
+        (``true_positive_rate_parity``, ``false_positive_rate_parity``, ``equalized_odds``,
+        ``error_rate_parity``). Defaults to ``y`` when ``X_constraint is X``.
     loss : {"truncated_logistic", "logistic"}
     truncation : float, default=2.0
         ``alpha`` of the truncated logistic loss.
     fit_intercept : bool, default=False
     sample_weight, constraint_sample_weight : ndarray, optional
-        Row weights on ``D`` and on ``S``; group means become weighted means.
+        Row weights on ``D`` and on ``S``; group rates become weighted rates.
     smoothness : (L0, LJ), optional
     constraint_scale : float, default=1.0
         The constraints are divided by this positive constant (same feasible set). The
         ``positive_share`` and ``disparate_impact`` constraints are in units of
         ``mean_S p * (bound - share)``: dividing by a typical positive rate puts their
-        residuals, and so ``tol``, in the units of the bound.
+        residuals, and so ``tol``, in the units of the bound. Parity differences are
+        already in the bound's units.
     feature_scale : float or "auto", default=1.0
         See :class:`LinearProblem`; ``"auto"`` makes ``tol`` independent of the scale of ``X``.
 
     Returns
     -------
     LinearProblem
+        Its ``constraint_names`` say the kind, the group or pair and the direction:
+        ``"positive_share[g]"``, ``"demographic_parity[a-b]<="`` (``rate_a - rate_b <=
+        bound``), ``"demographic_parity[a/b]>="`` (``rate_a / rate_b >= bound``),
+        ``"equalized_odds.tpr[a-b]<="``, ...
 
     Examples
     --------
@@ -130,25 +419,66 @@ def fairness_problem(
     >>> p = expit(X @ coef + intercept)
     >>> bool(result.converged), round(float(p[groups == 1].sum() / p.sum()), 2)
     (True, 0.21)
+
+    Equal opportunity as fairlearn measures it, true positive rates within 0.1 of each
+    other: one inequality per ordered pair of groups.
+
+    >>> problem = fairness_problem(X, y, X, groups, bound=0.1,
+    ...                            constraint="true_positive_rate_parity")
+    >>> problem.constraint_names
+    ['true_positive_rate_parity[0-1]<=', 'true_positive_rate_parity[1-0]<=']
     """
-    if constraint not in CONSTRAINTS:
-        raise ValueError(f"constraint must be one of {CONSTRAINTS}, got {constraint!r}.")
+    form = _check_form(constraint, form)
     if loss not in ("truncated_logistic", "logistic"):
         raise ValueError(f"loss must be 'truncated_logistic' or 'logistic', got {loss!r}.")
-    groups = np.asarray(groups)
-    protected = np.unique(groups) if protected is None else list(protected)
-    cw = (
-        np.ones(X_constraint.shape[0])
-        if constraint_sample_weight is None
-        else np.asarray(constraint_sample_weight, dtype=float)
-    )
+    bound = float(bound)
+    if not np.isfinite(bound):
+        raise ValueError(f"bound must be a finite number, got {bound!r}.")
+    if form == "difference" and bound < 0:
+        raise ValueError(f"bound must be >= 0 for form='difference', got {bound!r}.")
+    if form == "ratio" and constraint != "disparate_impact" and not 0 <= bound <= 1:
+        raise ValueError(f"bound must be in [0, 1] for form='ratio', got {bound!r}.")
     if not (np.isfinite(constraint_scale) and constraint_scale > 0):
         raise ValueError(f"constraint_scale must be a number > 0, got {constraint_scale!r}.")
-    if len(protected):
-        W, offset, names = _constraint_rows(groups, cw, protected, constraint, float(bound))
-        W, offset = W / constraint_scale, offset / constraint_scale
-    else:  # no protected group: the unconstrained model
-        W, offset, names = np.zeros((X_constraint.shape[0], 0)), np.zeros(0), []
+    n_s = X_constraint.shape[0]
+    if protected is not None and len(protected) == 0:
+        # No protected group: the unconstrained model (groups and labels are not read).
+        W, offset, names = np.zeros((n_s, 0)), np.zeros(0), []
+    else:
+        groups = np.asarray(groups)
+        if groups.shape != (n_s,):
+            raise ValueError(
+                f"groups must have shape ({n_s},) (one per constraint row), got {groups.shape}."
+            )
+        present = set(np.unique(groups).tolist())
+        protected = sorted(present) if protected is None else list(protected)
+        for g in protected:
+            if g not in present:
+                raise ValueError(
+                    f"Protected group {_label(g)!r} has no members (or zero total weight)."
+                )
+        cw = (
+            np.ones(n_s)
+            if constraint_sample_weight is None
+            else np.asarray(constraint_sample_weight, dtype=float)
+        )
+        if constraint in _PARITY_RATES:
+            yc = None
+            if constraint != "demographic_parity":
+                if y_constraint is None:
+                    if X_constraint is not X:
+                        raise ValueError(
+                            f"constraint={constraint!r} needs the labels of the constraint "
+                            "rows: pass y_constraint (it defaults to y only when X_constraint "
+                            "is X)."
+                        )
+                    y_constraint = y
+                yc = _binary("y_constraint", y_constraint, n_s)
+            cols, offsets, names = _parity_rows(groups, cw, protected, constraint, form, bound, yc)
+        else:
+            cols, offsets, names = _share_rows(groups, cw, protected, constraint, bound)
+        W = np.column_stack(cols) / constraint_scale
+        offset = np.array(offsets) / constraint_scale
     loss_obj = TruncatedLogistic(truncation) if loss == "truncated_logistic" else LOSSES[loss]()
     return LinearProblem(
         X,
