@@ -335,8 +335,8 @@ def test_bad_input_names_the_parameter_and_value():
         fairness_problem(
             X, only_negatives, X, groups, bound=0.1, constraint="true_positive_rate_parity"
         )
-    with pytest.raises(ValueError, match=r"y_pred must hold 0/1 labels"):
-        fairness_metric("demographic_parity", y, np.full(len(y), 0.5), groups)
+    with pytest.raises(ValueError, match=r"y_pred must be a 1-d array of predictions in"):
+        fairness_metric("demographic_parity", y, np.full(len(y), 1.5), groups)
     with pytest.raises(ValueError, match=r"protected: group 'z' has no rows"):
         fairness_metric("demographic_parity", y, y, groups, protected=["z"])
 
@@ -355,3 +355,16 @@ def test_y_constraint_gives_labels_to_separate_constraint_rows():
 
 def test_every_kind_is_listed():
     assert set(CONSTRAINTS) == {"positive_share", "disparate_impact", *PARITY}
+
+
+def test_soft_predictions_give_the_metric_of_the_soft_rates():
+    """With soft predictions the metric is the one the solver constrains: the constraint
+    values at sigmoid scores, plus the bound, for a difference."""
+    X, y, groups, w, rng = _data(23, 3)
+    problem = fairness_problem(X, y, X, groups, bound=0.1, constraint="demographic_parity",
+                               constraint_sample_weight=w)  # fmt: skip
+    x = rng.standard_normal(problem.n_params)
+    p = expit(X @ x)
+    c = (problem.W * p[:, None]).mean(axis=0) + problem.offset
+    metric = fairness_metric("demographic_parity", y, p, groups, sample_weight=w)
+    np.testing.assert_allclose(metric, c.max() + 0.1, rtol=1e-12)

@@ -10,13 +10,13 @@ from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
-from ..problems import CONSTRAINTS, fairness_problem
+from ..problems import CONSTRAINTS, fairness_metric, fairness_problem
 from ._base import BaseIALMClassifier, MatrixLike
 
 __all__ = ["FairLogisticClassifier"]
 
-#: ``bound=None`` means these: the paper's share, the four-fifths rule, a 0.1 parity gap.
-DEFAULT_BOUNDS = {"positive_share": 0.1, "disparate_impact": 0.8, "demographic_parity": 0.1}
+#: ``bound=None`` means these: the paper's share, a 0.1 parity gap, the four-fifths rule.
+DEFAULT_BOUNDS = {"difference": 0.1, "ratio": 0.8, "share": 0.1}
 
 
 def _python_scalar(value):
@@ -73,45 +73,74 @@ def encode_groups(sensitive_features, n_samples: int):
 
 
 class FairLogisticClassifier(BaseIALMClassifier):
-    """Logistic classifier with one fairness constraint per protected group.
+    """Logistic classifier whose predictions meet a group-fairness bound.
 
     The fairness-constrained model of the paper (Section 5.1), fitted by Stoc-iALM with
-    PStorm. With the score ``s(x) = x @ coef_.T + intercept_``, the soft positive prediction
-    ``p(x) = sigmoid(s(x))`` and the groups ``S_g`` given by ``sensitive_features``:
+    PStorm, with the constraints of fairlearn's metrics. With the score
+    ``s(x) = x @ coef_.T + intercept_`` and the groups given by ``sensitive_features``:
 
-    ``min  mean of loss(y, s(x))   s.t.   one constraint per protected group g``
+    ``min  mean of loss(y, s(x))   s.t.   the fairness metric of predict meets bound``
 
-    where ``constraint`` is
+    on the training rows (weighted by ``sample_weight`` times ``class_weight``, like the
+    objective), where ``constraint`` is one of fairlearn's parity metrics, taken between
+    groups (largest rate minus smallest, or smallest over largest, ``form``):
+
+    ``"demographic_parity"``
+        selection rate per group (``demographic_parity_difference`` / ``_ratio``);
+    ``"true_positive_rate_parity"`` (equal opportunity)
+        true-positive rate per group (``equal_opportunity_difference`` / ``_ratio``);
+    ``"false_positive_rate_parity"``
+        false-positive rate per group (``false_positive_rate_difference`` / ``_ratio``);
+    ``"equalized_odds"``
+        both of the above (``equalized_odds_difference`` / ``_ratio``);
+    ``"error_rate_parity"``
+        error rate per group (``zero_one_loss_difference`` / ``_ratio``);
+
+    or one of two constraints per protected group ``g``:
 
     ``"positive_share"`` (the paper's)
-        ``sum over S_g of p >= bound * sum over all rows of p``: group ``g`` receives at least
-        the share ``bound`` of the positive predictions.
+        group ``g`` receives at least the share ``bound`` of the positive predictions;
     ``"disparate_impact"``
-        ``mean over S_g of p >= bound * mean over all rows of p`` (the four-fifths rule at
-        ``bound = 0.8``).
-    ``"demographic_parity"``
-        ``|mean over S_g of p - mean over the other rows of p| <= bound`` (two inequalities).
+        ``g``'s selection rate is at least ``bound`` times the overall selection rate.
 
-    The constraints are written on the training rows (weighted by ``sample_weight`` times
-    ``class_weight``, like the objective). Binary classification only; ``classes_[1]`` is the
-    positive class.
+    **Hard rates.** The bound refers to the rates of :meth:`predict` on the training rows, as
+    fairlearn's metrics compute them (``rate="hard"``, the default). The solver works on a
+    smooth surrogate, the same rates of the soft prediction ``sigmoid(s(x))``; a fit that
+    meets the surrogate's bound can miss the bound on predictions, so the surrogate's bound
+    is moved until the predictions meet it, and the returned model lies on the bound up to
+    ``bound_tol`` (see the user guide). ``rate="soft"`` constrains the surrogate itself: the
+    paper's model. Binary classification only; ``classes_[1]`` is the positive class.
 
     Parameters
     ----------
-    constraint : {"positive_share", "disparate_impact", "demographic_parity"}, \
-            default="positive_share"
+    constraint : str, default="positive_share"
         The fairness constraint, see above.
     bound : float, default=None
-        The constraint's bound: in (0, 1) for ``"positive_share"`` and
-        ``"disparate_impact"``, in [0, 1) for ``"demographic_parity"``. ``None`` means 0.1,
-        0.8 and 0.1 respectively (``bound_`` holds the value used). With ``k`` protected
-        groups, ``"positive_share"`` needs ``bound <= 1/k`` (the shares add up to at most 1).
+        The bound: a largest gap in [0, 1) (difference form), a smallest ratio in (0, 1]
+        (ratio form, ``"disparate_impact"``), a smallest share in (0, 1)
+        (``"positive_share"``). ``None`` means 0.1 for a difference or a share and 0.8 for
+        a ratio (``bound_`` holds the value used). With ``k`` protected groups,
+        ``"positive_share"`` needs ``bound <= 1/k`` (the shares add up to at most 1).
+    form : {"difference", "ratio"}, default=None
+        For the parity kinds: a bound on the largest difference between the groups' rates
+        (``None`` means this) or on their smallest ratio. ``"disparate_impact"`` is a ratio
+        and ``"positive_share"`` a share; for them ``form`` must be ``None``.
     protected_groups : array-like, default=None
-        Labels of the groups that get a constraint (tuples for intersections of several
-        columns). ``None`` applies the rule: with two groups, only the minority (the group
-        with fewer rows of nonzero weight; a tie goes to the first label in sorted order);
-        with three or more groups, every group (for ``"demographic_parity"``, each group
-        against the rest).
+        Labels of the groups whose rates are constrained (tuples for intersections of several
+        columns): for the parity kinds, every pair of groups that involves a protected group.
+        ``None`` applies the rule: with two groups, the minority (the group with fewer rows
+        of nonzero weight; a tie goes to the first label in sorted order), which for a parity
+        kind constrains the one pair; with three or more groups, every group, so that the
+        bound is on fairlearn's metric over all groups.
+    rate : {"hard", "soft"}, default="hard"
+        ``"hard"``: the bound holds on the predictions (``predict``) of the training rows.
+        ``"soft"``: on the mean soft predictions ``sigmoid(score)``, the paper's model; the
+        predictions' rates are then reported but not steered.
+    bound_tol : float, default=0.005
+        With ``rate="hard"``, how far below its bound (in the bound's units; for a ratio, a
+        rate times the ratio's shortfall) an active constraint may end: a solve whose
+        predictions land in that band is kept; otherwise the model is placed on the bound
+        between two solves, one on each side of it.
     loss : {"truncated_logistic", "logistic"}, default="truncated_logistic"
         ``"truncated_logistic"`` is the paper's
         ``truncation * log(1 + log(1 + exp(-m)) / truncation)`` of the margin ``m``, robust
@@ -184,13 +213,22 @@ class FairLogisticClassifier(BaseIALMClassifier):
         Lagrange multipliers (in the solver's scaling, the ones that certify the dual
         residual): one per protected group, two per group for ``"demographic_parity"``
         (its ``<=`` then its ``>=`` inequality).
-    constraint_values_ : ndarray of shape (n_protected_groups,)
-        The optimised soft quantity of each protected group on the training rows, in the
-        units of ``bound``: its share of the positive predictions, its disparate-impact ratio,
-        or its parity gap ``mean_g p - mean_rest p`` (signed).
-    hard_constraint_values_ : ndarray of shape (n_protected_groups,)
-        The same quantities with hard predictions (score > 0); ``nan`` where undefined (no
-        positive prediction at all).
+    hard_constraint_values_ : ndarray of shape (n_protected_groups,) or (1,)
+        The constrained metric of :meth:`predict` on the training rows, in the units of
+        ``bound``, as fairlearn computes it: for ``"positive_share"`` and
+        ``"disparate_impact"`` one value per protected group (its share of the positive
+        predictions, its selection rate over the overall one); for the parity kinds one
+        value, the largest gap (or smallest ratio) between the constrained pairs of groups.
+        ``nan`` where undefined (no positive prediction at all).
+    constraint_values_ : ndarray of the same shape
+        The same metric of the soft predictions ``sigmoid(score)``: the quantity the solver
+        constrains (the bound itself with ``rate="soft"``).
+    bound_met_ : bool
+        Whether the bound holds on the training rows: on predictions with ``rate="hard"``,
+        on the soft predictions (to ``tol``) with ``rate="soft"``.
+    n_rounds_ : int
+        Solver runs of the fit (with ``rate="hard"``, one per move of the surrogate's
+        bound).
     objective_ : float
         The training loss at the returned point.
     primal_residual_, dual_residual_ : float
@@ -258,6 +296,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         "loss": [StrOptions({"truncated_logistic", "logistic"})],
         "truncation": [Interval(Real, 0, None, closed="neither")],
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "form": [StrOptions({"difference", "ratio"}), None],
         "rate": [StrOptions({"hard", "soft"})],
         "bound_tol": [Interval(Real, 0, None, closed="neither")],
     }
@@ -267,6 +306,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         *,
         constraint="positive_share",
         bound=None,
+        form=None,
         protected_groups=None,
         loss="truncated_logistic",
         truncation=2.0,
@@ -288,6 +328,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
     ):
         self.constraint = constraint
         self.bound = bound
+        self.form = form
         self.protected_groups = protected_groups
         self.loss = loss
         self.truncation = truncation
@@ -356,15 +397,33 @@ class FairLogisticClassifier(BaseIALMClassifier):
             return fit_params
         return dict(fit_params, codes=fit_params["codes"][keep])
 
-    def _check_bound(self):
-        bound = DEFAULT_BOUNDS[self.constraint] if self.bound is None else float(self.bound)
-        if self.constraint == "demographic_parity":
-            ok, interval = 0 <= bound < 1, "[0, 1)"
+    def _form(self):
+        """``"difference"``, ``"ratio"`` or ``"share"``: the kind of bound."""
+        if self.constraint == "positive_share":
+            allowed, own = (None,), "share"
+        elif self.constraint == "disparate_impact":
+            allowed, own = (None, "ratio"), "ratio"
         else:
-            ok, interval = 0 < bound < 1, "(0, 1)"
+            allowed, own = (None, "difference", "ratio"), self.form or "difference"
+        if self.form not in allowed:
+            raise ValueError(
+                f"form={self.form!r} does not apply to constraint={self.constraint!r}; "
+                f"use one of {list(allowed)}."
+            )
+        return own
+
+    def _check_bound(self):
+        form = self._form()
+        bound = DEFAULT_BOUNDS[form] if self.bound is None else float(self.bound)
+        ok, interval = {
+            "difference": (0 <= bound < 1, "[0, 1)"),
+            "ratio": (0 < bound <= 1, "(0, 1]"),
+            "share": (0 < bound < 1, "(0, 1)"),
+        }[form]
         if not ok:
             raise ValueError(
-                f"bound must be in {interval} for constraint={self.constraint!r}, got {bound!r}."
+                f"bound must be in {interval} for constraint={self.constraint!r} "
+                f"({form}), got {bound!r}."
             )
         return bound
 
@@ -450,6 +509,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             codes,
             bound=bound,
             constraint=self.constraint,
+            form=None if self._form() == "share" else self._form(),
             protected=list(protected),
             loss=self.loss,
             truncation=self.truncation,
@@ -484,21 +544,27 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return min(max(rate, 0.05), 1.0)
 
     def _constraint_report(self, proba, y01, sample_weight, context):
-        codes, w = context["codes"], sample_weight
-        out = []
-        # Undefined ratios (no positive prediction at all) are reported as nan.
+        """The constrained metric, as fairlearn computes it, of predictions ``proba``.
+
+        One value per protected group for ``"positive_share"`` and ``"disparate_impact"``;
+        one value, the metric over the constrained pairs of groups, for the parity kinds.
+        Undefined ratios (no positive prediction at all) are nan.
+        """
+        groups, protected = context["codes"], context["protected"]
+        if not len(protected):
+            return np.array([], dtype=float)
+        form = None if self._form() == "share" else self._form()
         with np.errstate(invalid="ignore", divide="ignore"):
-            for g in context["protected"]:
-                member = codes == g
-                if self.constraint == "positive_share":
-                    out.append(np.sum(w[member] * proba[member]) / np.sum(w * proba))
-                elif self.constraint == "disparate_impact":
-                    mean_g = np.average(proba[member], weights=w[member])
-                    out.append(mean_g / np.average(proba, weights=w))
-                else:
-                    mean_g = np.average(proba[member], weights=w[member])
-                    out.append(mean_g - np.average(proba[~member], weights=w[~member]))
-        return np.array(out, dtype=float)
+            if self.constraint in ("positive_share", "disparate_impact"):
+                return np.array([
+                    fairness_metric(self.constraint, y01, proba, groups, form=form,
+                                    sample_weight=sample_weight, protected=[g])
+                    for g in protected
+                ])  # fmt: skip
+            return np.array([
+                fairness_metric(self.constraint, y01, proba, groups, form=form,
+                                sample_weight=sample_weight, protected=list(protected))
+            ])  # fmt: skip
 
     def _set_report_attributes(self, context):
         self.bound_ = context["bound"]

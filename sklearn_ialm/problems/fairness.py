@@ -196,7 +196,8 @@ def fairness_metric(
         True 0/1 labels; only read by the kinds whose rates condition on or compare with
         the label.
     y_pred : array-like of shape (n,)
-        Hard 0/1 predictions.
+        Hard 0/1 predictions; soft predictions in ``[0, 1]`` give the same metric with
+        every rate a mean of the soft predictions (the quantity the solver constrains).
     groups : array-like of shape (n,)
         Group of each row.
     form : {"difference", "ratio"} or None, default=None
@@ -227,7 +228,9 @@ def fairness_metric(
     0.5
     """
     form = _check_form(kind, form)
-    pred = _binary("y_pred", y_pred, len(np.asarray(y_pred))).astype(float)
+    pred = np.asarray(y_pred, dtype=float)
+    if pred.ndim != 1 or np.any((pred < 0) | (pred > 1)) or not np.all(np.isfinite(pred)):
+        raise ValueError("y_pred must be a 1-d array of predictions in [0, 1].")
     n = len(pred)
     groups = np.asarray(groups)
     if groups.shape != (n,):
