@@ -101,3 +101,40 @@ def test_degenerate_solution_is_reported():
         FairLogisticClassifier(
             constraint="demographic_parity", bound=0.0, max_passes=3, random_state=0
         ).fit(X, y, sensitive_features=groups)
+
+
+def test_certificate_on_new_data_holds_and_is_checked():
+    """A certified fit: trained inside the bound, checked once on held-out rows; the gap on
+    fresh rows from the same population meets the bound."""
+    X, y, groups = _fair_data(2, seed=3, n=12000)
+    clf = FairLogisticClassifier(
+        constraint="demographic_parity", bound=0.1, calibration="clopper-pearson",
+        max_passes=400, random_state=0,
+    )  # fmt: skip
+    clf.fit(X[:8000], y[:8000], sensitive_features=groups[:8000])
+    cert = clf.certificate_
+    assert clf.training_bound_ < clf.bound_ == 0.1
+    held = clf.calibration_indices_
+    pred = clf.predict(X[:8000][held])
+    # The certificate's estimate is fairlearn's metric of the held-out predictions.
+    assert cert.estimate == pytest.approx(
+        fairlearn_metrics.demographic_parity_difference(
+            y[:8000][held], pred, sensitive_features=groups[:8000][held]
+        )
+    )
+    assert cert.value >= cert.estimate and clf.certified_ == (cert.value <= 0.1)
+    assert clf.certified_
+    fresh = fairlearn_metrics.demographic_parity_difference(
+        y[8000:], clf.predict(X[8000:]), sensitive_features=groups[8000:]
+    )
+    assert fresh <= 0.1
+
+
+def test_certificate_needs_enough_calibration_rows():
+    X, y, groups = _fair_data(2, seed=3, n=400)
+    clf = FairLogisticClassifier(
+        constraint="demographic_parity", bound=0.02, calibration="clopper-pearson",
+        calibration_size=0.1, random_state=0,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="calibration rows are too few"):
+        clf.fit(X, y, sensitive_features=groups)

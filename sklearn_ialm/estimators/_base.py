@@ -53,6 +53,18 @@ def spawn_seeds(random_state, n_seeds: int) -> list[int]:
     return [int(child.generate_state(1)[0]) for child in children]
 
 
+#: Spawn key of a hold-out's random stream: the solver's seeds are children of the same
+#: entropy (spawn keys 0, 1, ...), so a hold-out is independent of them.
+_CALIBRATION_STREAM = 2**32 - 1
+
+
+def calibration_seed(random_state) -> np.random.SeedSequence:
+    """The seed of a calibration hold-out: one draw from ``random_state``, as the solver's
+    seeds take, on a stream of its own."""
+    entropy = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    return np.random.SeedSequence(entropy, spawn_key=(_CALIBRATION_STREAM,))
+
+
 def _label(value):
     """A class label as users wrote it (``1``, not ``np.int64(1)``) for messages."""
     return repr(value.item() if isinstance(value, np.generic) else value)

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from numbers import Real
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_array
+from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils.validation import check_array, validate_data
 
 from ..problems import CONSTRAINTS, fairness_metric, fairness_problem
-from ._base import BaseIALMClassifier, MatrixLike
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, calibration_seed
+from ._certificate import calibration_counts, certification_margin, fairness_certificate
 
 __all__ = ["FairLogisticClassifier"]
+
+#: Fitted attributes that only a certified fit sets.
+_CERTIFICATE_ATTRIBUTES = ("certificate_", "certified_", "training_bound_", "calibration_indices_")
+
+#: The probability that a model trained at the moved bound passes the certificate: the
+#: margin is set so that about 9 fits in 10 are certified.
+_POWER = 0.9
 
 #: ``bound=None`` means these: the paper's share, a 0.1 parity gap, the four-fifths rule.
 DEFAULT_BOUNDS = {"difference": 0.1, "ratio": 0.8, "share": 0.1}
@@ -141,6 +150,21 @@ class FairLogisticClassifier(BaseIALMClassifier):
         rate times the ratio's shortfall) an active constraint may end: a solve whose
         predictions land in that band is kept; otherwise the model is placed on the bound
         between two solves, one on each side of it.
+    calibration : {None, "clopper-pearson"}, default=None
+        ``"clopper-pearson"``: a certificate that the bound holds on new data. A share
+        ``calibration_size`` of the rows (of each group, and class for the conditional
+        kinds) is held out; the model is trained on the rest inside the bound, by the margin
+        that the held-out counts call for; then exact binomial (Clopper-Pearson) limits of
+        the held-out rates give a worst case of the metric that holds with probability
+        ``1 - delta`` over the draw of the data. The fit is certified (``certified_``) when
+        that worst case meets ``bound``, and says so with a warning when it does not.
+        Not available for ``"disparate_impact"``.
+    delta : float in (0, 1), default=0.05
+        With a calibration: the tolerated probability that the population metric is worse
+        than the certified value ``certificate_.value``.
+    calibration_size : float in (0, 1), default=0.3
+        With a calibration: the share of the rows held out. More rows give tighter limits
+        (a training bound closer to ``bound``); fewer leave more to train on.
     loss : {"truncated_logistic", "logistic"}, default="truncated_logistic"
         ``"truncated_logistic"`` is the paper's
         ``truncation * log(1 + log(1 + exp(-m)) / truncation)`` of the margin ``m``, robust
@@ -226,6 +250,15 @@ class FairLogisticClassifier(BaseIALMClassifier):
     bound_met_ : bool
         Whether the bound holds on the training rows: on predictions with ``rate="hard"``,
         on the soft predictions (to ``tol``) with ``rate="soft"``.
+    certificate_ : FairnessCertificate
+        With a calibration: the certified worst case ``value`` of the metric on new data,
+        the held-out ``estimate``, the per-group counts and limits, and ``message``.
+    certified_ : bool
+        With a calibration: whether ``certificate_.value`` meets ``bound``.
+    training_bound_ : float
+        With a calibration: the bound the model was trained at.
+    calibration_indices_ : ndarray
+        With a calibration: the held-out rows of the ``X`` given to :meth:`fit`.
     n_rounds_ : int
         Solver runs of the fit (with ``rate="hard"``, one per move of the surrogate's
         bound).
@@ -299,6 +332,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         "form": [StrOptions({"difference", "ratio"}), None],
         "rate": [StrOptions({"hard", "soft"})],
         "bound_tol": [Interval(Real, 0, None, closed="neither")],
+        "calibration": [StrOptions({"clopper-pearson"}), None],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "calibration_size": [Interval(RealNotInt, 0, 1, closed="neither")],
     }
 
     def __init__(
@@ -313,6 +349,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         class_weight=None,
         rate="hard",
         bound_tol=0.005,
+        calibration=None,
+        delta=0.05,
+        calibration_size=0.3,
         fit_intercept=True,
         tol=1e-2,
         beta0=1.0,
@@ -335,6 +374,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.class_weight = class_weight
         self.rate = rate
         self.bound_tol = bound_tol
+        self.calibration = calibration
+        self.delta = delta
+        self.calibration_size = calibration_size
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.beta0 = beta0
@@ -377,7 +419,118 @@ class FairLogisticClassifier(BaseIALMClassifier):
         -------
         self : FairLogisticClassifier
         """
-        return self._fit(X, y, sample_weight, sensitive_features=sensitive_features)
+        if self.calibration is None:
+            self._training_bound = None
+            self._fit(X, y, sample_weight, sensitive_features=sensitive_features)
+            for name in _CERTIFICATE_ATTRIBUTES:
+                # A stale certificate of an earlier fit would describe another model.
+                if hasattr(self, name):
+                    delattr(self, name)
+            return self
+        return self._fit_certified(X, y, sample_weight, sensitive_features)
+
+    # -- the certificate on new data -------------------------------------------------------------
+    def _certificate_kind(self):
+        """``(kind, form)`` of :func:`fairness_certificate` for this constraint."""
+        if self.constraint == "disparate_impact":
+            raise ValueError(
+                "calibration='clopper-pearson' does not certify constraint='disparate_impact' "
+                "(a ratio to the overall rate); use constraint='demographic_parity' with "
+                "form='ratio', the ratio between groups."
+            )
+        if self.constraint == "positive_share":
+            return "positive_share", "minimum"
+        return self.constraint, self._form()
+
+    def _hold_out(self, codes, y01, live, rng):
+        """Calibration rows: ``calibration_size`` of each group (and class, for the
+        conditional kinds), or of all rows for ``positive_share`` (an i.i.d. draw)."""
+        if self.constraint == "positive_share":
+            strata = np.zeros(len(codes), dtype=np.int64)
+        elif self.constraint in ("demographic_parity", "error_rate_parity"):
+            strata = codes
+        else:
+            strata = 2 * codes + y01
+        held = []
+        for stratum in np.unique(strata[live]):
+            rows = live[strata[live] == stratum]
+            n = math.ceil(self.calibration_size * len(rows))
+            if n >= len(rows):
+                n = len(rows) - 1
+            held.append(rng.choice(rows, size=max(n, 0), replace=False))
+        return np.sort(np.concatenate(held))
+
+    def _fit_certified(self, X, y, sample_weight, sensitive_features):
+        self._validate_params()
+        kind, form = self._certificate_kind()
+        bound = self._check_bound()
+        if sensitive_features is None:
+            raise ValueError(
+                "calibration='clopper-pearson' needs sensitive_features: the certificate is "
+                "on the groups' rates."
+            )
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
+        feature_names = getattr(self, "feature_names_in_", None)
+        classes, y01 = self._check_target(y)
+        sw = self._sample_weights(sample_weight, X, y, y01, classes)
+        codes, labels = encode_groups(sensitive_features, X.shape[0])
+        live = np.flatnonzero(sw > 0)
+        protected = self._protected_codes(codes[live], labels)
+        held = self._hold_out(
+            codes, y01, live, np.random.default_rng(calibration_seed(self.random_state))
+        )
+        counts = calibration_counts(codes[held], y01[held], kind=kind)
+        # Positive share: the intervals are on the positive predictions; the labels' rate
+        # stands for the rate of positive predictions. Other kinds: the widest intervals.
+        rates = float(np.average(y01[live], weights=sw[live])) if kind == "positive_share" else 0.5
+        margin = certification_margin(
+            kind, form, counts, self.delta, bound=bound, rates=rates, power=_POWER,
+            protected=protected,
+        )  # fmt: skip
+        train_bound = bound - margin if form == "difference" else bound + margin
+        low, high = (0.0, 1.0) if form == "difference" else (1e-12, 1.0)
+        if not (np.isfinite(margin) and low <= train_bound < high + (form == "ratio")):
+            raise ValueError(
+                f"The calibration rows are too few to certify bound={bound:g} with "
+                f"delta={self.delta:g}: calibration_size={self.calibration_size!r} holds out "
+                f"{len(held)} rows ({dict(zip(counts.cells, counts.n.tolist(), strict=True))} "
+                "per group), and the certificate would need a model trained at "
+                f"{train_bound:.3g}. Hold out more rows, or loosen bound or delta."
+            )
+        train_weight = sw.copy()
+        train_weight[held] = 0.0
+        self._training_bound = train_bound
+        try:
+            self._fit(X, y, train_weight, sensitive_features=sensitive_features)
+        finally:
+            self._training_bound = None
+        if feature_names is not None:
+            self.feature_names_in_ = feature_names
+        self.bound_ = bound
+        self.training_bound_ = train_bound
+        pred = (self._score(X[held]) > 0).astype(int)
+        cert = fairness_certificate(
+            pred, y01[held], codes[held], kind=kind, form=form, bound=bound,
+            delta=self.delta, protected=protected,
+        )  # fmt: skip
+        self.certificate_ = cert
+        self.certified_ = bool(cert.certified)
+        self.calibration_indices_ = held
+        if not np.all(sw[held] == sw[held][0]):
+            warnings.warn(
+                "sample_weight differs among the calibration rows: the certificate counts "
+                "each row once, so it is for the unweighted population.",
+                UserWarning,
+                stacklevel=2,
+            )
+        if not self.certified_:
+            warnings.warn(
+                f"FairLogisticClassifier could not certify the bound on new data: "
+                f"{cert.message} Check certified_ before relying on this model on new data.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self
 
     # -- hooks -----------------------------------------------------------------------------------
     def _check_fit_params(self, fit_params, n_samples):
@@ -456,6 +609,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
 
     def _build_problem(self, X, y01, sample_weight, fit_params):
         bound = self._check_bound()
+        if getattr(self, "_training_bound", None) is not None:
+            bound = self._training_bound  # a certified fit trains inside the bound
         codes, labels = fit_params["codes"], fit_params["labels"]
         void = None
         if codes is None:

@@ -8,12 +8,11 @@ from numbers import Integral, Real
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..problems import neyman_pearson_problem
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, calibration_seed
 from ._hard_rates import rate_threshold
 from ._umbrella import umbrella_min_calibration_size, umbrella_threshold
 
@@ -27,16 +26,6 @@ _CALIBRATION_ATTRIBUTES = (
     "calibration_indices_",
     "calibration_fpr_",
 )
-
-#: Spawn key of the hold-out's random stream: the solver's seeds are children of the same
-#: entropy (spawn keys 0, 1, ...), so the hold-out is independent of them.
-_CALIBRATION_STREAM = 2**32 - 1
-
-
-def _calibration_seed(random_state) -> np.random.SeedSequence:
-    """The seed of the hold-out: one draw from ``random_state``, as the solver's seeds take."""
-    entropy = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-    return np.random.SeedSequence(entropy, spawn_key=(_CALIBRATION_STREAM,))
 
 
 class NeymanPearsonClassifier(BaseIALMClassifier):
@@ -351,7 +340,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
         negatives = np.flatnonzero((y01 == 0) & (sw > 0))
         n_calibration = self._n_calibration(negatives.size)
-        rng = np.random.default_rng(_calibration_seed(self.random_state))
+        rng = np.random.default_rng(calibration_seed(self.random_state))
         held_out = np.sort(rng.choice(negatives, size=n_calibration, replace=False))
         train_weight = sw.copy()
         train_weight[held_out] = 0.0
