@@ -32,7 +32,8 @@ from ._hard_rates import fit_hard_rates
 __all__ = ["BaseIALMClassifier", "spawn_seeds"]
 
 #: ``X`` as the estimators accept it: array-like or a scipy.sparse matrix / array.
-MatrixLike = ArrayLike | sp.spmatrix | sp.sparray
+# scipy < 1.11 has no ``sparray`` base; there the sparse arrays subclass ``spmatrix``.
+MatrixLike = ArrayLike | sp.spmatrix | getattr(sp, "sparray", sp.spmatrix)
 
 # float32 is kept as is: the solver's parameters are float64 and products upcast, so a
 # float32 matrix is never copied (a large training matrix should be read, not duplicated).
@@ -175,7 +176,13 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self._check_weighted_classes(sw, y01, classes, "sample_weight")
         class_weight = getattr(self, "class_weight", None)
         if class_weight is not None:
-            cw = compute_class_weight(class_weight, classes=classes, y=y, sample_weight=sw)
+            if isinstance(class_weight, str):  # "balanced", on the weighted class totals
+                # Written out: compute_class_weight takes sample_weight only from
+                # scikit-learn 1.7, and the floor is 1.6. Both totals are > 0 (checked above).
+                totals = np.bincount(y01, weights=sw, minlength=2)
+                cw = totals.sum() / (2.0 * totals)
+            else:
+                cw = compute_class_weight(class_weight, classes=classes, y=y)
             sw = sw * cw[y01]
             self._check_weighted_classes(sw, y01, classes, "class_weight")
         return sw
