@@ -226,7 +226,9 @@ def test_convergence_warning_when_max_passes_is_tiny(data, kind):
         kw = dict(sensitive_features=groups)
     with pytest.warns(ConvergenceWarning, match=r"did not reach tol=0.01.*max_passes=1\b"):
         clf.fit(X, y, **kw)
-    assert not clf.converged_ and clf.n_data_passes_ < 2
+    # Every row touched counts: the budget is overshot by at most the set-up, the first
+    # momentum batch and the last stop test, each at most one pass here.
+    assert not clf.converged_ and clf.n_data_passes_ < 1 + 3
     assert max(clf.primal_residual_, clf.dual_residual_) > clf.tol
 
 

@@ -28,20 +28,30 @@ __all__ = ["AugmentedLagrangianEstimator", "Counter", "pstorm"]
 
 @dataclass
 class Counter:
-    """Per-sample oracle evaluations and draws, by kind.
+    """Per-sample oracle evaluations and draws, by kind, with the set-up and stop tests apart.
 
-    ``evaluations`` counts every per-sample evaluation (a sample used at two points counts
-    twice); ``draws`` counts each drawn sample once (the paper's way of counting).
+    ``objective_evaluations`` and ``constraint_evaluations`` count the minibatch work: every
+    per-sample evaluation (a sample used at two points counts twice). ``setup_evaluations``
+    counts the rows read before the first iteration (smoothness estimates) and
+    ``check_evaluations`` those of the stopping rule's evaluations. ``evaluations`` is the
+    sum of all four, what a budget is charged. ``draws`` count each drawn sample once (the
+    paper's way of counting).
     """
 
     objective_evaluations: int = 0
     constraint_evaluations: int = 0
     objective_draws: int = 0
     constraint_draws: int = 0
+    setup_evaluations: int = 0
+    check_evaluations: int = 0
+
+    @property
+    def minibatch_evaluations(self) -> int:
+        return self.objective_evaluations + self.constraint_evaluations
 
     @property
     def evaluations(self) -> int:
-        return self.objective_evaluations + self.constraint_evaluations
+        return self.minibatch_evaluations + self.setup_evaluations + self.check_evaluations
 
     def add(self, kind: str, *, draws: int = 0, evaluations: int = 0) -> None:
         """Count ``draws`` new samples and ``evaluations`` per-sample evaluations of ``kind``."""
@@ -215,30 +225,37 @@ def pstorm(
     check,
     eval_every,
     budget,
+    check_work=None,
 ):
     """Run PStorm iterations from ``(z, d)`` until ``check`` accepts or the budget is spent.
 
     Each iteration takes the proximal step ``z+ = prox(z - eta d)`` (with its own step
     ``eta_slack`` on the slack block, whose curvature is exactly ``beta``) and updates the momentum
     estimate on one fresh minibatch, evaluated at both points:
-    ``d+ = v(z+) + (1 - delta) (d - v(z))`` (STORM). Every ``eval_every`` iterations
-    ``check(z, d, t, batch_size)`` evaluates the stopping rule on the evaluation batch and
-    returns ``(stop, batch_size, z, d)``: whether to stop, the minibatch size to go on with,
-    and the point and estimate to go on from (the check postprocesses the slack block).
+    ``d+ = v(z+) + (1 - delta) (d - v(z))`` (STORM). After ``eval_every`` iterations since the
+    last check, and once the minibatch evaluations since then reach ``check_work`` (if
+    given), ``check(z, d, t, batch_size)`` evaluates the stopping rule on the evaluation batch
+    and returns ``(stop, batch_size, z, d)``: whether to stop, the minibatch size to go on
+    with, and the point and estimate to go on from (the check postprocesses the slack block).
+    ``budget`` caps ``counter.evaluations`` (set-up and checks included).
 
     Returns ``(z, d, n_iter, stopped, batch_size)``; ``stopped`` says whether ``check``
     accepted.
     """
     h = est.problem.h
     keep = 1.0 - delta
-    t = 0
+    t = last_t = 0
+    last_work = counter.minibatch_evaluations
     while counter.evaluations < budget:
         z_new = est.step(z, d, eta, eta_slack, h)
         batches = est.draw(rng, batch_size, counter)
         d = keep * d + est.storm_direction(z_new, z, y, beta, batches, keep, counter)
         z = z_new
         t += 1
-        if t % eval_every == 0:
+        if t - last_t >= eval_every and (
+            check_work is None or counter.minibatch_evaluations - last_work >= check_work
+        ):
+            last_t, last_work = t, counter.minibatch_evaluations
             stop, batch_size, z, d = check(z, d, t, batch_size)
             if stop:
                 return z, d, t, True, batch_size
