@@ -206,10 +206,10 @@ def test_one_pass_bound_is_the_exact_spectral_bound(sparse):
     np.testing.assert_allclose(hess, expected, rtol=1e-10)
 
 
-def test_auto_schedule_keeps_stop_tests_to_about_half():
+def test_auto_schedule_doubles_the_interval_up_to_one_tests_worth_of_work():
     # With many rows, the paper's rule (a full-data test every 50 iterations) spends most of
-    # the passes on stop tests; "auto" waits until the minibatch work since the last test
-    # has reached the cost of one test.
+    # the passes on stop tests. "auto": 50 iterations, then twice the previous interval, but
+    # never more iterations than cost as much as one test.
     rng = np.random.default_rng(0)
     n, d = 20_000, 5
     X = rng.standard_normal((n, d))
@@ -219,11 +219,23 @@ def test_auto_schedule_keeps_stop_tests_to_about_half():
     fixed = stoc_ialm(pb, random_state=0, max_passes=200, eval_every=50)
     assert auto.converged and fixed.converged
     assert auto.settings["eval_every"] == "auto" and fixed.settings["eval_every"] == 50
-    # Each test but the first follows at least one test's worth of minibatch work.
-    work = np.diff(auto.history["data_passes"] - auto.history["check_passes"])
-    assert np.all(work >= pb.full_evaluation_cost() / pb.n_samples - 1e-12)
-    assert auto.n_check_passes <= auto.n_data_passes / 2 + 1.0
-    assert fixed.n_check_passes > fixed.n_data_passes / 2
+    h = auto.history
+    assert np.all(h["batch_size"] == 30)
+    # An iteration evaluates 30 objective and 30 constraint rows at two points.
+    longest = max(50, pb.full_evaluation_cost() // (4 * 30))
+    assert 100 < longest < 200  # the cap is reached in this run
+    start = 0
+    for k in np.unique(h["outer_iter"]):
+        ends = h["inner_iter"][h["outer_iter"] == k]
+        intervals = np.diff(np.concatenate([[start], ends]))
+        expected = [50]
+        while len(expected) < len(intervals):
+            expected.append(min(2 * expected[-1], longest))
+        np.testing.assert_array_equal(intervals, expected)
+        start = ends[-1]
+    np.testing.assert_array_equal(np.diff(fixed.history["inner_iter"]), 50)
+    assert auto.n_check_passes < fixed.n_check_passes
+    assert auto.n_data_passes < fixed.n_data_passes
 
 
 def test_eval_every_is_validated():

@@ -13,13 +13,20 @@ from .theory import theory_parameters
 
 __all__ = ["PRESETS", "IALMResult", "stoc_ialm"]
 
+#: ``eval_every="auto"``: growth of the interval between two stop tests within an outer
+#: iteration (see :func:`~sklearn_ialm.solver.pstorm.pstorm`).
+_CHECK_GROWTH = 2.0
+#: ... and the longest interval, as minibatch work in units of one test's cost.
+_CHECK_WORK_RATIO = 1.0
+
 #: Named settings. ``"default"`` is the best we measured (see the user guide and
 #: ``benchmarks/results``); ``"paper"`` is the paper's Section 5 reading of Algorithms 1-2:
 #: two independent batches for ``J^T c`` (Lemma 4), the momentum estimate re-initialised
 #: from ``m0`` fresh samples at every outer iteration, and the step ``1/L(beta)``.
 #: ``eval_every``: ``"paper"`` tests the stopping rule every 50 inner iterations (Section 5);
-#: ``"default"`` (``"auto"``) waits as well until the minibatch work since the last test has
-#: reached the cost of one test (see :func:`stoc_ialm`).
+#: ``"default"`` (``"auto"``) doubles the interval after each failed test of an outer
+#: iteration, up to the iterations whose minibatch work costs as much as one test (see
+#: :func:`stoc_ialm`).
 _COMMON = dict(
     step_scale=1.0, penalty_scale=1.0, growth_patience=10, noise_ratio=0.5, max_batch_size=None
 )
@@ -203,11 +210,10 @@ def stoc_ialm(
     nonnegative slacks ``s``), then ``y += min(beta_k, gamma/||k||) k``. An outer iteration ends
     when the dual residual (the stationarity of ``L``) evaluated on the evaluation batch is
     ``<= tol``; the run stops when the primal residual ``||k||`` is ``<= tol`` as well. The
-    residuals are evaluated every ``eval_every`` inner iterations (the paper's 50), and by
-    default only once the minibatch work since the last evaluation has reached the cost of
-    one evaluation, so that the stop tests take at most about half of the passes at any
-    number of rows. Every row touched is counted: set-up, minibatches and stop tests (see
-    :class:`IALMResult`).
+    residuals are evaluated every ``eval_every`` inner iterations (the paper's 50) or, by
+    default, at intervals that double within an outer iteration (see ``eval_every``), so
+    that large data sets are not tested every few minibatches. Every row touched is
+    counted: set-up, minibatches and stop tests (see :class:`IALMResult`).
 
     Parameters
     ----------
@@ -258,10 +264,11 @@ def stoc_ialm(
     max_batch_size : int, optional
     eval_every : int or "auto"
         Inner iterations between two evaluations of the stopping rule (``"paper"``: 50).
-        ``"auto"`` (``"default"``): at least 50 inner iterations and at least as many
-        per-sample evaluations of minibatches as one evaluation of the rule costs
+        ``"auto"`` (``"default"``): the first test of an outer iteration after 50 inner
+        iterations, then each interval twice the previous one, but no longer than 50
+        iterations or the iterations whose minibatch evaluations cost as much as one test
         (``problem.full_evaluation_cost()``, or ``n_samples``; for a sampled problem
-        ``problem.evaluation_size`` per kind).
+        ``problem.evaluation_size`` per kind), whichever is more.
     max_passes : float, default=100
         Budget in data passes (finite sums), set-up and stop tests included (the last test
         may overshoot it).
@@ -409,9 +416,10 @@ def stoc_ialm(
     else:
         size = getattr(problem, "evaluation_size", None)
         check_cost = None if size is None else int(size) * (1 + bool(problem.n_constraints))
-    check_every, check_work = eval_every, None
+    check_every, check_work, check_growth = eval_every, None, 1.0
     if eval_every == "auto":
-        check_every, check_work = 50, check_cost
+        check_every, check_growth = 50, _CHECK_GROWTH
+        check_work = None if check_cost is None else _CHECK_WORK_RATIO * check_cost
     hist = {
         k: []
         for k in (
@@ -576,6 +584,7 @@ def stoc_ialm(
                 check=check,
                 eval_every=check_every,
                 check_work=check_work,
+                check_growth=check_growth,
                 budget=budget,
             )
         n_iter += t

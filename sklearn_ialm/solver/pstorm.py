@@ -226,18 +226,24 @@ def pstorm(
     eval_every,
     budget,
     check_work=None,
+    check_growth=1.0,
 ):
     """Run PStorm iterations from ``(z, d)`` until ``check`` accepts or the budget is spent.
 
     Each iteration takes the proximal step ``z+ = prox(z - eta d)`` (with its own step
     ``eta_slack`` on the slack block, whose curvature is exactly ``beta``) and updates the momentum
     estimate on one fresh minibatch, evaluated at both points:
-    ``d+ = v(z+) + (1 - delta) (d - v(z))`` (STORM). After ``eval_every`` iterations since the
-    last check, and once the minibatch evaluations since then reach ``check_work`` (if
-    given), ``check(z, d, t, batch_size)`` evaluates the stopping rule on the evaluation batch
-    and returns ``(stop, batch_size, z, d)``: whether to stop, the minibatch size to go on
-    with, and the point and estimate to go on from (the check postprocesses the slack block).
-    ``budget`` caps ``counter.evaluations`` (set-up and checks included).
+    ``d+ = v(z+) + (1 - delta) (d - v(z))`` (STORM). ``check(z, d, t, batch_size)`` evaluates
+    the stopping rule on the evaluation batch and returns ``(stop, batch_size, z, d)``:
+    whether to stop, the minibatch size to go on with, and the point and estimate to go on
+    from (the check postprocesses the slack block). ``budget`` caps ``counter.evaluations``
+    (set-up and checks included).
+
+    The first check comes after ``eval_every`` iterations. Each interval is then
+    ``check_growth`` times the previous one (``1``: every ``eval_every`` iterations, the
+    paper's rule), but no longer than ``eval_every`` or the iterations whose minibatch work
+    reaches ``check_work`` (the cost of one check), whichever is more: a test that fails
+    costs at most that much idle work.
 
     Returns ``(z, d, n_iter, stopped, batch_size)``; ``stopped`` says whether ``check``
     accepted.
@@ -245,6 +251,7 @@ def pstorm(
     h = est.problem.h
     keep = 1.0 - delta
     t = last_t = 0
+    interval = eval_every
     last_work = counter.minibatch_evaluations
     while counter.evaluations < budget:
         z_new = est.step(z, d, eta, eta_slack, h)
@@ -252,9 +259,12 @@ def pstorm(
         d = keep * d + est.storm_direction(z_new, z, y, beta, batches, keep, counter)
         z = z_new
         t += 1
-        if t - last_t >= eval_every and (
-            check_work is None or counter.minibatch_evaluations - last_work >= check_work
-        ):
+        if t - last_t >= interval:
+            per_iter = (counter.minibatch_evaluations - last_work) / (t - last_t)
+            longest = np.inf
+            if check_work is not None:
+                longest = max(eval_every, int(check_work / max(per_iter, 1.0)))
+            interval = int(min(np.ceil(check_growth * interval), longest))
             last_t, last_work = t, counter.minibatch_evaluations
             stop, batch_size, z, d = check(z, d, t, batch_size)
             if stop:
