@@ -430,7 +430,7 @@ class ConvergenceDisplay:
         >>> clf = clf.fit(X, y, sensitive_features=groups)
         >>> display = ConvergenceDisplay.from_estimator(clf)
         >>> print(display.note)
-        at the end: share of group 'b' 0.204 soft, 0.124 hard; bound 0.2
+        at the end: share of group 'b' 0.204 soft, 0.133 hard; bound 0.2
         """
         from sklearn.utils.validation import check_is_fitted
 

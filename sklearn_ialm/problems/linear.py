@@ -26,6 +26,12 @@ from .losses import SIGMOID_CURVATURE
 
 __all__ = ["LinearProblem"]
 
+#: Above this many parameters the smoothness bound uses power iterations instead of the
+#: ``d x d`` Gram matrices (8 * d**2 bytes each).
+_GRAM_MAX_PARAMS = 1024
+#: Above this many rows in a matrix the Gram matrices are estimated from that many rows.
+_GRAM_MAX_ROWS = 200_000
+
 
 class _SparseRows:
     """Rows of a CSR matrix as flat (column, value, row) triples.
@@ -210,6 +216,8 @@ class LinearProblem(FiniteSumProblem):
         n_obj = A_objective.shape[0] if rows_objective is None else len(rows_objective)
         n_con = A_constraint.shape[0] if rows_constraint is None else len(rows_constraint)
         super().__init__(n_obj, n_con if W.shape[1] else 0)
+        # Rows read by the set-up below (scale, smoothness bound): the solver counts them.
+        self.setup_evaluations = 0
         self.A_obj = _Rows(A_objective, rows_objective)
         self.A_con = _Rows(A_constraint, rows_constraint)
         self.n_features = A_objective.shape[1]
@@ -225,8 +233,17 @@ class LinearProblem(FiniteSumProblem):
         self.n_constraints = W.shape[1]
         self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (W.shape[1],))
         self.h = NoProx() if h is None else h
+        sums = None
         if isinstance(feature_scale, str) and feature_scale == "auto":
-            feature_scale = _rms_row_norm(self.A_obj, self.u) or 1.0
+            if smoothness is None and self.n_params <= _GRAM_MAX_PARAMS:
+                # The sweep behind the smoothness bound gives sum_i u_i |a_i|^2 as the trace
+                # of its first Gram matrix: the scale costs no pass of its own.
+                sums = self._gram_sums()
+                rms = np.sqrt(max(np.trace(sums[0][0]), 0.0) / max(self.A_obj.n_rows, 1))
+                feature_scale = float(rms) or 1.0
+            else:
+                feature_scale = _rms_row_norm(self.A_obj, self.u) or 1.0
+                self.setup_evaluations += self.A_obj.A.shape[0]  # every row is read
         if np.ndim(feature_scale) == 0:
             self.feature_scale = float(feature_scale)
         else:
@@ -243,7 +260,7 @@ class LinearProblem(FiniteSumProblem):
             if not np.any(feature_center):
                 feature_center = None
         self.feature_center = feature_center
-        self.smoothness = self.smoothness_bound() if smoothness is None else tuple(smoothness)
+        self.smoothness = self.smoothness_bound(sums) if smoothness is None else tuple(smoothness)
         self.constraint_names = constraint_names
 
     def coef(self, x):
@@ -413,20 +430,38 @@ class LinearProblem(FiniteSumProblem):
         return C1, C2, vjp
 
     # -- constants -----------------------------------------------------------------------------
+    def full_evaluation_cost(self) -> int:
+        """Per-sample evaluations of one :meth:`full_evaluation` on every row (a stop test).
+
+        The rows whose scores it computes: a row subset is scored through its whole matrix,
+        and one product serves the objective and the constraints when they share a matrix.
+        The backward products at the same point are part of the same evaluation.
+        """
+        Ao, Ac = self.A_obj, self.A_con
+        rows_o = Ao.A.shape[0] if Ao.rows is not None else Ao.n_rows
+        if not self.n_constraints:
+            return rows_o
+        if Ao.A is Ac.A:
+            return Ao.A.shape[0]
+        return rows_o + (Ac.A.shape[0] if Ac.rows is not None else Ac.n_rows)
+
     def _top_eigenvalue(self, A, weights, rng, n_iter=20, max_rows=50_000):
         """Largest eigenvalue of ``A~^T diag(weights) A~ / n`` (``A~`` with the intercept column).
 
-        Power iteration from a random start converges from below; the 10 % margin covers the
-        remaining gap on the problems we measured. Above ``max_rows`` rows it runs on a fixed
-        random subset of that many rows (a mean over rows, estimated from 50000 of them), so
-        that this set-up cost does not grow with the data.
+        The fallback of :meth:`smoothness_bound` above ``_GRAM_MAX_PARAMS`` parameters, where
+        a ``d x d`` Gram matrix is too large. Power iteration from a random start converges
+        from below; the 10 % margin covers the remaining gap on the problems we measured.
+        Above ``max_rows`` rows it runs on a fixed random subset of that many rows (a mean over
+        rows, estimated from 50000 of them), so that this set-up cost does not grow with the
+        data. Adds the rows it scores (one per row and iteration) to ``setup_evaluations``.
         """
         n = A.shape[0]
+        scored = A.A.shape[0] if isinstance(A, _Subset) else n
         if n > max_rows:
             keep = np.sort(rng.choice(n, size=max_rows, replace=False))
             A = A.A[A.rows[keep]] if isinstance(A, _Subset) else A[keep]
             weights = weights[keep]
-            n = max_rows
+            n = scored = max_rows
         v = rng.standard_normal(self.n_params)
         lam = 0.0
         for _ in range(n_iter):
@@ -434,41 +469,160 @@ class LinearProblem(FiniteSumProblem):
             w = self._grad(A, weights * self._score(A, v), n)
             lam = float(v @ w)
             v = w
+        self.setup_evaluations += n_iter * scored
         return 1.1 * lam
 
-    def smoothness_bound(self) -> tuple[float, float]:
+    def _distinct_weight_columns(self):
+        """``first[k]``: the first constraint column with the same ``|W_k|`` as column ``k``."""
+        absW = np.abs(self.W)
+        # Compared pairwise (the two sides of a parity constraint share one): np.unique(axis=1)
+        # on long columns takes seconds.
+        first = []
+        for k in range(self.n_constraints):
+            same = next(
+                (j for j in range(k) if first[j] == j and np.array_equal(absW[:, j], absW[:, k])),
+                k,
+            )
+            first.append(same)
+        return first
+
+    def _gram_sums(self):
+        """Raw weighted sums ``(sum w a a^T, sum w a, sum w)`` for every Gram the bound needs.
+
+        The weight columns are ``u`` over the objective rows, then (with constraints) ones and
+        each distinct ``|W_k|`` over the constraint rows, spread over the rows of the
+        underlying matrix (zero off a row subset; a row listed twice counts twice). One sweep
+        over each matrix serves them all: every block of rows is read once and used for every
+        column while it is in cache. Above ``_GRAM_MAX_ROWS`` rows (fewer for large ``d``) the
+        sums are estimated from a fixed random subset of rows, scaled up. Adds the rows read to
+        ``setup_evaluations``.
+
+        Returns ``(G, mu, total, estimated)`` with one entry per weight column.
+        """
+        rng = np.random.default_rng(0)
+        Ao, Ac = self.A_obj, self.A_con
+        absW = np.abs(self.W)
+        first = self._distinct_weight_columns()
+
+        def spread(rows_of, values):
+            if rows_of.rows is None:
+                return values
+            full = np.zeros((rows_of.A.shape[0], values.shape[1]))
+            np.add.at(full, rows_of.rows, values)
+            return full
+
+        obj_w = spread(Ao, self.u[:, None])
+        groups = [(Ao.A, obj_w)]
+        if self.n_constraints:
+            cols = [np.ones(self.n_constraint_samples)]
+            cols += [absW[:, k] for k in range(self.n_constraints) if first[k] == k]
+            con_w = spread(Ac, np.column_stack(cols))
+            if Ao.A is Ac.A:
+                groups = [(Ao.A, np.hstack([obj_w, con_w]))]
+            else:
+                groups.append((Ac.A, con_w))
+        G, mu, total, estimated = [], [], [], False
+        for A, weights in groups:
+            n, d = A.shape
+            J = weights.shape[1]
+            # The arithmetic grows like rows * d**2 per weight column: past about 2e10 flops an
+            # estimate from fewer rows gives as good a step size.
+            max_rows = min(_GRAM_MAX_ROWS, max(20_000, int(2e10 / (d * d * J))))
+            factor, order = 1.0, np.arange(n)
+            if n > max_rows:
+                order = np.sort(rng.choice(n, size=max_rows, replace=False))
+                factor, estimated = n / max_rows, True
+            g, m_, t_ = np.zeros((J, d, d)), np.zeros((J, d)), np.zeros(J)
+            step = max(1, min(4096, (1 << 17) // max(d, 1)))  # blocks of about 1 MB
+            for start in range(0, len(order), step):
+                sel = order[start : start + step]
+                B = A[sel[0] : sel[-1] + 1] if len(order) == n else A[sel]
+                Wb = weights[sel]
+                for j in range(J):
+                    w = Wb[:, j]
+                    if sp.issparse(B):
+                        g[j] += (B.T @ B.multiply(w[:, None]).tocsr()).toarray()
+                    else:
+                        g[j] += B.T @ (w[:, None] * B)
+                    m_[j] += np.asarray(B.T @ w).ravel()
+                    t_[j] += w.sum()
+            self.setup_evaluations += len(order)
+            G.extend(factor * g)
+            mu.extend(factor * m_)
+            total.extend(factor * t_)
+        return G, mu, total, estimated
+
+    def _spectral_bounds(self, sums=None):
+        """``lambda_max`` of the weighted second-moment matrices :meth:`smoothness_bound` needs.
+
+        Returns ``(lam_obj, lam_con, hess)``: over the objective rows with weights ``u``, over
+        the constraint rows unweighted, and over the constraint rows with weights ``|W_k|``
+        for each column ``k`` (``None`` without constraints), all divided by the number of
+        rows. Up to ``_GRAM_MAX_PARAMS`` parameters they are exact eigenvalues of the Gram
+        matrices of :meth:`_gram_sums` (``sums``, if already computed) in the solver's
+        coordinates; beyond, power iterations (:meth:`_top_eigenvalue`).
+        """
+        m = self.n_constraints
+        first = self._distinct_weight_columns()
+        distinct = [k for k in range(m) if first[k] == k]
+        if self.n_params > _GRAM_MAX_PARAMS:
+            rng = np.random.default_rng(0)
+            lam_obj = self._top_eigenvalue(self.A_obj.full, self.u, rng)
+            if not m:
+                return lam_obj, 0.0, None
+            ones = np.ones(self.n_constraint_samples)
+            lam_con = self._top_eigenvalue(self.A_con.full, ones, rng)
+            absW = np.abs(self.W)
+            top = {k: self._top_eigenvalue(self.A_con.full, absW[:, k], rng) for k in distinct}
+            return lam_obj, lam_con, np.array([top[first[k]] for k in range(m)])
+
+        G, mu, total, estimated = self._gram_sums() if sums is None else sums
+        d = self.n_features
+        inv = np.broadcast_to(self._inv_scale, (d,))
+        lams = []
+        for Gj, mj, tj in zip(G, mu, total, strict=True):
+            # The Gram matrix of the rows (a - centre) / scale, with the intercept column,
+            # from the raw sums: the rows themselves are never transformed.
+            if self.feature_center is not None:
+                c = self.feature_center
+                Gj = Gj - np.outer(mj, c) - np.outer(c, mj) + tj * np.outer(c, c)
+                mj = mj - tj * c
+            M = np.empty((self.n_params, self.n_params))
+            M[:d, :d] = inv[:, None] * Gj * inv[None, :]
+            if self.fit_intercept:
+                M[:d, d] = M[d, :d] = mj * inv
+                M[d, d] = tj
+            lams.append(max(float(np.linalg.eigvalsh(M)[-1]), 0.0))
+        lams = np.array(lams) / np.array([self.A_obj.n_rows] + [self.A_con.n_rows] * (len(G) - 1))
+        if estimated:
+            lams *= 1.1  # estimated from a subset of rows: the margin of the power iterations
+        if not m:
+            return float(lams[0]), 0.0, None
+        top = dict(zip(distinct, lams[2:], strict=True))
+        return float(lams[0]), float(lams[1]), np.array([top[first[k]] for k in range(m)])
+
+    def smoothness_bound(self, _sums=None) -> tuple[float, float]:
         """``(L0, LJ)`` from the data: spectral bounds of the Hessians.
 
         With ``lambda_D = lambda_max(A^T diag(u) A / n)`` over the objective rows and
-        ``lambda_S = lambda_max(A^T A / n)`` over the constraint rows (one power iteration
-        serves both when they are the same rows, unweighted):
+        ``lambda_S = lambda_max(A^T A / n)`` over the constraint rows:
         ``L0 = loss.curvature * lambda_D`` bounds the Hessian of ``g``, and for the penalty
         ``|c|^2 / 2``, whose Hessian is ``J^T J + sum_k c_k hess c_k``, the per-row bounds
         ``|sigmoid'| <= 1/4`` and ``|sigmoid''| <= 1/(6 sqrt 3)`` give
         ``|J_k| <= 1/4 sqrt(lambda_S mean W_k^2)`` and
         ``|hess c_k| <= 1/(6 sqrt 3) lambda_max(A^T diag|W_k| A / n)``.
+
+        The eigenvalues are exact up to ``_GRAM_MAX_PARAMS`` parameters and
+        ``_GRAM_MAX_ROWS`` rows per matrix: every weighted Gram matrix comes from one sweep
+        over the rows of each matrix, one data pass in all (``setup_evaluations``). More rows:
+        the Gram matrices are estimated from a fixed subset of rows, with a 10 % margin. More
+        parameters: power iterations (:meth:`_top_eigenvalue`).
         """
-        rng = np.random.default_rng(0)
-        lam_obj = self._top_eigenvalue(self.A_obj.full, self.u, rng)
+        lam_obj, lam_con, hess_lam = self._spectral_bounds(_sums)
         L0 = self.loss.curvature * lam_obj
         if not self.n_constraints:
             return L0, 0.0
-        same_rows = self.A_obj.A is self.A_con.A and (self.A_obj.rows is self.A_con.rows is None)
-        if same_rows and np.all(self.u == 1.0):
-            lam = lam_obj
-        else:
-            lam = self._top_eigenvalue(self.A_con.full, np.ones(self.n_constraint_samples), rng)
-        absW = np.abs(self.W)
-        jac = 0.25 * np.sqrt(lam * np.mean(self.W**2, axis=0))
-        # One power iteration per distinct |W_k| (the two sides of a parity constraint share).
-        # Columns are compared pairwise: np.unique(axis=1) on long columns takes seconds.
-        hess = np.empty(self.n_constraints)
-        for k in range(self.n_constraints):
-            same = [j for j in range(k) if np.array_equal(absW[:, j], absW[:, k])]
-            hess[k] = (
-                hess[same[0]]
-                if same
-                else SIGMOID_CURVATURE * self._top_eigenvalue(self.A_con.full, absW[:, k], rng)
-            )
-        cmax = absW.mean(axis=0) + np.abs(self.offset)
+        jac = 0.25 * np.sqrt(lam_con * np.mean(self.W**2, axis=0))
+        hess = SIGMOID_CURVATURE * hess_lam
+        cmax = np.abs(self.W).mean(axis=0) + np.abs(self.offset)
         return L0, float(np.sum(jac**2 + cmax * hess))

@@ -13,21 +13,31 @@ from .theory import theory_parameters
 
 __all__ = ["PRESETS", "IALMResult", "stoc_ialm"]
 
+#: ``eval_every="auto"``: growth of the interval between two stop tests within an outer
+#: iteration (see :func:`~sklearn_ialm.solver.pstorm.pstorm`).
+_CHECK_GROWTH = 2.0
+#: ... and the longest interval, as minibatch work in units of one test's cost.
+_CHECK_WORK_RATIO = 1.0
+
 #: Named settings. ``"default"`` is the best we measured (see the user guide and
 #: ``benchmarks/results``); ``"paper"`` is the paper's Section 5 reading of Algorithms 1-2:
 #: two independent batches for ``J^T c`` (Lemma 4), the momentum estimate re-initialised
 #: from ``m0`` fresh samples at every outer iteration, and the step ``1/L(beta)``.
+#: ``eval_every``: ``"paper"`` tests the stopping rule every 50 inner iterations (Section 5);
+#: ``"default"`` (``"auto"``) doubles the interval after each failed test of an outer
+#: iteration, up to the iterations whose minibatch work costs as much as one test (see
+#: :func:`stoc_ialm`).
 _COMMON = dict(
     step_scale=1.0, penalty_scale=1.0, growth_patience=10, noise_ratio=0.5, max_batch_size=None
 )
 _PAPER_READING = dict(
     _COMMON, estimator="independent", momentum="restart", slack_step="shared", m0=None,
-    batch_growth=1.0,
+    batch_growth=1.0, eval_every=50,
 )  # fmt: skip
 PRESETS: dict[str, dict] = {
     "default": dict(
         _COMMON, estimator="ustat", momentum="warm", slack_step="exact", delta=0.02, m0=300,
-        batch_growth=2.0,
+        batch_growth=2.0, eval_every="auto",
     ),
     "paper": dict(_PAPER_READING, delta=0.01),
     # The proof's parameters (Lemma 3, Theorem 3): see sklearn_ialm.solver.theory.
@@ -65,15 +75,33 @@ class IALMResult:
     n_iter, n_outer_iter : int
         Inner (PStorm) and outer iterations.
     n_data_passes : float
-        Per-sample oracle evaluations divided by the number of samples (objective plus
-        constraint rows); ``nan`` for a sampled problem.
+        Every row the fit touched: per-sample evaluations divided by the number of samples
+        (objective plus constraint rows), with the set-up (``n_setup_passes``), the
+        minibatches (a sample used at two points counts twice) and the stop tests
+        (``n_check_passes``); ``nan`` for a sampled problem. ``max_passes`` caps it.
+    n_setup_passes : float
+        The part spent before the first iteration: the problem's own set-up
+        (``problem.setup_evaluations``, e.g. the smoothness bound of a
+        :class:`~sklearn_ialm.problems.LinearProblem`, one pass) when its smoothness is used,
+        or the solver's finite-difference estimate of it (:mod:`.smoothness`).
+    n_check_passes : float
+        The part spent evaluating the stopping rule on every row: one
+        ``problem.full_evaluation_cost()`` per test (by default ``n_samples``, one pass; the
+        backward products at the tested point belong to the same evaluation).
+    n_passes_without_checks : float
+        ``n_data_passes - n_check_passes``: set-up plus minibatches, the count comparable with
+        the paper's tables, which leave the stop tests out (but count IPC's curvature
+        estimate).
     n_oracle_calls : int
-        Per-sample oracle evaluations.
+        Per-sample oracle evaluations, set-up and stop tests included (for a sampled
+        problem the fresh samples of the stopping rule and of the smoothness estimate).
     n_draws : tuple (objective, constraint)
         Samples drawn, each counted once.
     history : dict of ndarray
-        One entry per evaluation of the stopping rule: ``data_passes``, ``oracle_calls``,
-        ``objective_draws``, ``constraint_draws``, ``inner_iter``, ``outer_iter``, ``beta``,
+        One entry per evaluation of the stopping rule: ``data_passes`` (all passes so far,
+        this test included), ``check_passes`` (the stop tests' share of it),
+        ``oracle_calls``, ``objective_draws``, ``constraint_draws``, ``inner_iter``,
+        ``outer_iter``, ``beta``,
         ``primal_residual``, ``dual_residual`` (and their standard errors), ``objective``,
         ``constraint`` (the largest constraint value ``max_j c_j(x)``), ``batch_size``.
     message : str
@@ -119,6 +147,9 @@ class IALMResult:
     n_iter: int
     n_outer_iter: int
     n_data_passes: float
+    n_setup_passes: float
+    n_check_passes: float
+    n_passes_without_checks: float
     n_oracle_calls: int
     n_draws: tuple
     history: dict
@@ -160,7 +191,7 @@ def stoc_ialm(
     growth_patience: int | None = None,
     noise_ratio: float | None = None,
     max_batch_size: int | None = None,
-    eval_every: int = 50,
+    eval_every: int | str | None = None,
     max_passes: float = 100.0,
     max_oracle_calls: int | None = None,
     max_outer_iter: int = 60,
@@ -179,8 +210,10 @@ def stoc_ialm(
     nonnegative slacks ``s``), then ``y += min(beta_k, gamma/||k||) k``. An outer iteration ends
     when the dual residual (the stationarity of ``L``) evaluated on the evaluation batch is
     ``<= tol``; the run stops when the primal residual ``||k||`` is ``<= tol`` as well. The
-    residuals are evaluated every ``eval_every`` inner iterations, as in the paper's
-    experiments; those evaluations are not counted as data passes.
+    residuals are evaluated every ``eval_every`` inner iterations (the paper's 50) or, by
+    default, at intervals that double within an outer iteration (see ``eval_every``), so
+    that large data sets are not tested every few minibatches. Every row touched is
+    counted: set-up, minibatches and stop tests (see :class:`IALMResult`).
 
     Parameters
     ----------
@@ -229,10 +262,16 @@ def stoc_ialm(
     growth_patience : int
     noise_ratio : float
     max_batch_size : int, optional
-    eval_every : int, default=50
-        Inner iterations between two evaluations of the stopping rule.
+    eval_every : int or "auto"
+        Inner iterations between two evaluations of the stopping rule (``"paper"``: 50).
+        ``"auto"`` (``"default"``): the first test of an outer iteration after 50 inner
+        iterations, then each interval twice the previous one, but no longer than 50
+        iterations or the iterations whose minibatch evaluations cost as much as one test
+        (``problem.full_evaluation_cost()``, or ``n_samples``; for a sampled problem
+        ``problem.evaluation_size`` per kind), whichever is more.
     max_passes : float, default=100
-        Budget in data passes (finite sums).
+        Budget in data passes (finite sums), set-up and stop tests included (the last test
+        may overshoot it).
     max_oracle_calls : int, optional
         Budget in per-sample oracle calls (sampled problems; default ``10**7``).
     max_outer_iter : int, default=60
@@ -304,6 +343,7 @@ def stoc_ialm(
         growth_patience=growth_patience,
         noise_ratio=noise_ratio,
         max_batch_size=max_batch_size,
+        eval_every=eval_every,
     ).items():
         if value is not None:
             settings[name] = value
@@ -323,7 +363,12 @@ def stoc_ialm(
     _check_positive("delta", settings["delta"], upper=1)
     _check_positive("step_scale", settings["step_scale"])
     _check_positive("penalty_scale", settings["penalty_scale"], strict=False)
-    _check_positive("eval_every", eval_every, integer=True)
+    eval_every = settings["eval_every"]
+    if isinstance(eval_every, str):
+        if eval_every != "auto":
+            raise ValueError(f"eval_every must be 'auto' or an integer > 0, got {eval_every!r}.")
+    else:
+        _check_positive("eval_every", eval_every, integer=True)
     if not (np.isfinite(settings["batch_growth"]) and settings["batch_growth"] >= 1):
         raise ValueError(f"batch_growth must be a number >= 1, got {settings['batch_growth']!r}.")
     _check_positive("noise_ratio", settings["noise_ratio"])
@@ -359,11 +404,27 @@ def stoc_ialm(
         budget = 10**7 if max_oracle_calls is None else int(max_oracle_calls)
 
     counter = Counter()
-    L0, LJ = problem.smoothness or estimate_smoothness(problem, x, rng, counter=counter)
+    if problem.smoothness:
+        L0, LJ = problem.smoothness
+        # The problem's own set-up (e.g. a spectral bound from one pass over its rows).
+        counter.setup_evaluations += int(getattr(problem, "setup_evaluations", 0))
+    else:
+        L0, LJ = estimate_smoothness(problem, x, rng, counter=counter)
+    if problem.finite:
+        cost_of = getattr(problem, "full_evaluation_cost", None)
+        check_cost = int(cost_of()) if cost_of is not None else n_samples
+    else:
+        size = getattr(problem, "evaluation_size", None)
+        check_cost = None if size is None else int(size) * (1 + bool(problem.n_constraints))
+    check_every, check_work, check_growth = eval_every, None, 1.0
+    if eval_every == "auto":
+        check_every, check_growth = 50, _CHECK_GROWTH
+        check_work = None if check_cost is None else _CHECK_WORK_RATIO * check_cost
     hist = {
         k: []
         for k in (
             "data_passes",
+            "check_passes",
             "oracle_calls",
             "objective_draws",
             "constraint_draws",
@@ -382,8 +443,10 @@ def stoc_ialm(
     state = {}
     n_iter = 0
 
-    def passes():
-        return counter.evaluations / n_samples if n_samples else np.nan
+    def passes(evaluations=None):
+        if evaluations is None:
+            evaluations = counter.evaluations
+        return evaluations / n_samples if n_samples else np.nan
 
     def cost():
         return f"passes={passes():.3f}" if n_samples else f"oracle calls={counter.evaluations}"
@@ -402,7 +465,10 @@ def stoc_ialm(
             for kind, b in zip(("objective", "constraint"), batches, strict=True):
                 if b is not None:
                     nb = problem.batch_size(b, kind)
-                    counter.add(kind, draws=nb, evaluations=nb)
+                    counter.add(kind, draws=nb)
+                    counter.check_evaluations += nb
+        else:
+            counter.check_evaluations += check_cost
         f0, grad, c, jac_t = problem.full_evaluation(xk, rng, batches)
         # Postprocessing of the slack block with its exact gradient: s minimises the AL
         # given x in closed form. The iterate's own slack tracks the minibatch estimates of
@@ -422,6 +488,7 @@ def stoc_ialm(
         state["jac_t"] = jac_t
         for key, val in (
             ("data_passes", passes()),
+            ("check_passes", passes(counter.check_evaluations)),
             ("oracle_calls", counter.evaluations),
             ("objective_draws", counter.objective_draws),
             ("constraint_draws", counter.constraint_draws),
@@ -515,7 +582,9 @@ def stoc_ialm(
                 rng=rng,
                 counter=counter,
                 check=check,
-                eval_every=eval_every,
+                eval_every=check_every,
+                check_work=check_work,
+                check_growth=check_growth,
                 budget=budget,
             )
         n_iter += t
@@ -585,6 +654,9 @@ def stoc_ialm(
         n_iter=n_iter,
         n_outer_iter=k + 1,
         n_data_passes=passes(),
+        n_setup_passes=passes(counter.setup_evaluations),
+        n_check_passes=passes(counter.check_evaluations),
+        n_passes_without_checks=passes(counter.evaluations - counter.check_evaluations),
         n_oracle_calls=counter.evaluations,
         n_draws=(counter.objective_draws, counter.constraint_draws),
         history=history,

@@ -28,20 +28,30 @@ __all__ = ["AugmentedLagrangianEstimator", "Counter", "pstorm"]
 
 @dataclass
 class Counter:
-    """Per-sample oracle evaluations and draws, by kind.
+    """Per-sample oracle evaluations and draws, by kind, with the set-up and stop tests apart.
 
-    ``evaluations`` counts every per-sample evaluation (a sample used at two points counts
-    twice); ``draws`` counts each drawn sample once (the paper's way of counting).
+    ``objective_evaluations`` and ``constraint_evaluations`` count the minibatch work: every
+    per-sample evaluation (a sample used at two points counts twice). ``setup_evaluations``
+    counts the rows read before the first iteration (smoothness estimates) and
+    ``check_evaluations`` those of the stopping rule's evaluations. ``evaluations`` is the
+    sum of all four, what a budget is charged. ``draws`` count each drawn sample once (the
+    paper's way of counting).
     """
 
     objective_evaluations: int = 0
     constraint_evaluations: int = 0
     objective_draws: int = 0
     constraint_draws: int = 0
+    setup_evaluations: int = 0
+    check_evaluations: int = 0
+
+    @property
+    def minibatch_evaluations(self) -> int:
+        return self.objective_evaluations + self.constraint_evaluations
 
     @property
     def evaluations(self) -> int:
-        return self.objective_evaluations + self.constraint_evaluations
+        return self.minibatch_evaluations + self.setup_evaluations + self.check_evaluations
 
     def add(self, kind: str, *, draws: int = 0, evaluations: int = 0) -> None:
         """Count ``draws`` new samples and ``evaluations`` per-sample evaluations of ``kind``."""
@@ -215,30 +225,47 @@ def pstorm(
     check,
     eval_every,
     budget,
+    check_work=None,
+    check_growth=1.0,
 ):
     """Run PStorm iterations from ``(z, d)`` until ``check`` accepts or the budget is spent.
 
     Each iteration takes the proximal step ``z+ = prox(z - eta d)`` (with its own step
     ``eta_slack`` on the slack block, whose curvature is exactly ``beta``) and updates the momentum
     estimate on one fresh minibatch, evaluated at both points:
-    ``d+ = v(z+) + (1 - delta) (d - v(z))`` (STORM). Every ``eval_every`` iterations
-    ``check(z, d, t, batch_size)`` evaluates the stopping rule on the evaluation batch and
-    returns ``(stop, batch_size, z, d)``: whether to stop, the minibatch size to go on with,
-    and the point and estimate to go on from (the check postprocesses the slack block).
+    ``d+ = v(z+) + (1 - delta) (d - v(z))`` (STORM). ``check(z, d, t, batch_size)`` evaluates
+    the stopping rule on the evaluation batch and returns ``(stop, batch_size, z, d)``:
+    whether to stop, the minibatch size to go on with, and the point and estimate to go on
+    from (the check postprocesses the slack block). ``budget`` caps ``counter.evaluations``
+    (set-up and checks included).
+
+    The first check comes after ``eval_every`` iterations. Each interval is then
+    ``check_growth`` times the previous one (``1``: every ``eval_every`` iterations, the
+    paper's rule), but no longer than ``eval_every`` or the iterations whose minibatch work
+    reaches ``check_work`` (the cost of one check), whichever is more: a test that fails
+    costs at most that much idle work.
 
     Returns ``(z, d, n_iter, stopped, batch_size)``; ``stopped`` says whether ``check``
     accepted.
     """
     h = est.problem.h
     keep = 1.0 - delta
-    t = 0
+    t = last_t = 0
+    interval = eval_every
+    last_work = counter.minibatch_evaluations
     while counter.evaluations < budget:
         z_new = est.step(z, d, eta, eta_slack, h)
         batches = est.draw(rng, batch_size, counter)
         d = keep * d + est.storm_direction(z_new, z, y, beta, batches, keep, counter)
         z = z_new
         t += 1
-        if t % eval_every == 0:
+        if t - last_t >= interval:
+            per_iter = (counter.minibatch_evaluations - last_work) / (t - last_t)
+            longest = np.inf
+            if check_work is not None:
+                longest = max(eval_every, int(check_work / max(per_iter, 1.0)))
+            interval = int(min(np.ceil(check_growth * interval), longest))
+            last_t, last_work = t, counter.minibatch_evaluations
             stop, batch_size, z, d = check(z, d, t, batch_size)
             if stop:
                 return z, d, t, True, batch_size

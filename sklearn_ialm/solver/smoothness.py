@@ -4,7 +4,8 @@ The step rule needs ``L(beta) = L0 + LJ * beta``, the smoothness of the augmente
 ``L0`` of ``g`` and ``LJ`` of the penalty ``||c||^2 / 2``. A few power iterations on
 finite-difference Hessian-vector products at the starting point (on the evaluation batch)
 give the largest curvature magnitude of each; the estimate is doubled, since curvature
-away from the starting point can be larger.
+away from the starting point can be larger. It costs ``n_iter + 1`` evaluations of each
+evaluation batch (every row of a finite sum), counted as set-up.
 """
 
 from __future__ import annotations
@@ -31,22 +32,24 @@ def _power(grad, x, rng, n_iter=10, r=1e-4):
 def estimate_smoothness(problem, x, rng, n_iter: int = 10, counter=None) -> tuple[float, float]:
     """Estimate ``(L0, LJ)`` for ``problem`` around ``x`` (see the module docstring).
 
-    For a sampled problem the draws and evaluations are added to ``counter``: they are oracle
-    calls like any other. (A finite sum's evaluations on all rows are set-up, like the
-    stopping rule's, and are not counted as data passes.)
+    Every evaluation (``n_iter + 1`` on each evaluation batch) is added to
+    ``counter.setup_evaluations``; for a sampled problem the batches' samples are draws too.
     """
     bo = problem.evaluation_batch(rng, "objective")
     L0 = _power(lambda u: problem.objective(u, bo), x, rng, n_iter)
-    count = counter is not None and not problem.finite
-    if count:
-        n = problem.batch_size(bo, "objective")
-        counter.add("objective", draws=n, evaluations=(n_iter + 1) * n)
+
+    def count(kind, batch):
+        if counter is not None:
+            n = problem.batch_size(batch, kind)
+            counter.setup_evaluations += (n_iter + 1) * n
+            if not problem.finite:
+                counter.add(kind, draws=n)
+
+    count("objective", bo)
     LJ = 0.0
     if problem.n_constraints:
         bc = problem.evaluation_batch(rng, "constraint")
-        if count:
-            n = problem.batch_size(bc, "constraint")
-            counter.add("constraint", draws=n, evaluations=(n_iter + 1) * n)
+        count("constraint", bc)
 
         def penalty_grad(u):
             C, vjp = problem.constraints(u, bc)
