@@ -28,7 +28,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["HardRateFit", "fit_hard_rates"]
+__all__ = ["HardRateFit", "fit_hard_rates", "rate_threshold"]
+
+#: A hard value this close to 0 is on the bound: a rate that equals its bound exactly comes
+#: out of floating-point sums as 1e-17 or so.
+_EPS = 1e-12
 
 
 @dataclass
@@ -69,7 +73,7 @@ def _segment_point(problem, z_in, z_out, offset):
     hard = problem.rate_constraints(z_in, offset=offset) + np.vstack(
         [np.zeros((1, problem.W.shape[1])), np.cumsum(steps, axis=0)]
     )  # hard[i]: after the first i events
-    ok = np.flatnonzero(np.all(hard <= 1e-12, axis=1))
+    ok = np.flatnonzero(np.all(hard <= _EPS, axis=1))
     i = int(ok[0]) if len(ok) else len(moving)
     bounds = np.concatenate([[0.0], t_event, [1.0]])
     return 0.5 * (bounds[i] + bounds[i + 1]) if i > 0 else 0.0
@@ -113,7 +117,7 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
         if loosened and not result.converged:
             break  # a looser bound the solver could not reach: keep what was feasible
         active = (result.multipliers > 0) | (shift != 0)
-        if np.all(hard <= 0):
+        if np.all(hard <= _EPS):
             unused = np.where(active, hard, 0.0)
             if np.all(unused >= -bound_tol):
                 return _finish(problem, base, result.x, results, shifts, [result], 0.0, passes)
@@ -125,7 +129,7 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
             break
         target = -0.5 * bound_tol
         for k in range(m):
-            if not (hard[k] > 0 or (active[k] and hard[k] < -bound_tol)):
+            if not (hard[k] > _EPS or (active[k] and hard[k] < -bound_tol)):
                 continue
             trace[k].append((shift[k], hard[k]))
             slope = 1.0  # the hard value moves about as much as the soft one
@@ -174,7 +178,7 @@ def _finish(problem, base, x, results, shifts, used, t, passes):
         shifts=shifts,
         hard_values=hard,
         soft_values=soft,
-        met=bool(np.all(hard <= 0)),
+        met=bool(np.all(hard <= _EPS)),
         interpolated=t,
         degenerate=bool(positive.all() or not positive.any()),
         n_data_passes=passes + _pass_share(problem),  # the final report's scores

@@ -324,7 +324,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
     _parameter_constraints: dict = {
         **BaseIALMClassifier._parameter_constraints,
         "constraint": [StrOptions(set(CONSTRAINTS))],
-        "bound": [Interval(Real, 0, 1, closed="left"), None],
+        "bound": [Interval(Real, 0, 1, closed="both"), None],
         "protected_groups": ["array-like", None],
         "loss": [StrOptions({"truncated_logistic", "logistic"})],
         "truncation": [Interval(Real, 0, None, closed="neither")],
