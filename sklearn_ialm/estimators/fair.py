@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 
 from ..problems import CONSTRAINTS, fairness_problem
-from ._base import BaseIALMClassifier, MatrixLike
+from ._base import DEFERRED_SCALING, BaseIALMClassifier, MatrixLike
 
 __all__ = ["FairLogisticClassifier"]
 
@@ -124,14 +124,28 @@ class FairLogisticClassifier(BaseIALMClassifier):
         ``sample_weight`` in both the objective and the constraints.
     fit_intercept : bool, default=True
         Whether to fit an intercept.
+    C : float or None, default=1.0
+        Inverse strength of an L2 penalty, as in
+        :class:`~sklearn.linear_model.LogisticRegression`: the objective gets
+        ``||w||^2 / (2 * C * sum(sample_weight))`` with ``w`` the weights of the
+        standardised features (the intercept is not penalised), which is what
+        ``make_pipeline(StandardScaler(), LogisticRegression(C=C))`` penalises. ``None``
+        fits the paper's unpenalised model.
+    pos_label : int, str or bool, default=None
+        The positive class (``classes_[1]``). ``None`` takes the larger label in sorted
+        order (``1`` of ``{0, 1}``, ``"yes"`` of ``{"no", "yes"}``); name it when the
+        sorted order is not the meaning (e.g. ``{"bad", "good"}`` with ``"bad"`` positive).
+        ``classes_`` is then ordered ``[other, pos_label]``.
     tol : float, default=1e-2
         The ``eps`` of the eps-KKT stopping rule: the run stops when the primal and dual
         residuals of the slack reformulation, evaluated on all training rows, are both
         ``<= tol``. The primal residual is in the units of the constraint (how far the soft
-        constraint may exceed its bound). The dual residual is a gradient norm, taken with
-        respect to the features divided by their root-mean-square row norm, so that ``tol``
-        means the same whatever the number and scale of the features (the paper's data sets
-        have rows of norm 1 to 4); ``coef_`` is in the units of ``X`` as given.
+        constraint may exceed its bound). The dual residual is a gradient norm with respect
+        to the weights of the standardised features (each column divided by its weighted
+        root mean square, or, when its mean exceeds its spread and there is an intercept,
+        centred and divided by its standard deviation; ``X`` is never copied), so ``tol``
+        means the same whatever the units of the features; it must also fall to a tenth of
+        its value at the null model ``coef_ = 0``. ``coef_`` is in the units of ``X`` as given.
     beta0 : float, default=1.0
         Initial penalty of the augmented Lagrangian.
     sigma : float, default=2.5
@@ -270,6 +284,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         truncation=2.0,
         class_weight=None,
         fit_intercept=True,
+        C=1.0,
+        pos_label=None,
         tol=1e-2,
         beta0=1.0,
         sigma=2.5,
@@ -289,6 +305,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.truncation = truncation
         self.class_weight = class_weight
         self.fit_intercept = fit_intercept
+        self.C = C
+        self.pos_label = pos_label
         self.tol = tol
         self.beta0 = beta0
         self.sigma = sigma
@@ -316,7 +334,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; sparse input is converted to CSR, never densified.
         y : array-like of shape (n_samples,)
-            Binary labels; ``classes_[1]`` (the larger label) is the positive class.
+            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_columns), \
                 default=None
             One group label per row (array, list, pandas Series). With several columns
@@ -426,7 +444,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 truncation=self.truncation,
                 fit_intercept=self.fit_intercept,
                 sample_weight=sample_weight,
-                feature_scale="auto",
+                **DEFERRED_SCALING,
             )
             return problem, context
 
@@ -450,7 +468,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             fit_intercept=self.fit_intercept,
             sample_weight=sample_weight,
             constraint_sample_weight=sample_weight,
-            feature_scale="auto",
+            **DEFERRED_SCALING,
             constraint_scale=self._constraint_scale(y01, sample_weight),
         )
         context = dict(

@@ -657,6 +657,7 @@ def stoc_ialm(
             settings,
             preset=preset,
             tol=tol,
+            dual_tol=dual_tol,
             beta0=beta0,
             sigma=sigma,
             gamma=gamma,
