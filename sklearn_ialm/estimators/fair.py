@@ -72,6 +72,28 @@ def encode_groups(sensitive_features, n_samples: int):
     return codes.reshape(-1), labels
 
 
+#: A group constraint estimated from fewer rows than this is noise, not a fairness statement.
+MIN_GROUP_SIZE = 5
+
+
+def _check_group_sizes(codes, labels):
+    """Refuse a continuous column (about one group per row) and groups of too few rows."""
+    counts = np.bincount(codes, minlength=len(labels))
+    n_samples = len(codes)
+    if len(labels) > 2 and len(labels) > n_samples / 2:
+        raise ValueError(
+            f"sensitive_features has {len(labels)} distinct values for {n_samples} rows: it "
+            "looks continuous. Pass group labels, e.g. bins of the column (pandas.cut)."
+        )
+    small = [_group_key(labels[g]) for g in np.flatnonzero(counts < MIN_GROUP_SIZE)]
+    if small:
+        shown = ", ".join(repr(g) for g in small[:10]) + (" ..." if len(small) > 10 else "")
+        raise ValueError(
+            f"sensitive_features: {len(small)} group(s) have fewer than {MIN_GROUP_SIZE} rows "
+            f"({shown}): a constraint on so few rows is noise. Merge them into larger groups."
+        )
+
+
 class FairLogisticClassifier(BaseIALMClassifier):
     """Logistic classifier with one fairness constraint per protected group.
 
@@ -361,6 +383,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 )
             return {"codes": None, "labels": None}
         codes, labels = encode_groups(sf, n_samples)
+        _check_group_sizes(codes, labels)
         return {"codes": codes, "labels": labels}
 
     def _subset_fit_params(self, fit_params, keep):
