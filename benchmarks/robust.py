@@ -118,9 +118,7 @@ def main(names):
             Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
             gtr = gte = None
         else:
-            Xtr, Xte, ytr, yte, gtr, gte = train_test_split(
-                X, y, g, test_size=0.3, random_state=0
-            )
+            Xtr, Xte, ytr, yte, gtr, gte = train_test_split(X, y, g, test_size=0.3, random_state=0)
         print(f"{name}: X {X.shape} {'sparse' if sp.issparse(X) else 'dense'}", flush=True)
         scaler = MaxAbsScaler() if sp.issparse(X) else StandardScaler()
         t = time.perf_counter()
