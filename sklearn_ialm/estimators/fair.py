@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_array, validate_data
 
 from ..problems import CONSTRAINTS, fairness_metric, fairness_problem
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, calibration_seed
+from ._base import _DTYPES, DEFERRED_SCALING, BaseIALMClassifier, MatrixLike, calibration_seed
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
 
 __all__ = ["FairLogisticClassifier"]
@@ -79,6 +79,28 @@ def encode_groups(sensitive_features, n_samples: int):
         columns = zip(per_column, combo, strict=True)
         labels[i] = tuple(_python_scalar(col_labels[c]) for (col_labels, _), c in columns)
     return codes.reshape(-1), labels
+
+
+#: A group constraint estimated from fewer rows than this is noise, not a fairness statement.
+MIN_GROUP_SIZE = 5
+
+
+def _check_group_sizes(codes, labels):
+    """Refuse a continuous column (about one group per row) and groups of too few rows."""
+    counts = np.bincount(codes, minlength=len(labels))
+    n_samples = len(codes)
+    if len(labels) > 2 and len(labels) > n_samples / 2:
+        raise ValueError(
+            f"sensitive_features has {len(labels)} distinct values for {n_samples} rows: it "
+            "looks continuous. Pass group labels, e.g. bins of the column (pandas.cut)."
+        )
+    small = [_group_key(labels[g]) for g in np.flatnonzero(counts < MIN_GROUP_SIZE)]
+    if small:
+        shown = ", ".join(repr(g) for g in small[:10]) + (" ..." if len(small) > 10 else "")
+        raise ValueError(
+            f"sensitive_features: {len(small)} group(s) have fewer than {MIN_GROUP_SIZE} rows "
+            f"({shown}): a constraint on so few rows is noise. Merge them into larger groups."
+        )
 
 
 class FairLogisticClassifier(BaseIALMClassifier):
@@ -177,14 +199,28 @@ class FairLogisticClassifier(BaseIALMClassifier):
         ``sample_weight`` in both the objective and the constraints.
     fit_intercept : bool, default=True
         Whether to fit an intercept.
+    C : float or None, default=1.0
+        Inverse strength of an L2 penalty, as in
+        :class:`~sklearn.linear_model.LogisticRegression`: the objective gets
+        ``||w||^2 / (2 * C * sum(sample_weight))`` with ``w`` the weights of the
+        standardised features (the intercept is not penalised), which is what
+        ``make_pipeline(StandardScaler(), LogisticRegression(C=C))`` penalises. ``None``
+        fits the paper's unpenalised model.
+    pos_label : int, str or bool, default=None
+        The positive class (``classes_[1]``). ``None`` takes the larger label in sorted
+        order (``1`` of ``{0, 1}``, ``"yes"`` of ``{"no", "yes"}``); name it when the
+        sorted order is not the meaning (e.g. ``{"bad", "good"}`` with ``"bad"`` positive).
+        ``classes_`` is then ordered ``[other, pos_label]``.
     tol : float, default=1e-2
         The ``eps`` of the eps-KKT stopping rule: the run stops when the primal and dual
         residuals of the slack reformulation, evaluated on all training rows, are both
         ``<= tol``. The primal residual is in the units of the constraint (how far the soft
-        constraint may exceed its bound). The dual residual is a gradient norm, taken with
-        respect to the features divided by their root-mean-square row norm, so that ``tol``
-        means the same whatever the number and scale of the features (the paper's data sets
-        have rows of norm 1 to 4); ``coef_`` is in the units of ``X`` as given.
+        constraint may exceed its bound). The dual residual is a gradient norm with respect
+        to the weights of the standardised features (each column divided by its weighted
+        root mean square, or, when its mean exceeds its spread and there is an intercept,
+        centred and divided by its standard deviation; ``X`` is never copied), so ``tol``
+        means the same whatever the units of the features; it must also fall to a tenth of
+        its value at the null model ``coef_ = 0``. ``coef_`` is in the units of ``X`` as given.
     beta0 : float, default=1.0
         Initial penalty of the augmented Lagrangian.
     sigma : float, default=2.5
@@ -353,6 +389,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         delta=0.05,
         calibration_size=0.3,
         fit_intercept=True,
+        C=1.0,
+        pos_label=None,
         tol=1e-2,
         beta0=1.0,
         sigma=2.5,
@@ -378,6 +416,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.delta = delta
         self.calibration_size = calibration_size
         self.fit_intercept = fit_intercept
+        self.C = C
+        self.pos_label = pos_label
         self.tol = tol
         self.beta0 = beta0
         self.sigma = sigma
@@ -405,7 +445,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; sparse input is converted to CSR, never densified.
         y : array-like of shape (n_samples,)
-            Binary labels; ``classes_[1]`` (the larger label) is the positive class.
+            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_columns), \
                 default=None
             One group label per row (array, list, pandas Series). With several columns
@@ -543,6 +583,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 )
             return {"codes": None, "labels": None}
         codes, labels = encode_groups(sf, n_samples)
+        _check_group_sizes(codes, labels)
         return {"codes": codes, "labels": labels}
 
     def _subset_fit_params(self, fit_params, keep):
@@ -646,7 +687,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 truncation=self.truncation,
                 fit_intercept=self.fit_intercept,
                 sample_weight=sample_weight,
-                feature_scale="auto",
+                **DEFERRED_SCALING,
             )
             return problem, context
 
@@ -671,7 +712,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             fit_intercept=self.fit_intercept,
             sample_weight=sample_weight,
             constraint_sample_weight=sample_weight,
-            feature_scale="auto",
+            **DEFERRED_SCALING,
             constraint_scale=self._constraint_scale(y01, sample_weight),
         )
         context = dict(

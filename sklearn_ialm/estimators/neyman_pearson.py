@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..problems import neyman_pearson_problem
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, calibration_seed
+from ._base import _DTYPES, DEFERRED_SCALING, BaseIALMClassifier, MatrixLike, calibration_seed
 from ._hard_rates import rate_threshold
 from ._umbrella import umbrella_min_calibration_size, umbrella_threshold
 
@@ -80,14 +80,28 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     fit_intercept : bool, default=True
         Whether to fit an intercept. Without one a bound below the score-0 rate of 0.5 may
         be unreachable.
+    C : float or None, default=1.0
+        Inverse strength of an L2 penalty, as in
+        :class:`~sklearn.linear_model.LogisticRegression`: the objective gets
+        ``||w||^2 / (2 * C * sum(sample_weight))`` with ``w`` the weights of the
+        standardised features (the intercept is not penalised), which is what
+        ``make_pipeline(StandardScaler(), LogisticRegression(C=C))`` penalises. ``None``
+        fits the paper's unpenalised model.
+    pos_label : int, str or bool, default=None
+        The positive class (``classes_[1]``). ``None`` takes the larger label in sorted
+        order (``1`` of ``{0, 1}``, ``"yes"`` of ``{"no", "yes"}``); name it when the
+        sorted order is not the meaning (e.g. ``{"bad", "good"}`` with ``"bad"`` positive).
+        ``classes_`` is then ordered ``[other, pos_label]``.
     tol : float, default=1e-2
         The ``eps`` of the eps-KKT stopping rule: the run stops when the primal and dual
         residuals of the slack reformulation, evaluated on all training rows, are both
         ``<= tol``. The primal residual is in the units of the constraint (how far the soft
-        constraint may exceed its bound). The dual residual is a gradient norm, taken with
-        respect to the features divided by their root-mean-square row norm, so that ``tol``
-        means the same whatever the number and scale of the features (the paper's data sets
-        have rows of norm 1 to 4); ``coef_`` is in the units of ``X`` as given.
+        constraint may exceed its bound). The dual residual is a gradient norm with respect
+        to the weights of the standardised features (each column divided by its weighted
+        root mean square, or, when its mean exceeds its spread and there is an intercept,
+        centred and divided by its standard deviation; ``X`` is never copied), so ``tol``
+        means the same whatever the units of the features; it must also fall to a tenth of
+        its value at the null model ``coef_ = 0``. ``coef_`` is in the units of ``X`` as given.
     beta0 : float, default=1.0
         Initial penalty of the augmented Lagrangian.
     sigma : float, default=2.5
@@ -265,6 +279,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         delta=0.05,
         calibration_size=0.5,
         fit_intercept=True,
+        C=1.0,
+        pos_label=None,
         tol=1e-2,
         beta0=1.0,
         sigma=2.5,
@@ -283,6 +299,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self.delta = delta
         self.calibration_size = calibration_size
         self.fit_intercept = fit_intercept
+        self.C = C
+        self.pos_label = pos_label
         self.tol = tol
         self.beta0 = beta0
         self.sigma = sigma
@@ -305,7 +323,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; sparse input is converted to CSR, never densified.
         y : array-like of shape (n_samples,)
-            Binary labels; ``classes_[1]`` (the larger label) is the positive class.
+            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``).
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative row weights; both soft rates become weighted means.
 
@@ -472,7 +490,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             max_fpr=self.max_fpr,
             fit_intercept=self.fit_intercept,
             sample_weight=sample_weight,
-            feature_scale="auto",
+            **DEFERRED_SCALING,
         )
         return problem, None
 

@@ -170,11 +170,44 @@ def _check_positive(name, value, *, integer=False, strict=True, upper=None):
         raise ValueError(f"{name} must be {what} {bound}{extra}, got {value!r}.")
 
 
+def _vector(name, value, size, what):
+    """``value`` as a float vector of length ``size``, or an error naming ``name``."""
+    arr = np.array(value, dtype=float)
+    if arr.size != size:
+        raise ValueError(f"{name} must have {size} entries ({what}), got shape {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got non-finite entries.")
+    return arr.reshape(size)
+
+
+def _check_oracle_values(f0, grad, c, p, m):
+    """Raise at once on a wrong shape or a non-finite value from the full evaluation: a NaN
+    would otherwise travel through every later iterate and end in a meaningless result."""
+    grad, c = np.asarray(grad), np.asarray(c)
+    if grad.shape != (p,):
+        raise ValueError(
+            f"the problem's objective gradient has shape {grad.shape}, expected ({p},) "
+            "(problem.n_params)."
+        )
+    if c.shape != (m,):
+        raise ValueError(
+            f"the problem's constraint values have shape {c.shape}, expected ({m},) "
+            "(problem.n_constraints)."
+        )
+    for what, val in (("objective value", f0), ("objective gradient", grad), ("constraints", c)):
+        if not np.all(np.isfinite(val)):
+            raise FloatingPointError(
+                f"the problem's {what} is not finite (NaN or inf) at the current point: "
+                "check the oracles and the data (e.g. overflow in the features)."
+            )
+
+
 def stoc_ialm(
     problem,
     *,
     x0=None,
     tol: float = 1e-2,
+    dual_tol: float | None = None,
     preset: str = "default",
     beta0: float = 1.0,
     sigma: float = 2.5,
@@ -224,6 +257,11 @@ def stoc_ialm(
         Starting point (zeros by default, as in the paper).
     tol : float, default=1e-2
         The ``eps`` of the eps-KKT stopping rule.
+    dual_tol : float, optional
+        The threshold of the dual residual alone (``None``: ``tol``). A caller that knows the
+        scale of the problem's gradient sets it relative to that scale (the estimators use
+        ``tol`` times the dual residual at ``x = 0``), so that the test cannot pass where
+        the gradient is merely small in absolute terms.
     preset : {"default", "paper", "theory"}, default="default"
         Named settings for ``estimator``, ``momentum``, ``step_scale``, ``penalty_scale`` and
         ``delta``; an explicit argument overrides the preset. See :data:`PRESETS`.
@@ -354,6 +392,9 @@ def stoc_ialm(
     if settings["momentum"] not in ("warm", "restart"):
         raise ValueError(f"momentum must be 'warm' or 'restart', got {settings['momentum']!r}.")
     _check_positive("tol", tol)
+    dual_tol = tol if dual_tol is None else dual_tol
+    _check_positive("dual_tol", dual_tol)
+    _check_positive("max_outer_iter", max_outer_iter, integer=True)
     _check_positive("beta0", beta0)
     if not (np.isfinite(sigma) and sigma > 1):
         raise ValueError(f"sigma must be a number > 1, got {sigma!r}.")
@@ -374,7 +415,21 @@ def stoc_ialm(
     _check_positive("noise_ratio", settings["noise_ratio"])
     _check_positive("growth_patience", settings["growth_patience"], integer=True)
     _check_positive("max_passes", max_passes)
+    if problem.finite:
+        for kind, n_rows in (
+            ("objective", problem.n_objective_samples),
+            ("constraint", problem.n_constraint_samples if problem.n_constraints else 1),
+        ):
+            if n_rows < 1:
+                raise ValueError(f"problem has no {kind} samples (n_{kind}_samples={n_rows}).")
     batch_size = int(batch_size)
+    if problem.finite:
+        # A minibatch of more draws than rows costs more than a full pass and estimates
+        # nothing better: cap it at the smaller row set (still >= 2 draws).
+        rows = problem.n_objective_samples
+        if problem.n_constraints:
+            rows = min(rows, problem.n_constraint_samples)
+        batch_size = min(batch_size, max(2, rows))
     m0 = batch_size if settings["m0"] is None else int(settings["m0"])
     _check_positive("m0", m0, integer=True)
     if problem.finite:
@@ -390,10 +445,14 @@ def stoc_ialm(
     p, m, ineq = est.p, est.m, est.ineq
     h = problem.h
 
-    x = np.zeros(p) if x0 is None else np.array(x0, dtype=float).reshape(p)
-    s = np.zeros(est.n_slack) if slack0 is None else np.array(slack0, dtype=float)
-    s = np.maximum(s.reshape(est.n_slack), 0.0)
-    y = np.zeros(m) if y0 is None else np.array(y0, dtype=float).reshape(m)
+    x = np.zeros(p) if x0 is None else _vector("x0", x0, p, "problem.n_params")
+    s = (
+        np.zeros(est.n_slack)
+        if slack0 is None
+        else _vector("slack0", slack0, est.n_slack, "the number of inequalities")
+    )
+    s = np.maximum(s, 0.0)
+    y = np.zeros(m) if y0 is None else _vector("y0", y0, m, "problem.n_constraints")
     z = np.concatenate([h.prox(x, 1.0) if x0 is not None else x, s])
 
     if problem.finite:
@@ -470,6 +529,7 @@ def stoc_ialm(
         else:
             counter.check_evaluations += check_cost
         f0, grad, c, jac_t = problem.full_evaluation(xk, rng, batches)
+        _check_oracle_values(f0, grad, c, p, m)
         # Postprocessing of the slack block with its exact gradient: s minimises the AL
         # given x in closed form. The iterate's own slack tracks the minibatch estimates of
         # c, which would leave an inactive constraint with multiplier beta * noise.
@@ -508,7 +568,18 @@ def stoc_ialm(
 
     def init_momentum(z, y, beta):
         batches = est.draw(rng, m0, counter)
-        return est.gradient(z, y, beta, batches, counter)
+        d = est.gradient(z, y, beta, batches, counter)
+        if d.shape != z.shape:
+            raise ValueError(
+                f"the problem's gradient has shape {d.shape[:1]}, expected ({p},) "
+                "(problem.n_params): check the objective / constraint oracles."
+            )
+        if not np.all(np.isfinite(d)):
+            raise FloatingPointError(
+                "the problem's minibatch gradient at the starting point is not finite "
+                "(NaN or inf): check the oracles and the data."
+            )
+        return d
 
     beta = float(beta0)
     batch = batch_size
@@ -534,7 +605,7 @@ def stoc_ialm(
             zc = state["z"]
             dc = dc.copy()
             dc[p:] = state["grad_phi"][p:]  # the slack block's gradient is known exactly
-            if dres <= tol:
+            if dres <= dual_tol:
                 return True, b, zc, dc
             if dres < 0.9 * stall["best"]:
                 stall.update(best=dres, since=0)
@@ -595,7 +666,7 @@ def stoc_ialm(
                 z = state["z"]
             message = "budget of data passes spent" if problem.finite else "oracle budget spent"
             break
-        if state["pres"] <= tol and state["dres"] <= tol:
+        if state["pres"] <= tol and state["dres"] <= dual_tol:
             converged = True
             message = "converged: primal and dual residuals <= tol"
             break
@@ -665,6 +736,7 @@ def stoc_ialm(
             settings,
             preset=preset,
             tol=tol,
+            dual_tol=dual_tol,
             beta0=beta0,
             sigma=sigma,
             gamma=gamma,

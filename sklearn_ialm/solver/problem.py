@@ -282,7 +282,13 @@ class SampledProblem(Problem):
         return len(batch)
 
     def objective(self, x, batch):
-        return np.asarray(self._objective(x, batch)[1], dtype=float)
+        grad = np.asarray(self._objective(x, batch)[1], dtype=float)
+        if grad.shape != (self.n_params,):
+            raise ValueError(
+                f"the objective callable returned a gradient of shape {grad.shape}, expected "
+                f"({self.n_params},) (n_params)."
+            )
+        return grad
 
     def objective_value(self, x, batch):
         return float(self._objective(x, batch)[0])
@@ -359,7 +365,13 @@ class FunctionProblem(FiniteSumProblem):
         self.smoothness = smoothness
 
     def objective(self, x, batch):
-        return np.asarray(self._objective(x, batch)[1], dtype=float)
+        grad = np.asarray(self._objective(x, batch)[1], dtype=float)
+        if grad.shape != (self.n_params,):
+            raise ValueError(
+                f"the objective callable returned a gradient of shape {grad.shape}, expected "
+                f"({self.n_params},) (n_params)."
+            )
+        return grad
 
     def objective_value(self, x, batch):
         return float(self._objective(x, batch)[0])

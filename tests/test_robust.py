@@ -1,0 +1,363 @@
+"""Issue 12: fits that do not depend on the units of X, an honest stop rule, input pitfalls.
+
+Each data case ends either in a model as good as LogisticRegression on scaled data (within
+0.02 of accuracy or AUC, bound met) or in ``converged_=False`` with a ConvergenceWarning.
+"""
+
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.optimize import minimize_scalar
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+import sklearn_ialm.estimators._base as base
+from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+from sklearn_ialm.solver import FunctionProblem, stoc_ialm
+from sklearn_ialm.solver.prox import Ridge
+
+
+def _fit(est, X, y, **fit_params):
+    """``(est, warned)``: fit, recording whether a ConvergenceWarning was raised."""
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        est.fit(X, y, **fit_params)
+    warned = any(issubclass(r.category, ConvergenceWarning) for r in records)
+    return est, warned
+
+
+def _good_or_honest(est, warned, good):
+    """A good model, or converged_=False with a warning: never a silent bad model."""
+    if est.converged_:
+        assert not warned
+        assert good, "converged_=True but the model is worse than LogisticRegression"
+    else:
+        assert warned
+
+
+@pytest.fixture(scope="module")
+def classification():
+    X, y = make_classification(n_samples=3000, n_features=20, n_informative=5, random_state=0)
+    return train_test_split(X, y, test_size=0.3, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def reference(classification):
+    Xtr, Xte, ytr, yte = classification
+    lr = make_pipeline(StandardScaler(), LogisticRegression()).fit(Xtr, ytr)
+    return lr.score(Xte, yte), roc_auc_score(yte, lr.decision_function(Xte))
+
+
+# -- units of X --------------------------------------------------------------------------------
+@pytest.mark.parametrize("make", [FairLogisticClassifier, NeymanPearsonClassifier])
+def test_one_unscaled_column(classification, reference, make):
+    Xtr, Xte, ytr, yte = (a.copy() for a in classification)
+    for X in (Xtr, Xte):
+        X[:, 3] = X[:, 3] * 1e6 + 1e7
+    est, warned = _fit(make(random_state=0), Xtr, ytr)
+    auc = roc_auc_score(yte, est.decision_function(Xte))
+    if make is FairLogisticClassifier:  # unconstrained: compare accuracy
+        good = est.score(Xte, yte) >= reference[0] - 0.02
+    else:  # the NP model trades accuracy for its bound: compare the ranking, check the bound
+        good = auc >= reference[1] - 0.02 and est.train_fpr_ <= est.max_fpr + 0.02
+    _good_or_honest(est, warned, good)
+    assert auc >= reference[1] - 0.02
+
+
+@pytest.mark.parametrize("make", [FairLogisticClassifier, NeymanPearsonClassifier])
+def test_features_times_1e200_give_the_same_model(classification, make):
+    Xtr, _, ytr, _ = classification
+    plain, _ = _fit(make(random_state=0), Xtr, ytr)
+    huge, _ = _fit(make(random_state=0), Xtr * 1e200, ytr)
+    # Standard units do not see the factor: the same model, in the units of each X.
+    assert_allclose(huge.coef_ * 1e200, plain.coef_, rtol=1e-6)
+    assert_allclose(huge.intercept_, plain.intercept_, rtol=1e-6, atol=1e-9)
+    assert huge.converged_ == plain.converged_
+
+
+def test_column_moments_match_numpy():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 4)) * [1.0, 1e-3, 1e6, 1e200] + [0.0, 5.0, 1e7, 0.0]
+    X[rng.random(X.shape) < 0.5] = 0.0
+    w = rng.uniform(0.5, 2.0, 500)
+    w /= w.sum()
+    for data in (X, sp.csr_matrix(X)):
+        mean, std = base._column_moments(data, w)
+        expected_mean = np.average(X / 1e190, weights=w, axis=0) * 1e190
+        assert_allclose(mean, expected_mean, rtol=1e-10)
+        dev = (X - expected_mean) / np.abs(X).max(axis=0)
+        expected_std = np.sqrt(np.average(dev**2, weights=w, axis=0)) * np.abs(X).max(axis=0)
+        assert_allclose(std, expected_std, rtol=1e-10)
+
+
+def test_sparse_many_features_good_or_honest():
+    rng = np.random.default_rng(0)
+    n, d, nnz = 6000, 2000, 20
+    cols = rng.integers(0, d, size=(n, nnz))
+    vals = rng.exponential(1.0, size=(n, nnz))
+    X = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), (n, d))
+    X.sum_duplicates()
+    s = X @ (rng.standard_normal(d) * (rng.random(d) < 0.1) * 3)
+    y = (s + rng.logistic(size=n) > np.median(s)).astype(int)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
+    lr = LogisticRegression().fit(Xtr, ytr)
+    ref = roc_auc_score(yte, lr.decision_function(Xte))
+    for make in (FairLogisticClassifier, NeymanPearsonClassifier):
+        est, warned = _fit(make(random_state=0, max_passes=20), Xtr, ytr)
+        auc = roc_auc_score(yte, est.decision_function(Xte))
+        _good_or_honest(est, warned, auc >= ref - 0.02)
+        # The stop test cannot pass at the null model: the fit moved.
+        assert est.n_data_passes_ > 1
+
+
+def test_nearly_separable_demographic_parity_good_or_honest():
+    rng = np.random.default_rng(0)
+    n = 2000
+    X = rng.standard_normal((n, 12))
+    g = (rng.random(n) < 0.3).astype(int)
+    X[:, 0] += g
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.1 * rng.standard_normal(n) > 1).astype(int)
+    X = StandardScaler().fit_transform(X)
+    est, warned = _fit(
+        FairLogisticClassifier(constraint="demographic_parity", bound=0.05, random_state=0),
+        X,
+        y,
+        sensitive_features=g,
+    )
+    pred = est.predict(X) == 1
+    gap = abs(pred[g == 1].mean() - pred[g == 0].mean())
+    _good_or_honest(est, warned, abs(est.constraint_values_).max() <= 0.05 + 2 * est.tol)
+    assert np.isfinite(gap)
+
+
+def test_small_budget_breast_cancer_np_good_or_honest():
+    X, y = load_breast_cancer(return_X_y=True)
+    est, warned = _fit(NeymanPearsonClassifier(max_fpr=0.05, random_state=0), X, y)
+    _good_or_honest(est, warned, est.train_soft_fpr_ <= 0.05 + est.tol)
+
+
+# -- the L2 penalty ------------------------------------------------------------------------------
+def test_ridge_prox_is_the_argmin():
+    h = Ridge(0.7, mask=[True, False])
+    x, eta = np.array([1.5, -2.0]), 0.3
+    out = h.prox(x, eta)
+    for i, lam in enumerate((0.7, 0.0)):
+        best = minimize_scalar(lambda u: lam * u * u / 2 + (u - x[i]) ** 2 / (2 * eta)).x
+        assert out[i] == pytest.approx(best, abs=1e-8)
+    # Stationary where g = -strength * x: the distance to the subdifferential is zero.
+    assert_allclose(h.dist_subdiff(x, -np.array([0.7, 0.0]) * x), 0.0)
+
+
+def test_C_matches_logistic_regression_after_a_scaler(classification):
+    Xtr, _, ytr, _ = classification
+    C = 0.01  # strong enough that the penalty shapes the model
+    est, _ = _fit(
+        FairLogisticClassifier(loss="logistic", C=C, tol=1e-3, max_passes=300, random_state=0),
+        Xtr,
+        ytr,
+    )
+    scaler = StandardScaler().fit(Xtr)
+    Z = scaler.transform(Xtr)
+    lr = LogisticRegression(C=C, tol=1e-10).fit(Z, ytr)
+    margins = np.where(ytr == 1, 1.0, -1.0)
+
+    def lr_objective(w, b):  # LogisticRegression's own objective on the scaled data
+        return C * np.sum(np.logaddexp(0.0, -margins * (Z @ w + b))) + w @ w / 2
+
+    w = est.coef_[0] * scaler.scale_
+    b = est.intercept_[0] + est.coef_[0] @ scaler.mean_
+    best = lr_objective(lr.coef_[0], lr.intercept_[0])
+    # Within 0.5 % of LogisticRegression's optimum (the columns' means are small next to
+    # their spread, so root-mean-square scaling is StandardScaler's up to that much).
+    assert best <= lr_objective(w, b) <= best * 1.005
+    assert_allclose(w, lr.coef_[0], atol=0.05)
+    # And C=None is the paper's unpenalised model: larger weights.
+    free, _ = _fit(
+        FairLogisticClassifier(loss="logistic", C=None, max_passes=50, random_state=0), Xtr, ytr
+    )
+    assert np.linalg.norm(free.coef_) > np.linalg.norm(est.coef_)
+
+
+# -- stop rule and solver arguments ------------------------------------------------------------
+def _toy_problem(objective=None, n=50, p=2):
+    a = np.random.default_rng(0).normal(size=(max(n, 1), p))
+
+    def default_objective(x, idx):
+        r = x - a[idx]
+        return 0.5 * np.mean(np.sum(r**2, axis=1)), r.mean(axis=0)
+
+    def constraints(x, idx):
+        k = a[idx].shape[0]  # idx is an index array or a slice (all rows)
+        return np.full((k, 1), x.sum() - 1.0), np.ones((k, 1, p))
+
+    return FunctionProblem(
+        objective or default_objective,
+        constraints,
+        n_params=p,
+        n_objective_samples=n,
+        n_constraint_samples=n,
+    )
+
+
+def test_nan_oracle_raises_at_once():
+    def nan_objective(x, idx):
+        return np.nan, np.full(2, np.nan)
+
+    with pytest.raises(FloatingPointError, match="not finite"):
+        stoc_ialm(_toy_problem(nan_objective), random_state=0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(max_outer_iter=0), "max_outer_iter"),
+        (dict(x0=np.zeros(3)), "x0 must have 2 entries"),
+        (dict(y0=np.zeros(2)), "y0 must have 1 entries"),
+        (dict(dual_tol=-1.0), "dual_tol"),
+    ],
+)
+def test_bad_solver_arguments_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        stoc_ialm(_toy_problem(), random_state=0, **kwargs)
+
+
+def test_wrong_gradient_shape_and_empty_problem_are_named():
+    def wrong(x, idx):
+        return 0.0, np.zeros(3)
+
+    with pytest.raises(ValueError, match=r"gradient of shape \(3,\), expected \(2,\)"):
+        stoc_ialm(_toy_problem(wrong), random_state=0)
+    with pytest.raises(ValueError, match="no objective samples"):
+        stoc_ialm(_toy_problem(n=0), random_state=0)
+
+
+def test_dual_tol_is_the_dual_threshold():
+    default = stoc_ialm(_toy_problem(), random_state=0, max_passes=1000)
+    loose = stoc_ialm(_toy_problem(), random_state=0, max_passes=1000, dual_tol=0.2)
+    assert default.converged and default.dual_residual <= 1e-2
+    assert loose.converged and loose.dual_residual <= 0.2
+    assert loose.n_data_passes < default.n_data_passes
+
+
+def test_batch_size_larger_than_the_data_is_capped():
+    result = stoc_ialm(_toy_problem(n=10), random_state=0, batch_size=1000)
+    assert result.settings["batch_size"] == 10
+    assert result.history["batch_size"].max() <= 10
+
+
+# -- input pitfalls ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small():
+    X, y = make_classification(n_samples=300, n_features=5, random_state=0)
+    groups = np.where(X[:, 2] < -0.5, "b", "a")
+    return X, y, groups
+
+
+def test_series_index_disagreeing_with_X_is_an_error(small):
+    X, y, groups = small
+    df = pd.DataFrame(X, index=np.arange(300) + 1000)
+    clf = FairLogisticClassifier(max_passes=5)
+    with pytest.raises(ValueError, match="sensitive_features has a pandas index"):
+        clf.fit(df, y, sensitive_features=pd.Series(groups))
+    with pytest.raises(ValueError, match="y has a pandas index"):
+        clf.fit(df, pd.Series(y))
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_pos_label_chooses_the_positive_class(small):
+    X, y, _ = small
+    labels = np.where(y == 1, "bad", "good")  # sorted order would make "good" positive
+    clf = NeymanPearsonClassifier(pos_label="bad", max_passes=20, random_state=0)
+    clf.fit(X, labels)
+    assert clf.classes_.tolist() == ["good", "bad"]
+    positive = clf.decision_function(X) > 0
+    assert_array_equal(clf.predict(X)[positive], "bad")
+    # The constraint is on the false positives of "bad": the rows labelled "good".
+    assert clf.train_soft_fpr_ == pytest.approx(clf.predict_proba(X)[labels == "good", 1].mean())
+    # Same model as 0/1 labels with 1 for "bad".
+    ref = NeymanPearsonClassifier(max_passes=20, random_state=0).fit(X, y)
+    assert_allclose(clf.coef_, ref.coef_)
+    with pytest.raises(ValueError, match="pos_label='ugly' is not one of the classes"):
+        NeymanPearsonClassifier(pos_label="ugly").fit(X, labels)
+
+
+def test_continuous_and_tiny_groups_are_refused(small):
+    X, y, groups = small
+    clf = FairLogisticClassifier(max_passes=5)
+    with pytest.raises(ValueError, match="300 distinct values for 300 rows: it looks continuous"):
+        clf.fit(X, y, sensitive_features=X[:, 0])
+    tiny = groups.copy()
+    tiny[:3] = "c"
+    with pytest.raises(ValueError, match=r"fewer than 5 rows \('c'\)"):
+        clf.fit(X, y, sensitive_features=tiny)
+
+
+def test_failed_fit_leaves_the_estimator_as_it_was(small, monkeypatch):
+    X, y, _ = small
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("worker died")
+
+    clf = NeymanPearsonClassifier(max_passes=5, random_state=0)
+    monkeypatch.setattr(base, "_solve", failing)
+    with pytest.raises(RuntimeError, match="worker died"):
+        clf.fit(X, y)
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
+    monkeypatch.undo()
+    with pytest.warns(ConvergenceWarning):
+        clf.fit(X, y)
+    coef = clf.coef_.copy()
+    monkeypatch.setattr(base, "_solve", failing)
+    with pytest.raises(RuntimeError):
+        clf.fit(X[:, :3], y)  # a refit that fails keeps the previous model whole
+    assert clf.n_features_in_ == 5
+    assert_array_equal(clf.coef_, coef)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_non_canonical_csr_gives_the_same_model(small):
+    X, y, _ = small
+    canonical = sp.csr_matrix(X)
+    # Each entry split in two halves, stored in reverse column order: duplicates, unsorted.
+    rows = np.repeat(np.arange(300), 10)
+    cols = np.tile(np.r_[np.arange(5)[::-1], np.arange(5)[::-1]], 300)
+    vals = np.concatenate([np.r_[X[i, ::-1], X[i, ::-1]] / 2 for i in range(300)])
+    indptr = np.arange(0, 3001, 10)
+    messy = sp.csr_matrix((vals, cols, indptr), shape=(300, 5))
+    assert not messy.has_canonical_format and len(rows) == messy.nnz
+    kw = dict(max_passes=10, random_state=0)
+    a = NeymanPearsonClassifier(**kw).fit(canonical, y)
+    b = NeymanPearsonClassifier(**kw).fit(messy, y)
+    assert_allclose(b.coef_, a.coef_, rtol=1e-9)
+    assert not messy.has_canonical_format  # the caller's matrix is not modified
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_pickles_carry_the_version(small):
+    X, y, _ = small
+    clf = NeymanPearsonClassifier(max_passes=5, random_state=0).fit(X, y)
+    state = clf.__getstate__()
+    from sklearn_ialm import __version__
+
+    assert state["_sklearn_ialm_version"] == __version__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", base.InconsistentVersionWarning)
+        pickle.loads(pickle.dumps(clf))  # same version: no warning
+    state["_sklearn_ialm_version"] = "0.0.1"
+    other = NeymanPearsonClassifier.__new__(NeymanPearsonClassifier)
+    with pytest.warns(base.InconsistentVersionWarning, match="version 0.0.1"):
+        other.__setstate__(state)
+    assert_array_equal(other.coef_, clf.coef_)
