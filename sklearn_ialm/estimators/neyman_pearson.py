@@ -399,8 +399,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     def _spend_budget(self, X, y, sample_weight):
         """Threshold the trained score at the training negatives' hard rate ``max_fpr``."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, reset=False)
-        y01 = np.searchsorted(self.classes_, y)
-        sw = self._sample_weights(sample_weight, X, y, y01, self.classes_)
+        classes, y01 = self._check_target(y)
+        sw = self._sample_weights(sample_weight, X, y, y01, classes)
         neg = (y01 == 0) & (sw > 0)
         scores = self._score(X)
         self.threshold_ = rate_threshold(scores[neg], sw[neg], self.max_fpr)

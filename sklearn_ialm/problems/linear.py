@@ -54,11 +54,14 @@ class _SparseRows:
         self.rows = np.repeat(np.arange(len(idx)), lens)
         self.shape = (len(idx), A.shape[1])
 
+    # np.bincount of no entries is an int array even with weights: a minibatch of empty rows.
     def __matmul__(self, x):
-        return np.bincount(self.rows, weights=self.vals * x[self.cols], minlength=self.shape[0])
+        out = np.bincount(self.rows, weights=self.vals * x[self.cols], minlength=self.shape[0])
+        return out.astype(float, copy=False)
 
     def rmatvec(self, r):
-        return np.bincount(self.cols, weights=self.vals * r[self.rows], minlength=self.shape[1])
+        out = np.bincount(self.cols, weights=self.vals * r[self.rows], minlength=self.shape[1])
+        return out.astype(float, copy=False)
 
 
 class _Subset:
@@ -238,6 +241,7 @@ class LinearProblem(FiniteSumProblem):
             if smoothness is None and self.n_params <= _GRAM_MAX_PARAMS:
                 # The sweep behind the smoothness bound gives sum_i u_i |a_i|^2 as the trace
                 # of its first Gram matrix: the scale costs no pass of its own.
+                self._scaled = False  # raw sums, rescaled below
                 sums = self._gram_sums()
                 rms = np.sqrt(max(np.trace(sums[0][0]), 0.0) / max(self.A_obj.n_rows, 1))
                 feature_scale = float(rms) or 1.0
@@ -252,6 +256,10 @@ class LinearProblem(FiniteSumProblem):
             raise ValueError("feature_scale must be finite and > 0.")
         self._inv_scale = 1.0 / self.feature_scale
         self._scaled = np.any(self.feature_scale != 1.0)
+        if sums is not None and self._scaled:
+            G, mu, total, estimated = sums
+            inv = float(self._inv_scale)
+            sums = ([g * inv**2 for g in G], [v * inv for v in mu], total, estimated)
         if feature_center is not None:
             if not self.fit_intercept:
                 # Centring moves part of the score into an intercept the model does not have.
@@ -522,6 +530,9 @@ class LinearProblem(FiniteSumProblem):
             else:
                 groups.append((Ac.A, con_w))
         G, mu, total, estimated = [], [], [], False
+        # The sums are taken in the solver's units (columns divided by feature_scale), block
+        # by block: raw sums of a column of 1e200 would overflow.
+        inv = np.broadcast_to(self._inv_scale, (self.n_features,)) if self._scaled else None
         for A, weights in groups:
             n, d = A.shape
             J = weights.shape[1]
@@ -537,6 +548,8 @@ class LinearProblem(FiniteSumProblem):
             for start in range(0, len(order), step):
                 sel = order[start : start + step]
                 B = A[sel[0] : sel[-1] + 1] if len(order) == n else A[sel]
+                if inv is not None:
+                    B = B.multiply(inv[None, :]).tocsr() if sp.issparse(B) else B * inv
                 Wb = weights[sel]
                 for j in range(J):
                     w = Wb[:, j]
@@ -578,19 +591,18 @@ class LinearProblem(FiniteSumProblem):
 
         G, mu, total, estimated = self._gram_sums() if sums is None else sums
         d = self.n_features
-        inv = np.broadcast_to(self._inv_scale, (d,))
         lams = []
         for Gj, mj, tj in zip(G, mu, total, strict=True):
             # The Gram matrix of the rows (a - centre) / scale, with the intercept column,
-            # from the raw sums: the rows themselves are never transformed.
+            # from the sums of the scaled rows: the centre is subtracted here, not from X.
             if self.feature_center is not None:
-                c = self.feature_center
+                c = self.feature_center * self._inv_scale
                 Gj = Gj - np.outer(mj, c) - np.outer(c, mj) + tj * np.outer(c, c)
                 mj = mj - tj * c
             M = np.empty((self.n_params, self.n_params))
-            M[:d, :d] = inv[:, None] * Gj * inv[None, :]
+            M[:d, :d] = Gj
             if self.fit_intercept:
-                M[:d, d] = M[d, :d] = mj * inv
+                M[:d, d] = M[d, :d] = mj
                 M[d, d] = tj
             lams.append(max(float(np.linalg.eigvalsh(M)[-1]), 0.0))
         lams = np.array(lams) / np.array([self.A_obj.n_rows] + [self.A_con.n_rows] * (len(G) - 1))
