@@ -8,12 +8,12 @@ import pickle
 import warnings
 
 import numpy as np
-from scipy.special import expit
 import pandas as pd
 import pytest
 import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import minimize_scalar
+from scipy.special import expit
 from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
