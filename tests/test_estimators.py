@@ -615,7 +615,8 @@ def test_warm_start_continues_from_the_previous_solution(data, captured):
         est = NeymanPearsonClassifier(**NP_KW, random_state=seed).fit(X, y)
         cold = est.n_data_passes_
         ratios.append(est.set_params(warm_start=True).fit(X, y).n_data_passes_ / cold)
-    assert np.median(ratios) <= 1 / 4
+    # Both pay the counted set-up and the last stop test; the warm one saves the descent.
+    assert np.median(ratios) <= 0.6
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

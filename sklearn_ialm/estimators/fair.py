@@ -216,9 +216,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
         residuals of the slack reformulation, evaluated on all training rows, are both
         ``<= tol``. The primal residual is in the units of the constraint (how far the soft
         constraint may exceed its bound). The dual residual is a gradient norm with respect
-        to the weights of the standardised features (each column divided by its weighted
-        root mean square, or, when its mean exceeds its spread and there is an intercept,
-        centred and divided by its standard deviation; ``X`` is never copied), so ``tol``
+        to the weights of the standardised features divided by the square root of their
+        number (the root mean square of the standardised gradient's coordinates; each
+        column divided by its weighted root mean square, or, when its mean exceeds its
+        spread and there is an intercept, centred and divided by its standard deviation;
+        ``X`` is never copied), so ``tol``
         means the same whatever the units of the features; it must also fall to a tenth of
         its value at the null model ``coef_ = 0``. ``coef_`` is in the units of ``X`` as given.
     beta0 : float, default=1.0
