@@ -19,8 +19,8 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from ..solver.problem import FiniteSumProblem
-from ..solver.prox import NoProx
-from .losses import SIGMOID_CURVATURE
+from ..solver.prox import L1, Box, NoProx, Prox
+from .losses import SIGMOID_CURVATURE, Logistic, SigmoidLoss, TruncatedLogistic
 
 __all__ = ["LinearProblem"]
 
@@ -98,6 +98,34 @@ class _Rows:
             rows = idx if self.rows is None else self.rows[idx]
             self._block = _SparseRows(self.A, rows) if self.sparse else self.A[rows]
         return self._block
+
+    def kernel_source(self, idx):
+        """The compiled kernel's view of the rows ``idx`` (an int array of any shape).
+
+        Returns ``(dense, data, indices, indptr, sparse, ridx)``: the rows are
+        ``dense[ridx]`` or rows ``ridx`` of the CSR triple. In-memory float64 data (C-ordered
+        dense or CSR) is read in place; any other source (another dtype or layout, or a
+        chunked array that only supports row indexing) has the rows gathered first, so the
+        kernel sees only what this row-index interface returns.
+        """
+        rows = idx if self.rows is None else self.rows[idx]
+        A = self.A
+        if self.sparse:
+            if A.data.dtype != np.float64:
+                A = sp.csr_matrix(A[rows.ravel()], dtype=np.float64)
+                rows = np.arange(rows.size).reshape(rows.shape)
+            return _NO_DENSE, A.data, A.indices, A.indptr, True, rows
+        if not (isinstance(A, np.ndarray) and A.dtype == np.float64 and A.flags.c_contiguous):
+            A = np.ascontiguousarray(A[rows.ravel()], dtype=np.float64)
+            rows = np.arange(rows.size).reshape(rows.shape)
+        return np.asarray(A), _NO_DATA, _NO_INDEX, _NO_INDPTR, False, rows
+
+
+# Placeholders for the unused half of a kernel source (fixed dtypes: one compiled signature).
+_NO_DENSE = np.zeros((0, 0))
+_NO_DATA = np.zeros(0)
+_NO_INDEX = np.zeros(0, dtype=np.intp)
+_NO_INDPTR = np.zeros(1, dtype=np.intp)
 
 
 def _rms_row_norm(rows, weights) -> float:
@@ -389,6 +417,102 @@ class LinearProblem(FiniteSumProblem):
             return self._grad(A, q, 1.0)
 
         return C1, C2, vjp
+
+    # -- a block of PStorm iterations in compiled code ----------------------------------------
+    #: Set to False (on the class or an instance) to keep PStorm on the numpy path.
+    use_kernel = True
+
+    def _kernel_prox(self):
+        """``(lam, lower, upper)`` of ``h`` for the kernel, or None if it does not know ``h``."""
+        h, p = self.h, self.n_params
+        lam, lower, upper = np.zeros(p), np.full(p, -np.inf), np.full(p, np.inf)
+        # Exact types only: a subclass may override the prox.
+        if type(h) in (NoProx, Prox):
+            pass
+        elif type(h) is L1:
+            lam = np.broadcast_to(h._lam(lam), (p,)).astype(float)
+        elif type(h) is Box:
+            lower = np.broadcast_to(h.lower, (p,)).astype(float)
+            upper = np.broadcast_to(h.upper, (p,)).astype(float)
+        else:
+            return None
+        return lam, lower, upper
+
+    def pstorm_block(self, est):
+        """A runner of PStorm iterations in compiled code, or None for the numpy path.
+
+        None when numba is not installed, when :attr:`use_kernel` is false, or when the
+        loss or ``h`` is not one the kernel knows (a subclass of them included).
+
+        Parameters
+        ----------
+        est : AugmentedLagrangianEstimator
+            The estimator the iterations use (its ``problem`` is this problem).
+
+        Returns
+        -------
+        run : callable or None
+            ``run(z, d, y, beta, *, eta, eta_slack, keep, batch_size, n_iter, rng, counter,
+            budget) -> (z, d, n_done)`` runs up to ``n_iter`` iterations of
+            :func:`~sklearn_ialm.solver.pstorm.pstorm`'s loop (fewer if the budget runs out
+            first), drawing each minibatch with ``est.draw`` and counting it exactly as the
+            numpy path does.
+        """
+        if not self.use_kernel:
+            return None
+        from . import _kernels
+
+        if not _kernels.available():
+            return None
+        codes = {Logistic: 0, TruncatedLogistic: 1, SigmoidLoss: 2}
+        loss_code = codes.get(type(self.loss))
+        prox = self._kernel_prox()
+        if loss_code is None or prox is None:
+            return None
+        alpha = float(getattr(self.loss, "alpha", 1.0))
+        nf = self.n_features
+        inv_scale = np.broadcast_to(self._inv_scale, (nf,)).astype(float)
+        center = np.zeros(nf) if self.feature_center is None else self.feature_center
+        offset = self.offset
+        ineq = np.asarray(est.ineq, dtype=bool)
+        no_rows = np.zeros((0, 0), dtype=np.intp)
+
+        def run(z, d, y, beta, *, eta, eta_slack, keep, batch_size, n_iter, rng, counter, budget):
+            draws = []
+            while len(draws) < n_iter and counter.evaluations < budget:
+                bo, bc, bc2 = est.draw(rng, batch_size, counter)
+                counter.add("objective", evaluations=2 * len(bo))
+                if bc is not None:
+                    counter.add("constraint", evaluations=2 * len(bc))
+                if bc2 is not None:
+                    counter.add("constraint", evaluations=2 * len(bc2))
+                draws.append((bo, bc, bc2))
+            if not draws:
+                return z, d, 0
+            idx_o = np.stack([b[0] for b in draws]).astype(np.intp, copy=False)
+            o_src = self.A_obj.kernel_source(idx_o)
+            idx_c = idx_c2 = ridx_c = ridx_c2 = no_rows
+            c_src = o_src
+            if draws[0][1] is not None:
+                idx_c = np.stack([b[1] for b in draws]).astype(np.intp, copy=False)
+                if draws[0][2] is not None:
+                    idx_c2 = np.stack([b[2] for b in draws]).astype(np.intp, copy=False)
+                # One source for both constraint batches (gathered together if need be).
+                both = idx_c if not idx_c2.size else np.concatenate([idx_c, idx_c2])
+                c_src = self.A_con.kernel_source(both)
+                ridx_c, ridx_c2 = c_src[5][: len(draws)], c_src[5][len(draws) :]
+            z, d = _kernels.pstorm_block(
+                np.array(z, dtype=float),
+                np.array(d, dtype=float),
+                np.asarray(y, dtype=float).reshape(self.n_constraints),
+                float(beta), float(eta), float(eta_slack), float(keep),
+                nf, self.fit_intercept, inv_scale, center, *prox, loss_code, alpha,
+                *o_src[:5], self.b, self.bu, idx_o, o_src[5],
+                *c_src[:5], self.W, offset, ineq, idx_c, ridx_c, idx_c2, ridx_c2,
+            )  # fmt: skip
+            return z, d, len(draws)
+
+        return run
 
     # -- constants -----------------------------------------------------------------------------
     def _top_eigenvalue(self, A, weights, rng, n_iter=20, max_rows=50_000):

@@ -226,18 +226,33 @@ def pstorm(
     returns ``(stop, batch_size, z, d)``: whether to stop, the minibatch size to go on with,
     and the point and estimate to go on from (the check postprocesses the slack block).
 
+    A problem with a ``pstorm_block(est)`` method that returns a runner (see
+    :meth:`~sklearn_ialm.problems.LinearProblem.pstorm_block`) runs the iterations between
+    two checks in one call; otherwise (or when it returns None) each iteration is done here.
+
     Returns ``(z, d, n_iter, stopped, batch_size)``; ``stopped`` says whether ``check``
     accepted.
     """
     h = est.problem.h
     keep = 1.0 - delta
     t = 0
+    # A problem may run whole blocks of these iterations itself (compiled), same draws.
+    block = getattr(est.problem, "pstorm_block", None)
+    run_block = block(est) if block is not None else None
     while counter.evaluations < budget:
-        z_new = est.step(z, d, eta, eta_slack, h)
-        batches = est.draw(rng, batch_size, counter)
-        d = keep * d + est.storm_direction(z_new, z, y, beta, batches, keep, counter)
-        z = z_new
-        t += 1
+        if run_block is not None:
+            z, d, n = run_block(
+                z, d, y, beta, eta=eta, eta_slack=eta_slack, keep=keep,
+                batch_size=batch_size, n_iter=eval_every - t % eval_every, rng=rng,
+                counter=counter, budget=budget,
+            )  # fmt: skip
+            t += n
+        else:
+            z_new = est.step(z, d, eta, eta_slack, h)
+            batches = est.draw(rng, batch_size, counter)
+            d = keep * d + est.storm_direction(z_new, z, y, beta, batches, keep, counter)
+            z = z_new
+            t += 1
         if t % eval_every == 0:
             stop, batch_size, z, d = check(z, d, t, batch_size)
             if stop:
