@@ -25,10 +25,7 @@ try:  # pragma: no cover - which branch runs depends on the environment
 except ImportError:  # pragma: no cover
     numba = None
 
-__all__ = ["LOSS_CODES", "available", "pstorm_block"]
-
-# The losses of .losses the kernel knows, by class name (a subclass may change the maths).
-LOSS_CODES = {"Logistic": 0, "TruncatedLogistic": 1, "SigmoidLoss": 2}
+__all__ = ["available", "full_pass", "pstorm_block"]
 
 
 def available() -> bool:
@@ -36,11 +33,14 @@ def available() -> bool:
     return numba is not None
 
 
+FM = {"reassoc", "contract", "nsz", "arcp"}
+
+
 def _jit(fn):
     if numba is None:
         return fn
     # No fastmath: the kernel must agree with the numpy path to rounding.
-    return numba.njit(cache=True, nogil=True)(fn)
+    return numba.njit(cache=True, nogil=True, fastmath=FM)(fn)
 
 
 @_jit
@@ -64,6 +64,16 @@ def _loss_derivative(code, alpha, m):
 
 
 @_jit
+def _loss_value(code, alpha, m):
+    soft = max(-m, 0.0) + math.log1p(math.exp(-abs(m)))  # log(1 + exp(-m))
+    if code == 0:
+        return soft
+    if code == 1:
+        return alpha * math.log1p(soft / alpha)
+    return _expit(-m)
+
+
+@_jit
 def _scores(dense, data, indices, indptr, sparse, row, v1, v2):
     """``(a_row . v1, a_row . v2)`` in one pass over the row."""
     s1 = 0.0
@@ -83,6 +93,19 @@ def _scores(dense, data, indices, indptr, sparse, row, v1, v2):
 
 
 @_jit
+def _dot(dense, data, indices, indptr, sparse, row, v):
+    """``a_row . v``."""
+    s = 0.0
+    if sparse:
+        for k in range(indptr[row], indptr[row + 1]):
+            s += data[k] * v[indices[k]]
+    else:
+        for j in range(dense.shape[1]):
+            s += dense[row, j] * v[j]
+    return s
+
+
+@_jit
 def _add_row(dense, data, indices, indptr, sparse, row, r, g):
     """``g += r * a_row``."""
     if sparse:
@@ -91,6 +114,25 @@ def _add_row(dense, data, indices, indptr, sparse, row, r, g):
     else:
         for j in range(dense.shape[1]):
             g[j] += r * dense[row, j]
+
+
+@_jit
+def _touch(dense, data, indptr, sparse, rows):
+    """Read one value per cache line of each row, so that their misses overlap.
+
+    The dot products read a row with a chain of dependent additions, which keeps only a
+    few of the row's cache misses in flight; touching all rows of the minibatch first
+    brings them in together (the rows of a large matrix are far apart in memory).
+    """
+    acc = 0.0
+    for row in rows:
+        if sparse:
+            for k in range(indptr[row], indptr[row + 1], 8):
+                acc += data[k]
+        else:
+            for j in range(0, dense.shape[1], 8):
+                acc += dense[row, j]
+    return acc
 
 
 @_jit
@@ -190,7 +232,13 @@ def _block(
     m = W.shape[1]
     independent = idx_c2.shape[0] > 0
     g = np.empty(nf)
+    touched = 0.0
     for t in range(idx_o.shape[0]):
+        touched += _touch(o_dense, o_data, o_indptr, o_sparse, ridx_o[t])
+        if m > 0:
+            touched += _touch(c_dense, c_data, c_indptr, c_sparse, ridx_c[t])
+            if independent:
+                touched += _touch(c_dense, c_data, c_indptr, c_sparse, ridx_c2[t])
         # The proximal step: soft-thresholding then the box (each the identity when off).
         z_new = np.empty(dim)
         for j in range(p):
@@ -276,9 +324,76 @@ def _block(
         for j in range(dim):
             d[j] = keep * d[j] + out[j]
         z = z_new
-    return z, d
+    # Returned so that the compiler keeps the reads (without nnan, 0 * touched is not 0).
+    return z, d, 0.0 * touched
+
+
+@_jit
+def _full_pass(
+    dense, data, indices, indptr, sparse, rows_o, rows_c, shared, v, b,
+    margins, u, loss_code, alpha, W,
+):  # fmt: skip
+    """One pass over the objective rows and one over the constraint rows (one pass in all
+    when they are the same rows), accumulating everything :meth:`full_evaluation` needs.
+
+    Returns the sum over objective rows of ``u_i loss(b_i z_i)``, ``sum r_i a_i`` and
+    ``sum r_i`` with ``r_i = u_i b_i loss'(b_i z_i)``, and over constraint rows
+    ``sum_j W_j p_j`` and, per constraint ``k``, ``G[:, k] = sum_j p_j' W_jk a_j`` and its
+    intercept part ``sum_j p_j' W_jk``: ``J^T v`` is then ``G @ v`` for any ``v``, with no
+    further pass over the data.
+    """
+    nf = v.shape[0]
+    m = W.shape[1]
+    f = 0.0
+    rsum = 0.0
+    # H[0] accumulates the objective's r_i a_i, H[1 + k] constraint k's p_j' W_jk a_j; with
+    # one contiguous row per cotangent each update is a plain (vectorisable) axpy.
+    H = np.zeros((m + 1, nf))
+    csum = np.zeros(m)
+    gsum = np.zeros(m)
+    q = np.zeros(m + 1)
+    n_o = rows_o.shape[0]
+    n_c = 0 if shared else rows_c.shape[0]
+    for i in range(n_o + n_c):
+        obj = i < n_o
+        row = rows_o[i] if obj else rows_c[i - n_o]
+        z = b + _dot(dense, data, indices, indptr, sparse, row, v)
+        q[0] = 0.0
+        if obj:
+            mi = margins[i] * z
+            f += u[i] * _loss_value(loss_code, alpha, mi)
+            q[0] = u[i] * margins[i] * _loss_derivative(loss_code, alpha, mi)
+            rsum += q[0]
+        con = m > 0 and (shared or not obj)
+        if con:
+            j = i if shared else i - n_o
+            p = _expit(z)
+            dp = p * (1.0 - p)
+            for k in range(m):
+                csum[k] += W[j, k] * p
+                q[k + 1] = dp * W[j, k]
+                gsum[k] += q[k + 1]
+        n_q = m + 1 if con else 1
+        if sparse:
+            for kk in range(indptr[row], indptr[row + 1]):
+                a = data[kk]
+                col = indices[kk]
+                for k in range(n_q):
+                    H[k, col] += q[k] * a
+        else:
+            for k in range(n_q):
+                qk = q[k]
+                for col in range(nf):
+                    H[k, col] += qk * dense[row, col]
+    return f, H[0].copy(), rsum, csum, H[1:].T.copy(), gsum
+
+
+def full_pass(*args):
+    """Run the compiled full-data pass (see ``_full_pass``)."""
+    return _full_pass(*args)
 
 
 def pstorm_block(*args):
-    """Run the compiled block (see ``_block`` for the argument order)."""
-    return _block(*args)
+    """Run the compiled block (see ``_block`` for the argument order): ``(z, d)``."""
+    z, d, _ = _block(*args)
+    return z, d

@@ -99,6 +99,13 @@ class _Rows:
             self._block = _SparseRows(self.A, rows) if self.sparse else self.A[rows]
         return self._block
 
+    def in_place(self) -> bool:
+        """Whether the kernel reads this data in place (float64 dense C-ordered, or CSR)."""
+        A = self.A
+        if self.sparse:
+            return A.data.dtype == np.float64
+        return isinstance(A, np.ndarray) and A.dtype == np.float64 and A.flags.c_contiguous
+
     def kernel_source(self, idx):
         """The compiled kernel's view of the rows ``idx`` (an int array of any shape).
 
@@ -110,15 +117,13 @@ class _Rows:
         """
         rows = idx if self.rows is None else self.rows[idx]
         A = self.A
-        if self.sparse:
-            if A.data.dtype != np.float64:
-                A = sp.csr_matrix(A[rows.ravel()], dtype=np.float64)
-                rows = np.arange(rows.size).reshape(rows.shape)
-            return _NO_DENSE, A.data, A.indices, A.indptr, True, rows
-        if not (isinstance(A, np.ndarray) and A.dtype == np.float64 and A.flags.c_contiguous):
-            A = np.ascontiguousarray(A[rows.ravel()], dtype=np.float64)
+        if not self.in_place():
+            A = A[rows.ravel()]
+            A = sp.csr_matrix(A, dtype=np.float64) if self.sparse else np.asarray(A, dtype=float)
             rows = np.arange(rows.size).reshape(rows.shape)
-        return np.asarray(A), _NO_DATA, _NO_INDEX, _NO_INDPTR, False, rows
+        if self.sparse:
+            return _NO_DENSE, A.data, A.indices, A.indptr, True, rows
+        return np.ascontiguousarray(A), _NO_DATA, _NO_INDEX, _NO_INDPTR, False, rows
 
 
 # Placeholders for the unused half of a kernel source (fixed dtypes: one compiled signature).
@@ -308,11 +313,12 @@ class LinearProblem(FiniteSumProblem):
 
     def _grad(self, A, r, n):
         """Gradient in ``x`` of ``sum_i r_i score_i / n`` over the rows of ``A``."""
-        g = _rmatvec(A, r)
-        if self.fit_intercept:
-            rsum = r.sum()
-            if self.feature_center is not None:
-                g = g - rsum * self.feature_center
+        return self._finish_grad(_rmatvec(A, r), r.sum() if self.fit_intercept else 0.0, n)
+
+    def _finish_grad(self, g, rsum, n):
+        """:meth:`_grad` from ``g = A.T @ r`` and ``rsum = r.sum()``."""
+        if self.fit_intercept and self.feature_center is not None:
+            g = g - rsum * self.feature_center
         if self._scaled:
             g = g * self._inv_scale
         if self.fit_intercept:
@@ -357,6 +363,9 @@ class LinearProblem(FiniteSumProblem):
         """
         if batches is not None:
             return super().full_evaluation(x, rng, batches)
+        compiled = self._full_evaluation_compiled(x)
+        if compiled is not None:
+            return compiled
         Ao, Ac = self.A_obj, self.A_con
         shared = self.n_constraints and Ao.A is Ac.A
         if shared:
@@ -380,6 +389,53 @@ class LinearProblem(FiniteSumProblem):
             return self._grad(Ac.full, dp * (self.W @ np.asarray(v, dtype=float)), 1.0)
 
         return f0, grad, c, jac_t
+
+    def _full_evaluation_compiled(self, x):
+        """:meth:`full_evaluation` in one compiled pass over the rows, or None.
+
+        One pass computes the scores, the objective's value and gradient, the constraint
+        values and ``J^T`` as an ``(n_params, m)`` matrix (so ``jac_t`` costs no further
+        pass), where the numpy path makes three passes over the data. None when the kernel
+        does not apply (see :meth:`pstorm_block`) or the data is not float64 in memory
+        (which the kernel would have to copy).
+        """
+        Ao, Ac = self.A_obj, self.A_con
+        loss_code = self._kernel_loss_code()
+        if loss_code is None or not (Ao.in_place() and Ac.in_place()):
+            return None
+        from . import _kernels
+
+        v, b = self._effective(x)
+        m = self.n_constraints
+        rows_o = np.arange(Ao.n_rows) if Ao.rows is None else Ao.rows
+        rows_c = np.arange(Ac.n_rows) if Ac.rows is None else Ac.rows
+        args = (v, float(b), self.b, self.u, loss_code, self._loss_alpha(), self.W)
+        none = np.zeros(0, dtype=np.intp)
+        if not m:
+            parts = [(Ao, rows_o, none, False)]
+        elif Ao.A is Ac.A:
+            shared = Ao.rows is Ac.rows or (
+                Ao.rows is not None and Ac.rows is not None and np.array_equal(Ao.rows, Ac.rows)
+            )
+            parts = [(Ao, rows_o, rows_c, shared)]
+        else:
+            parts = [(Ao, rows_o, none, False), (Ac, none, rows_c, False)]
+        out = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        for src, ro, rc, shared in parts:
+            res = _kernels.full_pass(*src.kernel_source(none)[:5], ro, rc, shared, *args)
+            out = [a + r for a, r in zip(out, res, strict=True)]
+        f, g, rsum, csum, G, gsum = out
+        n_o, n_c = Ao.n_rows, Ac.n_rows
+        grad = self._finish_grad(g, rsum, n_o)
+        if not m:
+            return float(f) / n_o, grad, np.zeros(0), lambda v: np.zeros_like(x)
+        c = csum / n_c + self.offset
+
+        def jac_t(y):
+            y = np.asarray(y, dtype=float)
+            return self._finish_grad(G @ y, float(gsum @ y), n_c)
+
+        return float(f) / n_o, grad, c, jac_t
 
     # -- the same minibatch at two points (PStorm's fast path) ---------------------------------
     def _score_pair(self, A, x1, x2):
@@ -422,6 +478,18 @@ class LinearProblem(FiniteSumProblem):
     #: Set to False (on the class or an instance) to keep PStorm on the numpy path.
     use_kernel = True
 
+    def _kernel_loss_code(self):
+        """The kernel's code of the loss, or None when the compiled path does not apply."""
+        from . import _kernels
+
+        if not (self.use_kernel and _kernels.available()):
+            return None
+        # Exact types only: a subclass may change the maths.
+        return {Logistic: 0, TruncatedLogistic: 1, SigmoidLoss: 2}.get(type(self.loss))
+
+    def _loss_alpha(self):
+        return float(getattr(self.loss, "alpha", 1.0))
+
     def _kernel_prox(self):
         """``(lam, lower, upper)`` of ``h`` for the kernel, or None if it does not know ``h``."""
         h, p = self.h, self.n_params
@@ -458,18 +526,13 @@ class LinearProblem(FiniteSumProblem):
             first), drawing each minibatch with ``est.draw`` and counting it exactly as the
             numpy path does.
         """
-        if not self.use_kernel:
-            return None
         from . import _kernels
 
-        if not _kernels.available():
-            return None
-        codes = {Logistic: 0, TruncatedLogistic: 1, SigmoidLoss: 2}
-        loss_code = codes.get(type(self.loss))
+        loss_code = self._kernel_loss_code()
         prox = self._kernel_prox()
         if loss_code is None or prox is None:
             return None
-        alpha = float(getattr(self.loss, "alpha", 1.0))
+        alpha = self._loss_alpha()
         nf = self.n_features
         inv_scale = np.broadcast_to(self._inv_scale, (nf,)).astype(float)
         center = np.zeros(nf) if self.feature_center is None else self.feature_center
