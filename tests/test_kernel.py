@@ -182,3 +182,16 @@ def test_compiled_full_evaluation_matches_numpy_path(case):
         results.append((f0, grad, c, jac))
     for a, b in zip(*results, strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+
+
+@needs_numba
+@pytest.mark.parametrize("case", FULL_CASES[:6])
+def test_compiled_smoothness_bound_matches_numpy_path(case):
+    """The power iterations' products (one compiled pass each) give the same bound."""
+    case = {k: v for k, v in case.items() if k != "separate"}
+    pb = _problem(**case)
+    bounds = []
+    for use in (False, True):
+        pb.use_kernel = use
+        bounds.append(pb.smoothness_bound())
+    np.testing.assert_allclose(bounds[1], bounds[0], rtol=1e-10)

@@ -25,7 +25,7 @@ try:  # pragma: no cover - which branch runs depends on the environment
 except ImportError:  # pragma: no cover
     numba = None
 
-__all__ = ["available", "full_pass", "pstorm_block"]
+__all__ = ["available", "full_pass", "gram_pass", "pstorm_block"]
 
 
 def available() -> bool:
@@ -386,6 +386,24 @@ def _full_pass(
                 for col in range(nf):
                     H[k, col] += qk * dense[row, col]
     return f, H[0].copy(), rsum, csum, H[1:].T.copy(), gsum
+
+
+@_jit
+def _gram_pass(dense, data, indices, indptr, sparse, rows, v, b, weights):
+    """``(sum_i r_i a_i, sum_i r_i)`` with ``r_i = weights_i (a_i . v + b)``: one pass."""
+    g = np.zeros(v.shape[0])
+    rsum = 0.0
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        r = weights[i] * (b + _dot(dense, data, indices, indptr, sparse, row, v))
+        rsum += r
+        _add_row(dense, data, indices, indptr, sparse, row, r, g)
+    return g, rsum
+
+
+def gram_pass(*args):
+    """Run the compiled product ``A^T diag(weights) A v`` (see ``_gram_pass``)."""
+    return _gram_pass(*args)
 
 
 def full_pass(*args):

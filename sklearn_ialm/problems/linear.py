@@ -506,6 +506,39 @@ class LinearProblem(FiniteSumProblem):
             return None
         return lam, lower, upper
 
+    def _block_draws(self, est, batch_size, n_iter, rng, counter, budget):
+        """The minibatches of up to ``n_iter`` iterations, as an ``(T, k, b)`` index array.
+
+        ``k`` is 1, 2 or 3 (objective, constraint, second constraint batch), ``T`` stops where
+        the numpy loop would (the budget is tested before each iteration), and the counts are
+        those of ``est.draw`` and ``storm_direction``. Returns None if ``T`` is 0.
+        """
+        if counter.evaluations >= budget:
+            return None
+        ranges = [self.n_objective_samples]
+        if self.n_constraints:
+            ranges += [self.n_constraint_samples] * (1 + (est.estimator == "independent"))
+        if type(self).sample is FiniteSumProblem.sample and len(set(ranges)) == 1:
+            # One call for the whole block: ``integers`` with one range draws its values in
+            # sequence from the generator's stream, so this is the per-iteration calls' sample
+            # (the kernel-vs-numpy tests check it).
+            per_it = 2 * batch_size * len(ranges)
+            T = min(n_iter, -(-(budget - counter.evaluations) // per_it))
+            draws = rng.integers(ranges[0], size=(T, len(ranges), batch_size))
+            counter.add("objective", draws=T * batch_size, evaluations=2 * T * batch_size)
+            if len(ranges) > 1:
+                k = (len(ranges) - 1) * T * batch_size
+                counter.add("constraint", draws=k, evaluations=2 * k)
+            return draws
+        out = []
+        while len(out) < n_iter and counter.evaluations < budget:
+            batches = [b for b in est.draw(rng, batch_size, counter) if b is not None]
+            counter.add("objective", evaluations=2 * len(batches[0]))
+            for b in batches[1:]:
+                counter.add("constraint", evaluations=2 * len(b))
+            out.append(batches)
+        return np.array(out, dtype=np.intp)
+
     def pstorm_block(self, est):
         """A runner of PStorm iterations in compiled code, or None for the numpy path.
 
@@ -541,25 +574,17 @@ class LinearProblem(FiniteSumProblem):
         no_rows = np.zeros((0, 0), dtype=np.intp)
 
         def run(z, d, y, beta, *, eta, eta_slack, keep, batch_size, n_iter, rng, counter, budget):
-            draws = []
-            while len(draws) < n_iter and counter.evaluations < budget:
-                bo, bc, bc2 = est.draw(rng, batch_size, counter)
-                counter.add("objective", evaluations=2 * len(bo))
-                if bc is not None:
-                    counter.add("constraint", evaluations=2 * len(bc))
-                if bc2 is not None:
-                    counter.add("constraint", evaluations=2 * len(bc2))
-                draws.append((bo, bc, bc2))
-            if not draws:
+            draws = self._block_draws(est, batch_size, n_iter, rng, counter, budget)
+            if draws is None:
                 return z, d, 0
-            idx_o = np.stack([b[0] for b in draws]).astype(np.intp, copy=False)
+            idx_o = draws[:, 0]
             o_src = self.A_obj.kernel_source(idx_o)
             idx_c = idx_c2 = ridx_c = ridx_c2 = no_rows
             c_src = o_src
-            if draws[0][1] is not None:
-                idx_c = np.stack([b[1] for b in draws]).astype(np.intp, copy=False)
-                if draws[0][2] is not None:
-                    idx_c2 = np.stack([b[2] for b in draws]).astype(np.intp, copy=False)
+            if draws.shape[1] > 1:
+                idx_c = draws[:, 1]
+                if draws.shape[1] > 2:
+                    idx_c2 = draws[:, 2]
                 # One source for both constraint batches (gathered together if need be).
                 both = idx_c if not idx_c2.size else np.concatenate([idx_c, idx_c2])
                 c_src = self.A_con.kernel_source(both)
@@ -573,7 +598,7 @@ class LinearProblem(FiniteSumProblem):
                 *o_src[:5], self.b, self.bu, idx_o, o_src[5],
                 *c_src[:5], self.W, offset, ineq, idx_c, ridx_c, idx_c2, ridx_c2,
             )  # fmt: skip
-            return z, d, len(draws)
+            return z, d, draws.shape[0]
 
         return run
 
@@ -594,12 +619,35 @@ class LinearProblem(FiniteSumProblem):
             n = max_rows
         v = rng.standard_normal(self.n_params)
         lam = 0.0
+        gram = self._compiled_gram(A, weights, n)
         for _ in range(n_iter):
             v /= np.linalg.norm(v)
-            w = self._grad(A, weights * self._score(A, v), n)
+            w = self._grad(A, weights * self._score(A, v), n) if gram is None else gram(v)
             lam = float(v @ w)
             v = w
         return 1.1 * lam
+
+    def _compiled_gram(self, A, weights, n):
+        """``v -> _grad(A, weights * _score(A, v), n)`` in one compiled pass, or None."""
+        if self._kernel_loss_code() is None:
+            return None
+        if isinstance(A, _Subset):
+            A, rows = A.A, A.rows
+        else:
+            rows = np.arange(A.shape[0])
+        src = _Rows(A)
+        if not src.in_place():
+            return None
+        from . import _kernels
+
+        source = src.kernel_source(rows[:0])[:5]
+
+        def gram(v):
+            v_eff, b = self._effective(v)
+            g, rsum = _kernels.gram_pass(*source, rows, v_eff, float(b), weights)
+            return self._finish_grad(g, rsum if self.fit_intercept else 0.0, n)
+
+        return gram
 
     def smoothness_bound(self) -> tuple[float, float]:
         """``(L0, LJ)`` from the data: spectral bounds of the Hessians.
