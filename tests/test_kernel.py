@@ -105,7 +105,7 @@ def test_kernel_matches_numpy_path(case, estimator):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_kernel_stops_at_the_budget_like_the_numpy_path(sparse):
     """A budget that runs out between two checks ends the block after the same iteration."""
-    for budget in (1, 500, 1234):
+    for budget in (1, 500, 1000.5, 1234):
         runs = [_run(_problem(sparse, True, 2), "ustat", use, budget=budget) for use in (0, 1)]
         (z0, _, t0, stop0, _), c0, _ = runs[0]
         (z1, _, t1, stop1, _), c1, _ = runs[1]

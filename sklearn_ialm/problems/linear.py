@@ -523,7 +523,15 @@ class LinearProblem(FiniteSumProblem):
             # sequence from the generator's stream, so this is the per-iteration calls' sample
             # (the kernel-vs-numpy tests check it).
             per_it = 2 * batch_size * len(ranges)
-            T = min(n_iter, -(-(budget - counter.evaluations) // per_it))
+            # The iterations the budget allows: the least T with E + T per_it >= budget
+            # (the budget may be a float; the two loops correct the division's rounding).
+            E = counter.evaluations
+            T = int(np.ceil((budget - E) / per_it))
+            while T > 1 and E + (T - 1) * per_it >= budget:
+                T -= 1
+            while E + T * per_it < budget:
+                T += 1
+            T = min(n_iter, T)
             draws = rng.integers(ranges[0], size=(T, len(ranges), batch_size))
             counter.add("objective", draws=T * batch_size, evaluations=2 * T * batch_size)
             if len(ranges) > 1:
