@@ -195,3 +195,30 @@ def test_compiled_smoothness_bound_matches_numpy_path(case):
         pb.use_kernel = use
         bounds.append(pb.smoothness_bound())
     np.testing.assert_allclose(bounds[1], bounds[0], rtol=1e-10)
+
+
+@needs_numba
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("kind", ["fair", "fair-sparse", "neyman-pearson"])
+def test_estimator_gives_the_same_model_on_either_path(kind, monkeypatch):
+    """A whole fit: same random_state, same model (to rounding) with or without the kernel."""
+    from sklearn.datasets import make_classification
+
+    from sklearn_ialm.estimators import FairLogisticClassifier, NeymanPearsonClassifier
+
+    X, y = make_classification(n_samples=600, n_features=8, random_state=0)
+    group = (X[:, 0] > 0.3).astype(int)
+    X = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X)) if kind == "fair-sparse" else X
+    models = []
+    for use in (False, True):
+        monkeypatch.setattr(LinearProblem, "use_kernel", use)
+        if kind == "neyman-pearson":
+            clf = NeymanPearsonClassifier(random_state=0, max_passes=20).fit(X, y)
+        else:
+            clf = FairLogisticClassifier(
+                constraint="demographic_parity", bound=0.02, random_state=0
+            ).fit(X, y, sensitive_features=group)
+        models.append((clf.coef_.ravel(), clf.intercept_, clf.n_iter_, clf.n_data_passes_))
+    assert models[0][2:] == models[1][2:]
+    np.testing.assert_allclose(models[1][0], models[0][0], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(models[1][1], models[0][1], rtol=0, atol=1e-9)
