@@ -17,6 +17,14 @@ from sklearn_ialm.problems.losses import SigmoidLoss
 from sklearn_ialm.solver import stoc_ialm
 
 
+@pytest.fixture(autouse=True)
+def _numpy_path(monkeypatch):
+    """The counts are taken from outside the products, which compiled code does not go
+    through; the compiled path reports the same counts as the numpy path
+    (tests/test_kernel.py compares their counters)."""
+    monkeypatch.setattr(LinearProblem, "use_kernel", False)
+
+
 class Tally:
     def __init__(self):
         self.scored = 0  # rows times points of forward products of a whole matrix

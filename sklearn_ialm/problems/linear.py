@@ -21,8 +21,8 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from ..solver.problem import FiniteSumProblem
-from ..solver.prox import NoProx
-from .losses import SIGMOID_CURVATURE
+from ..solver.prox import L1, Box, NoProx, Prox
+from .losses import SIGMOID_CURVATURE, Logistic, SigmoidLoss, TruncatedLogistic
 
 __all__ = ["LinearProblem"]
 
@@ -109,6 +109,39 @@ class _Rows:
             rows = idx if self.rows is None else self.rows[idx]
             self._block = _SparseRows(self.A, rows) if self.sparse else self.A[rows]
         return self._block
+
+    def in_place(self) -> bool:
+        """Whether the kernel reads this data in place (float64 dense C-ordered, or CSR)."""
+        A = self.A
+        if self.sparse:
+            return A.data.dtype == np.float64
+        return isinstance(A, np.ndarray) and A.dtype == np.float64 and A.flags.c_contiguous
+
+    def kernel_source(self, idx):
+        """The compiled kernel's view of the rows ``idx`` (an int array of any shape).
+
+        Returns ``(dense, data, indices, indptr, sparse, ridx)``: the rows are
+        ``dense[ridx]`` or rows ``ridx`` of the CSR triple. In-memory float64 data (C-ordered
+        dense or CSR) is read in place; any other source (another dtype or layout, or a
+        chunked array that only supports row indexing) has the rows gathered first, so the
+        kernel sees only what this row-index interface returns.
+        """
+        rows = idx if self.rows is None else self.rows[idx]
+        A = self.A
+        if not self.in_place():
+            A = A[rows.ravel()]
+            A = sp.csr_matrix(A, dtype=np.float64) if self.sparse else np.asarray(A, dtype=float)
+            rows = np.arange(rows.size).reshape(rows.shape)
+        if self.sparse:
+            return _NO_DENSE, A.data, A.indices, A.indptr, True, rows
+        return np.ascontiguousarray(A), _NO_DATA, _NO_INDEX, _NO_INDPTR, False, rows
+
+
+# Placeholders for the unused half of a kernel source (fixed dtypes: one compiled signature).
+_NO_DENSE = np.zeros((0, 0))
+_NO_DATA = np.zeros(0)
+_NO_INDEX = np.zeros(0, dtype=np.intp)
+_NO_INDPTR = np.zeros(1, dtype=np.intp)
 
 
 def _rms_row_norm(rows, weights) -> float:
@@ -307,11 +340,12 @@ class LinearProblem(FiniteSumProblem):
 
     def _grad(self, A, r, n):
         """Gradient in ``x`` of ``sum_i r_i score_i / n`` over the rows of ``A``."""
-        g = _rmatvec(A, r)
-        if self.fit_intercept:
-            rsum = r.sum()
-            if self.feature_center is not None:
-                g = g - rsum * self.feature_center
+        return self._finish_grad(_rmatvec(A, r), r.sum() if self.fit_intercept else 0.0, n)
+
+    def _finish_grad(self, g, rsum, n):
+        """:meth:`_grad` from ``g = A.T @ r`` and ``rsum = r.sum()``."""
+        if self.fit_intercept and self.feature_center is not None:
+            g = g - rsum * self.feature_center
         if self._scaled:
             g = g * self._inv_scale
         if self.fit_intercept:
@@ -376,6 +410,9 @@ class LinearProblem(FiniteSumProblem):
         """
         if batches is not None:
             return super().full_evaluation(x, rng, batches)
+        compiled = self._full_evaluation_compiled(x)
+        if compiled is not None:
+            return compiled
         Ao, Ac = self.A_obj, self.A_con
         shared = self.n_constraints and Ao.A is Ac.A
         if shared:
@@ -399,6 +436,53 @@ class LinearProblem(FiniteSumProblem):
             return self._grad(Ac.full, dp * (self.W @ np.asarray(v, dtype=float)), 1.0)
 
         return f0, grad, c, jac_t
+
+    def _full_evaluation_compiled(self, x):
+        """:meth:`full_evaluation` in one compiled pass over the rows, or None.
+
+        One pass computes the scores, the objective's value and gradient, the constraint
+        values and ``J^T`` as an ``(n_params, m)`` matrix (so ``jac_t`` costs no further
+        pass), where the numpy path makes three passes over the data. None when the kernel
+        does not apply (see :meth:`pstorm_block`) or the data is not float64 in memory
+        (which the kernel would have to copy).
+        """
+        Ao, Ac = self.A_obj, self.A_con
+        loss_code = self._kernel_loss_code()
+        if loss_code is None or not (Ao.in_place() and Ac.in_place()):
+            return None
+        from . import _kernels
+
+        v, b = self._effective(x)
+        m = self.n_constraints
+        rows_o = np.arange(Ao.n_rows) if Ao.rows is None else Ao.rows
+        rows_c = np.arange(Ac.n_rows) if Ac.rows is None else Ac.rows
+        args = (v, float(b), self.b, self.u, loss_code, self._loss_alpha(), self.W)
+        none = np.zeros(0, dtype=np.intp)
+        if not m:
+            parts = [(Ao, rows_o, none, False)]
+        elif Ao.A is Ac.A:
+            shared = Ao.rows is Ac.rows or (
+                Ao.rows is not None and Ac.rows is not None and np.array_equal(Ao.rows, Ac.rows)
+            )
+            parts = [(Ao, rows_o, rows_c, shared)]
+        else:
+            parts = [(Ao, rows_o, none, False), (Ac, none, rows_c, False)]
+        out = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        for src, ro, rc, shared in parts:
+            res = _kernels.full_pass(*src.kernel_source(none)[:5], ro, rc, shared, *args)
+            out = [a + r for a, r in zip(out, res, strict=True)]
+        f, g, rsum, csum, G, gsum = out
+        n_o, n_c = Ao.n_rows, Ac.n_rows
+        grad = self._finish_grad(g, rsum, n_o)
+        if not m:
+            return float(f) / n_o, grad, np.zeros(0), lambda v: np.zeros_like(x)
+        c = csum / n_c + self.offset
+
+        def jac_t(y):
+            y = np.asarray(y, dtype=float)
+            return self._finish_grad(G @ y, float(gsum @ y), n_c)
+
+        return float(f) / n_o, grad, c, jac_t
 
     # -- the same minibatch at two points (PStorm's fast path) ---------------------------------
     def _score_pair(self, A, x1, x2):
@@ -437,6 +521,142 @@ class LinearProblem(FiniteSumProblem):
 
         return C1, C2, vjp
 
+    # -- a block of PStorm iterations in compiled code ----------------------------------------
+    #: Set to False (on the class or an instance) to keep PStorm on the numpy path.
+    use_kernel = True
+
+    def _kernel_loss_code(self):
+        """The kernel's code of the loss, or None when the compiled path does not apply."""
+        from . import _kernels
+
+        if not (self.use_kernel and _kernels.available()):
+            return None
+        # Exact types only: a subclass may change the maths.
+        return {Logistic: 0, TruncatedLogistic: 1, SigmoidLoss: 2}.get(type(self.loss))
+
+    def _loss_alpha(self):
+        return float(getattr(self.loss, "alpha", 1.0))
+
+    def _kernel_prox(self):
+        """``(lam, lower, upper)`` of ``h`` for the kernel, or None if it does not know ``h``."""
+        h, p = self.h, self.n_params
+        lam, lower, upper = np.zeros(p), np.full(p, -np.inf), np.full(p, np.inf)
+        # Exact types only: a subclass may override the prox.
+        if type(h) in (NoProx, Prox):
+            pass
+        elif type(h) is L1:
+            lam = np.broadcast_to(h._lam(lam), (p,)).astype(float)
+        elif type(h) is Box:
+            lower = np.broadcast_to(h.lower, (p,)).astype(float)
+            upper = np.broadcast_to(h.upper, (p,)).astype(float)
+        else:
+            return None
+        return lam, lower, upper
+
+    def _block_draws(self, est, batch_size, n_iter, rng, counter, budget):
+        """The minibatches of up to ``n_iter`` iterations, as an ``(T, k, b)`` index array.
+
+        ``k`` is 1, 2 or 3 (objective, constraint, second constraint batch), ``T`` stops where
+        the numpy loop would (the budget is tested before each iteration), and the counts are
+        those of ``est.draw`` and ``storm_direction``. Returns None if ``T`` is 0.
+        """
+        if counter.evaluations >= budget:
+            return None
+        ranges = [self.n_objective_samples]
+        if self.n_constraints:
+            ranges += [self.n_constraint_samples] * (1 + (est.estimator == "independent"))
+        if type(self).sample is FiniteSumProblem.sample and len(set(ranges)) == 1:
+            # One call for the whole block: ``integers`` with one range draws its values in
+            # sequence from the generator's stream, so this is the per-iteration calls' sample
+            # (the kernel-vs-numpy tests check it).
+            per_it = 2 * batch_size * len(ranges)
+            # The iterations the budget allows: the least T with E + T per_it >= budget
+            # (the budget may be a float; the two loops correct the division's rounding).
+            E = counter.evaluations
+            T = int(np.ceil((budget - E) / per_it))
+            while T > 1 and E + (T - 1) * per_it >= budget:
+                T -= 1
+            while E + T * per_it < budget:
+                T += 1
+            T = min(n_iter, T)
+            draws = rng.integers(ranges[0], size=(T, len(ranges), batch_size))
+            counter.add("objective", draws=T * batch_size, evaluations=2 * T * batch_size)
+            if len(ranges) > 1:
+                k = (len(ranges) - 1) * T * batch_size
+                counter.add("constraint", draws=k, evaluations=2 * k)
+            return draws
+        out = []
+        while len(out) < n_iter and counter.evaluations < budget:
+            batches = [b for b in est.draw(rng, batch_size, counter) if b is not None]
+            counter.add("objective", evaluations=2 * len(batches[0]))
+            for b in batches[1:]:
+                counter.add("constraint", evaluations=2 * len(b))
+            out.append(batches)
+        return np.array(out, dtype=np.intp)
+
+    def pstorm_block(self, est):
+        """A runner of PStorm iterations in compiled code, or None for the numpy path.
+
+        None when numba is not installed, when :attr:`use_kernel` is false, or when the
+        loss or ``h`` is not one the kernel knows (a subclass of them included).
+
+        Parameters
+        ----------
+        est : AugmentedLagrangianEstimator
+            The estimator the iterations use (its ``problem`` is this problem).
+
+        Returns
+        -------
+        run : callable or None
+            ``run(z, d, y, beta, *, eta, eta_slack, keep, batch_size, n_iter, rng, counter,
+            budget) -> (z, d, n_done)`` runs up to ``n_iter`` iterations of
+            :func:`~sklearn_ialm.solver.pstorm.pstorm`'s loop (fewer if the budget runs out
+            first), drawing each minibatch with ``est.draw`` and counting it exactly as the
+            numpy path does.
+        """
+        from . import _kernels
+
+        loss_code = self._kernel_loss_code()
+        prox = self._kernel_prox()
+        if loss_code is None or prox is None:
+            return None
+        alpha = self._loss_alpha()
+        nf = self.n_features
+        inv_scale = np.broadcast_to(self._inv_scale, (nf,)).astype(float)
+        center = np.zeros(nf) if self.feature_center is None else self.feature_center
+        offset = self.offset
+        ineq = np.asarray(est.ineq, dtype=bool)
+        no_rows = np.zeros((0, 0), dtype=np.intp)
+
+        def run(z, d, y, beta, *, eta, eta_slack, keep, batch_size, n_iter, rng, counter, budget):
+            draws = self._block_draws(est, batch_size, n_iter, rng, counter, budget)
+            if draws is None:
+                return z, d, 0
+            idx_o = draws[:, 0]
+            o_src = self.A_obj.kernel_source(idx_o)
+            idx_c = idx_c2 = ridx_c = ridx_c2 = no_rows
+            c_src = o_src
+            if draws.shape[1] > 1:
+                idx_c = draws[:, 1]
+                if draws.shape[1] > 2:
+                    idx_c2 = draws[:, 2]
+                # One source for both constraint batches (gathered together if need be).
+                both = idx_c if not idx_c2.size else np.concatenate([idx_c, idx_c2])
+                c_src = self.A_con.kernel_source(both)
+                ridx_c, ridx_c2 = c_src[5][: len(draws)], c_src[5][len(draws) :]
+            z, d = _kernels.pstorm_block(
+                np.array(z, dtype=float),
+                np.array(d, dtype=float),
+                np.asarray(y, dtype=float).reshape(self.n_constraints),
+                float(beta), float(eta), float(eta_slack), float(keep),
+                nf, self.fit_intercept, inv_scale, center, *prox, loss_code, alpha,
+                *o_src[:5], self.b, self.bu, idx_o, o_src[5],
+                *c_src[:5], self.W, offset, ineq, idx_c, ridx_c, idx_c2, ridx_c2,
+            )  # fmt: skip
+            return z, d, draws.shape[0]
+
+        return run
+
     # -- constants -----------------------------------------------------------------------------
     def full_evaluation_cost(self) -> int:
         """Per-sample evaluations of one :meth:`full_evaluation` on every row (a stop test).
@@ -472,9 +692,10 @@ class LinearProblem(FiniteSumProblem):
             n = scored = max_rows
         v = rng.standard_normal(self.n_params)
         lam = 0.0
+        gram = self._compiled_gram(A, weights, n)
         for _ in range(n_iter):
             v /= np.linalg.norm(v)
-            w = self._grad(A, weights * self._score(A, v), n)
+            w = self._grad(A, weights * self._score(A, v), n) if gram is None else gram(v)
             lam = float(v @ w)
             v = w
         self.setup_evaluations += n_iter * scored
@@ -612,6 +833,28 @@ class LinearProblem(FiniteSumProblem):
             return float(lams[0]), 0.0, None
         top = dict(zip(distinct, lams[2:], strict=True))
         return float(lams[0]), float(lams[1]), np.array([top[first[k]] for k in range(m)])
+
+    def _compiled_gram(self, A, weights, n):
+        """``v -> _grad(A, weights * _score(A, v), n)`` in one compiled pass, or None."""
+        if self._kernel_loss_code() is None:
+            return None
+        if isinstance(A, _Subset):
+            A, rows = A.A, A.rows
+        else:
+            rows = np.arange(A.shape[0])
+        src = _Rows(A)
+        if not src.in_place():
+            return None
+        from . import _kernels
+
+        source = src.kernel_source(rows[:0])[:5]
+
+        def gram(v):
+            v_eff, b = self._effective(v)
+            g, rsum = _kernels.gram_pass(*source, rows, v_eff, float(b), weights)
+            return self._finish_grad(g, rsum if self.fit_intercept else 0.0, n)
+
+        return gram
 
     def smoothness_bound(self, _sums=None) -> tuple[float, float]:
         """``(L0, LJ)`` from the data: spectral bounds of the Hessians.

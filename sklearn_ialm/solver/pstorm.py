@@ -245,6 +245,10 @@ def pstorm(
     reaches ``check_work`` (the cost of one check), whichever is more: a test that fails
     costs at most that much idle work.
 
+    A problem with a ``pstorm_block(est)`` method that returns a runner (see
+    :meth:`~sklearn_ialm.problems.LinearProblem.pstorm_block`) runs the iterations between
+    two checks in one call; otherwise (or when it returns None) each iteration is done here.
+
     Returns ``(z, d, n_iter, stopped, batch_size)``; ``stopped`` says whether ``check``
     accepted.
     """
@@ -253,12 +257,23 @@ def pstorm(
     t = last_t = 0
     interval = eval_every
     last_work = counter.minibatch_evaluations
+    # A problem may run whole blocks of these iterations itself (compiled), same draws.
+    block = getattr(est.problem, "pstorm_block", None)
+    run_block = block(est) if block is not None else None
     while counter.evaluations < budget:
-        z_new = est.step(z, d, eta, eta_slack, h)
-        batches = est.draw(rng, batch_size, counter)
-        d = keep * d + est.storm_direction(z_new, z, y, beta, batches, keep, counter)
-        z = z_new
-        t += 1
+        if run_block is not None:
+            z, d, n = run_block(
+                z, d, y, beta, eta=eta, eta_slack=eta_slack, keep=keep,
+                batch_size=batch_size, n_iter=last_t + interval - t, rng=rng,
+                counter=counter, budget=budget,
+            )  # fmt: skip
+            t += n
+        else:
+            z_new = est.step(z, d, eta, eta_slack, h)
+            batches = est.draw(rng, batch_size, counter)
+            d = keep * d + est.storm_direction(z_new, z, y, beta, batches, keep, counter)
+            z = z_new
+            t += 1
         if t - last_t >= interval:
             per_iter = (counter.minibatch_evaluations - last_work) / (t - last_t)
             longest = np.inf

@@ -1,0 +1,219 @@
+"""The compiled PStorm block (numba) against the numpy path: the figures behind the choice.
+
+Usage (from the repository root, with numba installed, e.g. ``pip install numba``)::
+
+    python -m benchmarks.kernel            # writes benchmarks/results/kernel.md
+    python -m benchmarks.kernel --quick    # 1 repeat, no cold-compile subprocesses
+
+Measured (CPU time, ``time.process_time``, under ``threadpool_limits(1)``):
+
+* install size of numba and llvmlite (the installed package directories, ``du``-style);
+* first fit in a fresh process (``python -c``, the anchor fit, import of the package and of
+  numba included) with an empty numba cache directory (cold: the compile) and again with
+  the cache that run left (warm: the load), and the same with the numpy path;
+* time per PStorm inner iteration, numpy path and kernel, on the anchor (dense 30000 x 100)
+  and a9a (CSR 32561 x 123), by running ``pstorm`` for a fixed number of iterations with a
+  check that never stops (minibatch 60, the size the anchor fit grows to);
+* whole-fit time of ``FairLogisticClassifier(constraint="demographic_parity", bound=0.02,
+  loss="logistic", random_state=0)`` with either path, as a ratio to
+  ``LogisticRegression()`` fitted in the same process (medians over repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from threadpoolctl import threadpool_limits
+
+from benchmarks.speed import load_a9a_task, make_anchor
+from sklearn_ialm.estimators import FairLogisticClassifier
+from sklearn_ialm.problems import LinearProblem, _kernels
+from sklearn_ialm.solver.pstorm import AugmentedLagrangianEstimator, Counter, pstorm
+
+RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def install_size() -> dict:
+    """Bytes on disk of the installed numba and llvmlite packages (with their dist-info)."""
+    import llvmlite
+    import numba
+
+    out = {}
+    for mod in (numba, llvmlite):
+        pkg = Path(mod.__file__).parent
+        info = sum(_du(p) for p in pkg.parent.glob(f"{mod.__name__}-*.dist-info"))
+        out[f"{mod.__name__} {mod.__version__}"] = _du(pkg) + info
+    return out
+
+
+FRESH_FIT = """
+import time
+t0 = time.process_time(); w0 = time.perf_counter()
+from threadpoolctl import threadpool_limits
+threadpool_limits(1)
+from benchmarks.speed import make_anchor
+X, y, A, *_ = make_anchor()
+from sklearn_ialm.estimators import FairLogisticClassifier
+from sklearn_ialm.problems import LinearProblem
+LinearProblem.use_kernel = {use}
+t1 = time.process_time(); w1 = time.perf_counter()
+FairLogisticClassifier(constraint="demographic_parity", bound=0.02, loss="logistic",
+                       random_state=0).fit(X, y, sensitive_features=A)
+print(time.process_time() - t1, time.perf_counter() - w1)
+"""
+
+
+def fresh_fit(use: bool, cache_dir: str) -> tuple[float, float]:
+    """(CPU, wall) seconds of the first fit in a new process, data made beforehand."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, OMP_NUM_THREADS="1")
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH_FIT.format(use=use)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    cpu, wall = map(float, out.stdout.split())
+    return cpu, wall
+
+
+def _fair_problem(X, A):
+    """The anchor fit's problem shape: logistic loss, both sides of a parity gap, intercept."""
+    group = A == 1
+    col = group / group.mean() - ~group / (~group).mean()
+    return X, np.column_stack([col, -col]), np.array([-0.02, -0.02])
+
+
+def per_iteration(X, y, A, n_iter, use, batch_size=60):
+    """CPU seconds per PStorm inner iteration: ``n_iter`` iterations, then one (free) check."""
+    X, W, offset = _fair_problem(X, A)
+    pb = LinearProblem(
+        X, np.where(y == 1, 1.0, -1.0), _logistic(), X, W, offset, fit_intercept=True
+    )
+    pb.use_kernel = use
+    est = AugmentedLagrangianEstimator(pb, "ustat")
+    z = np.zeros(est.dim)
+    d = np.zeros(est.dim)
+    kw = dict(eta=0.1, eta_slack=0.5, delta=0.02, batch_size=batch_size, budget=10**12)
+    never = lambda z, d, t, b: (True, b, z, d)  # noqa: E731
+    # A short run first compiles (or loads) the kernel, outside the timing.
+    for n, seed in ((2, 1), (n_iter, 0)):
+        t0 = time.process_time()
+        pstorm(
+            est, z, d, np.zeros(2), 1.0, rng=np.random.default_rng(seed), counter=Counter(),
+            check=never, eval_every=n, **kw,
+        )  # fmt: skip
+    return (time.process_time() - t0) / n_iter
+
+
+def _logistic():
+    from sklearn_ialm.problems.losses import Logistic
+
+    return Logistic()
+
+
+def whole_fit(X, y, A, repeats):
+    """Median CPU seconds of LR and of our fit with either path, in this process."""
+    times = {"LogisticRegression": [], "numpy path": [], "kernel": []}
+    n_iter = {}
+    for _ in range(repeats):
+        t0 = time.process_time()
+        LogisticRegression().fit(X, y)
+        times["LogisticRegression"].append(time.process_time() - t0)
+        for name, use in (("numpy path", False), ("kernel", True)):
+            LinearProblem.use_kernel = use
+            clf = FairLogisticClassifier(
+                constraint="demographic_parity", bound=0.02, loss="logistic", random_state=0
+            )
+            t0 = time.process_time()
+            clf.fit(X, y, sensitive_features=A)
+            times[name].append(time.process_time() - t0)
+            n_iter[name] = (clf.n_iter_, round(clf.n_data_passes_, 2))
+    LinearProblem.use_kernel = True
+    return {k: float(np.median(v)) for k, v in times.items()}, n_iter
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    if not _kernels.available():
+        sys.exit("numba is not installed: nothing to compare (pip install numba).")
+    threadpool_limits(1)
+    repeats = 1 if args.quick else 5
+    lines = ["# Compiled PStorm block (numba) vs the numpy path", ""]
+    lines += ["Command (from the repository root): `python -m benchmarks.kernel`", ""]
+    import llvmlite
+    import numba
+
+    lines += [
+        f"Python {sys.version.split()[0]}, numpy {np.__version__}, numba {numba.__version__}, "
+        f"llvmlite {llvmlite.__version__}; {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.2f} at the start. CPU time (`process_time`), one BLAS thread.",
+        "",
+        "## Install size",
+        "",
+        "| package | installed |",
+        "|---|---:|",
+    ]
+    for name, size in install_size().items():
+        lines.append(f"| {name} | {size / 2**20:.0f} MiB |")
+
+    if not args.quick:
+        lines += ["", "## First fit in a fresh process (anchor, compile or cache load included)"]
+        lines += ["", "| path | numba cache | CPU s | wall s |", "|---|---|---:|---:|"]
+        with tempfile.TemporaryDirectory() as cache:
+            for label, use in (("kernel", True), ("kernel", True), ("numpy path", False)):
+                state = "-" if not use else ("cold (empty)" if not any(Path(cache).iterdir())
+                                             else "warm")  # fmt: skip
+                cpu, wall = fresh_fit(use, cache)
+                lines.append(f"| {label} | {state} | {cpu:.2f} | {wall:.2f} |")
+
+    lines += ["", "## Time per inner iteration (minibatch 60, U-statistic, 2 constraints)", ""]
+    lines += ["| data | numpy path | kernel | speed-up |", "|---|---:|---:|---:|"]
+    anchor = make_anchor()[:3]
+    a9a = load_a9a_task()[:3]
+    n_iter = 500 if args.quick else 3000
+    for name, (X, y, A) in (("anchor (dense 30000 x 100)", anchor), ("a9a (CSR)", a9a)):
+        slow = per_iteration(X, y, A, n_iter // 5, False)
+        fast = per_iteration(X, y, A, n_iter, True)
+        lines.append(
+            f"| {name} | {1e6 * slow:.0f} us | {1e6 * fast:.1f} us | {slow / fast:.0f}x |"
+        )
+
+    lines += ["", f"## Whole fit (median of {repeats}; FairLogisticClassifier DP 0.02)", ""]
+    lines += [
+        "| data | LR s | numpy path s (ratio to LR) | kernel s (ratio to LR) | inner it, passes |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for name, (X, y, A) in (("anchor", anchor), ("a9a", a9a)):
+        t, it = whole_fit(X, y, A, repeats)
+        lr = t["LogisticRegression"]
+        lines.append(
+            f"| {name} | {lr:.3f} | {t['numpy path']:.3f} ({t['numpy path'] / lr:.1f}x) | "
+            f"{t['kernel']:.3f} ({t['kernel'] / lr:.1f}x) | numpy {it['numpy path']}, "
+            f"kernel {it['kernel']} |"
+        )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.quick:
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "kernel.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

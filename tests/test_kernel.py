@@ -1,0 +1,224 @@
+"""The compiled PStorm block (numba, optional) against the numpy path it replaces."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_ialm.problems import LinearProblem, _kernels
+from sklearn_ialm.problems.losses import Logistic, SigmoidLoss, TruncatedLogistic
+from sklearn_ialm.solver import L1, Box
+from sklearn_ialm.solver.pstorm import AugmentedLagrangianEstimator, Counter, pstorm
+
+needs_numba = pytest.mark.skipif(not _kernels.available(), reason="numba is not installed")
+
+
+def _problem(sparse, intercept, m, loss=None, h=None, scale=1.0, center=False, dtype=float):
+    rng = np.random.default_rng(3)
+    n, nf = 120, 7
+    X = rng.standard_normal((n, nf))
+    X[rng.random((n, nf)) < 0.4] = 0.0
+    X = X.astype(dtype)
+    if sparse:
+        X = sp.csr_matrix(X)
+    b = np.where(rng.random(n) < 0.5, 1.0, -1.0)[: n // 2 if m == 3 else n]
+    group = rng.random(n) < 0.3
+    # Two inequalities (both sides of a parity gap) and, with m == 3, one equality.
+    cols = [group / group.mean() - ~group / (~group).mean()]
+    cols.append(-cols[0])
+    if m == 3:
+        cols.append(np.ones(n))
+    W = np.column_stack(cols[:m]) if m else np.zeros((n, 0))
+    offset = np.array([-0.05, -0.05, -0.5][:m])
+    rows_objective = np.arange(0, n, 2) if m == 3 else None
+    n_obj = n if rows_objective is None else len(rows_objective)
+    return LinearProblem(
+        X,
+        b,
+        loss or Logistic(),
+        X,
+        W,
+        offset,
+        objective_weights=rng.uniform(0.5, 1.5, n_obj),
+        inequality=[True, True, False][:m],
+        fit_intercept=intercept,
+        h=h,
+        feature_scale=rng.uniform(0.5, 2.0, nf) if scale == "vector" else scale,
+        feature_center=rng.standard_normal(nf) if center else None,
+        rows_objective=rows_objective,
+    )
+
+
+def _run(pb, estimator, use_kernel, n_iter=37, eval_every=10, budget=10**9):
+    """PStorm from a fixed point for ``n_iter`` iterations (the check grows the batch once)."""
+    pb.use_kernel = use_kernel
+    est = AugmentedLagrangianEstimator(pb, estimator)
+    start = np.random.default_rng(1)
+    z = start.standard_normal(est.dim) * 0.3
+    z[est.p :] = np.abs(z[est.p :])
+    d = start.standard_normal(est.dim)
+    y = np.linspace(0.2, 0.5, pb.n_constraints)
+    counter = Counter()
+    checks = []
+
+    def check(z, d, t, batch_size):
+        checks.append(t)
+        return t >= n_iter, (batch_size * 2 if t == 20 else batch_size), z, d
+
+    out = pstorm(
+        est, z, d, y, 3.0, eta=0.05, eta_slack=0.1, delta=0.1, batch_size=6,
+        rng=np.random.default_rng(0), counter=counter, check=check,
+        eval_every=eval_every, budget=budget,
+    )  # fmt: skip
+    return out, counter, checks
+
+
+CASES = [
+    dict(sparse=False, intercept=True, m=2),
+    dict(sparse=True, intercept=True, m=2),
+    dict(sparse=False, intercept=False, m=2),
+    dict(sparse=True, intercept=False, m=3),
+    dict(sparse=False, intercept=True, m=0),
+    dict(sparse=True, intercept=True, m=3, scale="vector", center=True),
+    dict(sparse=False, intercept=True, m=2, scale=2.5, loss=TruncatedLogistic(1.5), h=L1(0.3)),
+    dict(sparse=False, intercept=False, m=3, loss=SigmoidLoss(), h=Box(-0.2, 0.4)),
+    dict(sparse=False, intercept=True, m=2, dtype=np.float32),
+    dict(sparse=True, intercept=True, m=2, dtype=np.float32),
+]
+
+
+@needs_numba
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("estimator", ["ustat", "independent"])
+def test_kernel_matches_numpy_path(case, estimator):
+    """Same seed, same draws: the same iterates, counts and checks on both paths."""
+    results = [_run(_problem(**case), estimator, use) for use in (False, True)]
+    (z0, d0, t0, stop0, b0), c0, checks0 = results[0]
+    (z1, d1, t1, stop1, b1), c1, checks1 = results[1]
+    assert (t0, stop0, b0, checks0) == (t1, stop1, b1, checks1) == (40, True, 12, [10, 20, 30, 40])
+    assert c0 == c1
+    scale = 1.0 + np.abs(z0).max()
+    np.testing.assert_allclose(z1, z0, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(d1, d0, rtol=0, atol=1e-12 * (1.0 + np.abs(d0).max()))
+
+
+@needs_numba
+@pytest.mark.parametrize("sparse", [False, True])
+def test_kernel_stops_at_the_budget_like_the_numpy_path(sparse):
+    """A budget that runs out between two checks ends the block after the same iteration."""
+    for budget in (1, 500, 1000.5, 1234):
+        runs = [_run(_problem(sparse, True, 2), "ustat", use, budget=budget) for use in (0, 1)]
+        (z0, _, t0, stop0, _), c0, _ = runs[0]
+        (z1, _, t1, stop1, _), c1, _ = runs[1]
+        assert (t0, stop0, c0) == (t1, stop1, c1)
+        assert not stop0 and c0.evaluations >= budget
+        np.testing.assert_allclose(z1, z0, rtol=0, atol=1e-12 * (1 + np.abs(z0).max()))
+
+
+def test_numpy_path_when_the_kernel_does_not_apply(monkeypatch):
+    """No numba, an unknown loss or prox, or use_kernel=False: no runner (numpy path)."""
+    est = AugmentedLagrangianEstimator(_problem(False, True, 2))
+    monkeypatch.setattr(_kernels, "numba", None)
+    assert est.problem.pstorm_block(est) is None
+    monkeypatch.undo()
+
+    class MyLoss(Logistic):
+        pass
+
+    for pb in (
+        _problem(False, True, 2, loss=MyLoss()),
+        _problem(False, True, 2, h=type("MyL1", (L1,), {})(0.1)),
+    ):
+        assert pb.pstorm_block(AugmentedLagrangianEstimator(pb)) is None
+    pb = _problem(False, True, 2)
+    pb.use_kernel = False
+    assert pb.pstorm_block(AugmentedLagrangianEstimator(pb)) is None
+
+
+@needs_numba
+def test_kernel_source_reads_in_place_or_gathers():
+    """float64 data is passed as is; other dtypes are gathered to the rows asked for."""
+    idx = np.array([[3, 3, 0], [5, 1, 2]])
+    for sparse in (False, True):
+        pb = _problem(sparse, True, 2)
+        src = pb.A_obj.kernel_source(idx)
+        assert (src[1] is pb.A_obj.A.data) if sparse else (src[0] is pb.A_obj.A)
+        np.testing.assert_array_equal(src[5], idx)
+        pb32 = _problem(sparse, True, 2, dtype=np.float32)
+        src = pb32.A_obj.kernel_source(idx)
+        A = pb32.A_obj.A
+        rows = A[idx.ravel()].toarray() if sparse else A[idx.ravel()]
+        if sparse:
+            got = sp.csr_matrix((src[1], src[2], src[3]), shape=(len(src[3]) - 1, 7)).toarray()
+        else:
+            got = src[0]
+        np.testing.assert_array_equal(got[src[5].ravel()], rows)
+
+
+FULL_CASES = CASES + [
+    dict(sparse=False, intercept=True, m=2, separate=True),
+    dict(sparse=True, intercept=False, m=3, separate=True, scale="vector"),
+]
+
+
+@needs_numba
+@pytest.mark.parametrize("case", FULL_CASES)
+def test_compiled_full_evaluation_matches_numpy_path(case):
+    """Value, gradient, constraints and J^T (all m columns) agree with the numpy path."""
+    case = dict(case)
+    separate = case.pop("separate", False)
+    pb = _problem(**case)
+    if separate:
+        # Constraint rows from a different matrix (a row-permuted copy of the same data).
+        A = pb.A_con.A
+        pb.A_con = type(pb.A_con)(A[::-1].copy())
+    x = np.random.default_rng(5).standard_normal(pb.n_params) * 0.5
+    in_place = pb.A_obj.in_place() and pb.A_con.in_place()
+    assert (pb._full_evaluation_compiled(x) is not None) == in_place
+    results = []
+    for use in (False, True):
+        pb.use_kernel = use
+        f0, grad, c, jac_t = pb.full_evaluation(x)
+        jac = np.array([jac_t(e) for e in np.eye(pb.n_constraints)])
+        results.append((f0, grad, c, jac))
+    for a, b in zip(*results, strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+
+
+@needs_numba
+@pytest.mark.parametrize("case", FULL_CASES[:6])
+def test_compiled_smoothness_bound_matches_numpy_path(case):
+    """The power iterations' products (one compiled pass each) give the same bound."""
+    case = {k: v for k, v in case.items() if k != "separate"}
+    pb = _problem(**case)
+    bounds = []
+    for use in (False, True):
+        pb.use_kernel = use
+        bounds.append(pb.smoothness_bound())
+    np.testing.assert_allclose(bounds[1], bounds[0], rtol=1e-10)
+
+
+@needs_numba
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("kind", ["fair", "fair-sparse", "neyman-pearson"])
+def test_estimator_gives_the_same_model_on_either_path(kind, monkeypatch):
+    """A whole fit: same random_state, same model (to rounding) with or without the kernel."""
+    from sklearn.datasets import make_classification
+
+    from sklearn_ialm.estimators import FairLogisticClassifier, NeymanPearsonClassifier
+
+    X, y = make_classification(n_samples=600, n_features=8, random_state=0)
+    group = (X[:, 0] > 0.3).astype(int)
+    X = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X)) if kind == "fair-sparse" else X
+    models = []
+    for use in (False, True):
+        monkeypatch.setattr(LinearProblem, "use_kernel", use)
+        if kind == "neyman-pearson":
+            clf = NeymanPearsonClassifier(random_state=0, max_passes=20).fit(X, y)
+        else:
+            clf = FairLogisticClassifier(
+                constraint="demographic_parity", bound=0.02, random_state=0
+            ).fit(X, y, sensitive_features=group)
+        models.append((clf.coef_.ravel(), clf.intercept_, clf.n_iter_, clf.n_data_passes_))
+    assert models[0][2:] == models[1][2:]
+    np.testing.assert_allclose(models[1][0], models[0][0], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(models[1][1], models[0][1], rtol=0, atol=1e-9)
