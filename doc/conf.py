@@ -49,6 +49,9 @@ autosummary_generate = True
 autosummary_ignore_module_all = False
 autodoc_typehints = "none"  # the numpydoc "Parameters" sections say it all
 autodoc_member_order = "bysource"
+# The in-page contents list "fit()", not "FairLogisticClassifier.fit()": short enough for the
+# right-hand sidebar at 1280 px.
+toc_object_entries_show_parents = "hide"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
@@ -103,7 +106,9 @@ html_theme_options = {
     "footer_end": ["sphinx-version", "theme-version"],
 }
 html_sidebars = {"index": [], "install": []}
-html_static_path = []
+html_static_path = ["_static"]
+# Room for code at 1280 px; the live-code output set apart (see the file).
+html_css_files = ["custom.css"]
 html_show_sourcelink = True
 html_copy_source = False
 

@@ -52,6 +52,6 @@ if __name__ == "__main__":
         joblib.parallel_config(backend="dask"),
     ):
         clf, search = fit_models(X, y, groups)
-    chosen = [s["seed"] for s in clf.seeds_ if s["selected"]]
-    print(f"seeds run: {len(clf.seeds_)}, kept seed {chosen[0]}, converged: {clf.converged_}")
-    print(f"search: best bound {search.best_params_['bound']}, accuracy {search.best_score_:.3f}")
+    kept = [s["seed"] for s in clf.seeds_ if s["selected"]][0]
+    print(f"seeds run: {len(clf.seeds_)}, kept seed {kept}, converged: {clf.converged_}")
+    print(f"search: best {search.best_params_}, accuracy {search.best_score_:.3f}")
