@@ -30,12 +30,16 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax served with the site (a packaged copy): formulas render offline.
+    "sphinx-mathjax-offline",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    # The user guide's code runs in the build: its outputs, numbers and figures are generated.
+    "live_code",
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_live", "**.ipynb_checkpoints"]
 root_doc = "index"
 default_role = "literal"
 nitpicky = False
@@ -45,6 +49,9 @@ autosummary_generate = True
 autosummary_ignore_module_all = False
 autodoc_typehints = "none"  # the numpydoc "Parameters" sections say it all
 autodoc_member_order = "bysource"
+# The in-page contents list "fit()", not "FairLogisticClassifier.fit()": short enough for the
+# right-hand sidebar at 1280 px.
+toc_object_entries_show_parents = "hide"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
@@ -99,9 +106,35 @@ html_theme_options = {
     "footer_end": ["sphinx-version", "theme-version"],
 }
 html_sidebars = {"index": [], "install": []}
-html_static_path = []
+html_static_path = ["_static"]
+# Room for code at 1280 px; the live-code output set apart (see the file).
+html_css_files = ["custom.css"]
 html_show_sourcelink = True
 html_copy_source = False
 
 # Offline: no intersphinx inventories are fetched.
 intersphinx_mapping = {}
+
+
+# -- Checks ----------------------------------------------------------------------------------
+#: Text that would tell where the pages were built: the checkout and the Python installation
+#: (a warning printed by an example shows the file that raised it).
+_MACHINE_PATHS = (str(ROOT), sys.prefix, "site-packages")
+
+
+def _no_machine_paths(app, exc):
+    """Warn (an error with -W) for every page that shows a path of the building machine."""
+    if exc is not None or app.builder.format != "html":
+        return
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    for page in sorted(Path(app.outdir).rglob("*.html")):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        for path in _MACHINE_PATHS:
+            if path in text:
+                logger.warning("%s shows a path of this machine: %s", page, path)
+
+
+def setup(app):
+    app.connect("build-finished", _no_machine_paths)

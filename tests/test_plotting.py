@@ -11,13 +11,16 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
+from sklearn.metrics import confusion_matrix
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier  # noqa: E402
-from sklearn_ialm.plotting import ConvergenceDisplay  # noqa: E402
+from sklearn_ialm.plotting import ConvergenceDisplay, NPROCDisplay  # noqa: E402
 from sklearn_ialm.plotting.convergence import _aggregate  # noqa: E402
 from sklearn_ialm.solver import FunctionProblem, SampledProblem, ipc, stoc_ialm  # noqa: E402
 
@@ -241,3 +244,42 @@ def test_errors(np_clf):
         ConvergenceDisplay([np.zeros(3)])
     with pytest.raises(ValueError, match="at least one result"):
         ConvergenceDisplay.from_results([])
+
+
+def test_convergence_display_of_a_pipeline_draws_its_last_step(data):
+    # scikit-learn's displays take a fitted Pipeline; the history lives in its last step.
+    X, y, _ = data
+    pipe = make_pipeline(
+        StandardScaler(), NeymanPearsonClassifier(max_fpr=0.2, max_passes=1000, random_state=0)
+    ).fit(X, y)
+    display = ConvergenceDisplay.from_estimator(pipe)
+    direct = ConvergenceDisplay.from_estimator(pipe[-1])
+    assert display.bound == pytest.approx(0.2)
+    assert display.note == direct.note
+    np.testing.assert_array_equal(display.runs[0]["constraint"], direct.runs[0]["constraint"])
+    with pytest.raises(NotFittedError):
+        unfitted = make_pipeline(StandardScaler(), NeymanPearsonClassifier())
+        ConvergenceDisplay.from_estimator(unfitted)
+
+
+def test_np_roc_display_of_a_pipeline_draws_max_fpr_and_its_operating_point(data):
+    X, y, _ = data
+    pipe = make_pipeline(
+        StandardScaler(), NeymanPearsonClassifier(max_fpr=0.2, max_passes=1000, random_state=0)
+    ).fit(X, y)
+    display = NPROCDisplay.from_estimator(pipe, X, y)
+    assert display.max_fpr == 0.2
+    assert display.estimator_name == "NeymanPearsonClassifier"
+    # The bound's vertical line is drawn at max_fpr.
+    vertical = [
+        line
+        for line in display.ax_.get_lines()
+        if len(line.get_xdata()) == 2 and np.ptp(line.get_xdata()) == 0
+    ]
+    assert [line.get_xdata()[0] for line in vertical] == [0.2]
+    # The operating point is the pipeline's own predictions, rates by confusion_matrix.
+    tn, fp, fn, tp = confusion_matrix(y, pipe.predict(X)).ravel()
+    assert display.operating_point == pytest.approx((fp / (fp + tn), tp / (tp + fn)))
+    with pytest.raises(NotFittedError):
+        unfitted = make_pipeline(StandardScaler(), NeymanPearsonClassifier())
+        NPROCDisplay.from_estimator(unfitted, X, y)

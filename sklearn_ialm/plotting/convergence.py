@@ -400,7 +400,8 @@ class ConvergenceDisplay:
         Parameters
         ----------
         estimator : fitted FairLogisticClassifier or NeymanPearsonClassifier
-            Or any fitted object with ``history_`` and ``tol``.
+            Or any fitted object with ``history_`` and ``tol``, or a fitted
+            :class:`~sklearn.pipeline.Pipeline` whose last step is one of these.
         ax : sequence of two matplotlib Axes, default=None
             See :meth:`plot`.
         name : str, default=None
@@ -434,6 +435,7 @@ class ConvergenceDisplay:
         """
         from sklearn.utils.validation import check_is_fitted
 
+        estimator = _final_step(estimator)
         check_is_fitted(estimator, "history_")
         bound, label, bound_label, note = _estimator_units(estimator)
         run_ends = None
@@ -533,6 +535,16 @@ class ConvergenceDisplay:
             histories, bound=0.0, tol=tols.pop() if len(tols) == 1 else None, x=x, name=name
         )
         return display.plot(ax=ax, band=band, show_runs=show_runs, color=color)
+
+
+def _final_step(estimator):
+    """The last step of a (nested) Pipeline, else ``estimator``: the step that was fitted
+    with the constraint, and so the one with its history, bound and tolerance."""
+    from sklearn.pipeline import Pipeline
+
+    while isinstance(estimator, Pipeline):
+        estimator = estimator[-1]
+    return estimator
 
 
 def _fmt_group(label):

@@ -338,11 +338,12 @@ class NPROCDisplay:
 
         Scores come from ``decision_function`` (else column 1 of ``predict_proba``), the
         positive class is ``estimator.classes_[1]``, and the operating point is
-        ``predict(X)``.
+        ``predict(X)``. A :class:`~sklearn.pipeline.Pipeline` transforms ``X`` with its
+        steps; ``delta``, ``max_fpr`` and the default name come from its last step.
 
         Parameters
         ----------
-        estimator : fitted classifier
+        estimator : fitted classifier, or a fitted Pipeline that ends in one
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         delta : float in (0, 1), default=None
@@ -372,10 +373,14 @@ class NPROCDisplay:
             scores = estimator.decision_function(X)
         else:
             scores = estimator.predict_proba(X)[:, 1]
+        from .convergence import _final_step
+
+        # The bound and the risk belong to the classifier, the last step of a pipeline.
+        final = _final_step(estimator)
         if delta is None:
-            delta = getattr(estimator, "delta", 0.05)
+            delta = getattr(final, "delta", 0.05)
         if max_fpr is None:
-            max_fpr = getattr(estimator, "max_fpr", None)
+            max_fpr = getattr(final, "max_fpr", None)
         return cls.from_predictions(
             y,
             scores,
@@ -383,7 +388,7 @@ class NPROCDisplay:
             max_fpr=max_fpr,
             pos_label=classes[1],
             y_pred=estimator.predict(X),
-            name=type(estimator).__name__ if name is None else name,
+            name=type(final).__name__ if name is None else name,
             ax=ax,
             plot=plot,
             **kwargs,
