@@ -59,7 +59,7 @@ DEFERRED_SCALING = dict(feature_scale=1.0, smoothness=(1.0, 1.0))
 # passes, and its constraint was never enforced.
 _MIN_DECREASE = 0.1
 
-# Rows per block when the column moments are computed: bounded temporaries on large data.
+# Rows per block at most when the column moments are computed: bounded temporaries.
 _BLOCK_ROWS = 1 << 14
 
 
@@ -72,9 +72,10 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     CSR copies of the same data give the same moments up to rounding.
     """
     n, d = X.shape
+    step = max(1, min(_BLOCK_ROWS, (1 << 15) // max(d, 1)))  # blocks of about 256 kB
     absmax = np.zeros(d)
-    for start in range(0, n, _BLOCK_ROWS):
-        block = X[start : start + _BLOCK_ROWS]
+    for start in range(0, n, step):
+        block = X[start : start + step]
         if sp.issparse(block):
             np.maximum.at(absmax, block.indices, np.abs(block.data))
         else:
@@ -83,9 +84,9 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     mean = np.asarray(safe_sparse_dot(weights, X)).ravel() / unit
     second = np.zeros(d)  # weighted mean of ((x - mean) / unit)^2
     nz_weight = np.zeros(d)  # total weight of the stored entries of each column
-    for start in range(0, n, _BLOCK_ROWS):
-        block = X[start : start + _BLOCK_ROWS]
-        w = weights[start : start + _BLOCK_ROWS]
+    for start in range(0, n, step):
+        block = X[start : start + step]
+        w = weights[start : start + step]
         if sp.issparse(block):
             row_w = np.repeat(w, np.diff(block.indptr))
             dev = block.data / unit[block.indices] - mean[block.indices]

@@ -765,7 +765,7 @@ class LinearProblem(FiniteSumProblem):
                 order = np.sort(rng.choice(n, size=max_rows, replace=False))
                 factor, estimated = n / max_rows, True
             g, m_, t_ = np.zeros((J, d, d)), np.zeros((J, d)), np.zeros(J)
-            step = max(1, min(4096, (1 << 17) // max(d, 1)))  # blocks of about 1 MB
+            step = max(1, min(4096, (1 << 15) // max(d, 1)))  # blocks of about 256 kB
             for start in range(0, len(order), step):
                 sel = order[start : start + step]
                 B = A[sel[0] : sel[-1] + 1] if len(order) == n else A[sel]
