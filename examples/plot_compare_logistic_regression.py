@@ -108,14 +108,12 @@ for max_fpr in max_fprs:
 # One figure
 # ----------
 # Left: a larger bound moves the minority share up at a small cost in accuracy; logistic
-# regression has no knob for it. The shares land below the bounds (dotted): the fits stop at
-# the default ``tol=1e-2``, which lets this constraint's share sit up to ``tol / mean p``
-# below its bound (see :ref:`sphx_glr_auto_examples_plot_fairness_a9a.py`); the trade-off
-# between accuracy and the share *achieved* is what to compare. Right: the Neyman-Pearson models
-# sit on or near the curve of logistic regression thresholds: for a false-positive bound
-# alone, thresholding a good unconstrained model is a strong baseline; the constrained fit
-# gets there without choosing a threshold on held-out data, and holds the soft rate on the
-# training rows up to ``tol``.
+# regression has no knob for it. The bounds (dotted) hold on the training predictions; on the
+# test rows the shares sit near them, within the sampling noise of a new sample (a guarantee
+# on new data is what ``calibration="clopper-pearson"`` adds). Right: the Neyman-Pearson
+# models sit on or near the curve of logistic regression thresholds: for a false-positive
+# bound alone, thresholding a good unconstrained model is a strong baseline; the constrained
+# fit spends exactly its false-positive budget on the training rows.
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
 gray = dict(color="0.4", ms=8)
 
@@ -180,6 +178,10 @@ assert np.all(
     np.diff(shares) > 0
 )  # a larger bound gives the group a larger share
 assert shares[-1] > fair["LogisticRegression"][0]
+n_test_negatives = np.sum(y_test == 0)
 for max_fpr in max_fprs:
     fpr, accuracy, converged = neyman_pearson[max_fpr]
-    assert converged and fpr <= max_fpr
+    # On new rows the rate is a sample: within 3 standard errors of the training bound.
+    assert converged and fpr <= max_fpr + 3 * np.sqrt(
+        max_fpr * (1 - max_fpr) / n_test_negatives
+    )

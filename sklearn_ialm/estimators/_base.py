@@ -547,7 +547,13 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if self.converged_:
             return
         spent = result.message.startswith("budget")
-        parts = [f"{name} did not converge: {result.message}"]
+        reason = result.message
+        if fit is not None and result.converged and not fit.converged:
+            reason = "the budget ran out in a further solve that moves the surrogate's bound"
+            spent = True
+        elif fit is not None and result.converged:
+            reason = "the solver converged but the bound on predictions is not met"
+        parts = [f"{name} did not converge: {reason}"]
         parts.append(
             f"after {self.n_data_passes_:.4g} data passes (max_passes={self.max_passes:g}"
             + (f", {self.n_rounds_} solves" if fit is not None else "")

@@ -431,7 +431,7 @@ class ConvergenceDisplay:
         >>> clf = clf.fit(X, y, sensitive_features=groups)
         >>> display = ConvergenceDisplay.from_estimator(clf)
         >>> print(display.note)
-        at the end: share of group 'b' 0.204 soft, 0.133 hard; bound 0.2
+        at the end: share of group 'b' 0.275 soft, 0.201 hard; bound 0.2
         """
         from sklearn.utils.validation import check_is_fitted
 
@@ -571,20 +571,22 @@ def _estimator_units(est):
         groups = list(est.protected_groups_)
         if not groups:
             return 0.0, "no constraint (a single group)", None, None
-        what = {
-            "positive_share": "share",
-            "disparate_impact": "ratio",
-            "demographic_parity": "gap",
-        }[est.constraint]
-        parts = [
-            f"{what} of group {_fmt_group(g)} {s:.3f} soft, {h:.3f} hard"
-            for g, s, h in list(zip(groups, soft, hard, strict=False))[:3]
-        ]
-        more = f" (+{len(groups) - 3} groups)" if len(groups) > 3 else ""
-        note = f"at the end: {'; '.join(parts)}{more}; bound {bound:g}"
-        if est.constraint == "demographic_parity":
-            # max over the "<=" and ">=" rows of +-gap - bound is |gap| - bound.
-            return bound, "largest |parity gap|", None, note
-        label = f"c(x) = mean p * (bound - {what})"
-        return 0.0, label, f"c(x) = 0: {what} = bound", note
+        if est.constraint in ("positive_share", "disparate_impact"):
+            what = {"positive_share": "share", "disparate_impact": "ratio"}[est.constraint]
+            parts = [
+                f"{what} of group {_fmt_group(g)} {s:.3f} soft, {h:.3f} hard"
+                for g, s, h in list(zip(groups, soft, hard, strict=False))[:3]
+            ]
+            more = f" (+{len(groups) - 3} groups)" if len(groups) > 3 else ""
+            note = f"at the end: {'; '.join(parts)}{more}; bound {bound:g}"
+            label = f"c(x) = mean p * (bound - {what})"
+            return 0.0, label, f"c(x) = 0: {what} = bound", note
+        # The parity kinds: one metric between groups, as fairlearn computes it.
+        ratio = getattr(est, "form", None) == "ratio"
+        what = "smallest ratio" if ratio else "largest gap"
+        note = f"at the end: {what} {soft[0]:.3f} soft, {hard[0]:.3f} hard; bound {bound:g}"
+        if ratio:
+            return 0.0, "c(x) = bound * rate_b - rate_a", "c(x) = 0: ratio = bound", note
+        # max over the pairs of rate_a - rate_b - bound, plus the bound: the largest gap.
+        return bound, f"largest {est.constraint} gap", None, note
     return 0.0, "largest constraint value c(x)", None, None
