@@ -452,9 +452,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
         self.classes_ = classes
         if self._steers_hard_rates(problem):
-            fit = fit_hard_rates(
-                problem, solve, bound_tol=self.bound_tol, budget=float(self.max_passes)
-            )
+            fit = self._steer(problem, solve, context, float(self.max_passes))
             result, x, n_passes = fit.result, fit.x, fit.n_data_passes
             history = _joined_history(fit.results)
             self.n_rounds_ = len(fit.results)
@@ -501,6 +499,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self.hard_constraint_values_ = self._constraint_report(
             (scores > 0).astype(float), y01, sw, context
         )
+        if isinstance(context, dict):
+            context["steering"] = fit
         self._set_report_attributes(context)
         if fit is None:
             self.bound_met_ = self._soft_bound_met(result)
@@ -521,6 +521,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _steers_hard_rates(self, problem) -> bool:
         """Whether the fit steers the surrogate to the bound on hard predictions."""
         return False
+
+    def _steer(self, problem, solve, context, budget):
+        """The solves that steer the surrogate (a :class:`HardRateFit`)."""
+        return fit_hard_rates(problem, solve, bound_tol=self.bound_tol, budget=budget)
 
     def _soft_bound_met(self, result) -> bool:
         return bool(result.kkt_primal_residual <= self.tol)

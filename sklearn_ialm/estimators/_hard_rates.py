@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["HardRateFit", "fit_hard_rates", "rate_threshold"]
+__all__ = ["HardRateFit", "fit_hard_rates", "fit_negative_weight", "rate_threshold"]
 
 #: A hard value this close to 0 is on the bound: a rate that equals its bound exactly comes
 #: out of floating-point sums as 1e-17 or so.
@@ -50,6 +50,7 @@ class HardRateFit:
     interpolated: float  # t in [0, 1] of the segment step, 0.0 when a solve was returned
     degenerate: bool  # every prediction of x is the same class
     n_data_passes: float
+    negative_weight: float = 1.0  # fit_negative_weight: the weight of the negatives found
 
 
 def _segment_point(problem, z_in, z_out, offset):
@@ -207,3 +208,68 @@ def rate_threshold(scores, weights, max_rate) -> float:
     if k == 0:
         return float(s[0] + max(1e-9, 1e-9 * abs(s[0])))
     return float(0.5 * (s[k - 1] + s[k]))
+
+
+def fit_negative_weight(
+    problem, solve, negatives, weights, max_rate, *, budget, max_rounds=8, rel_tol=0.25
+) -> HardRateFit:
+    """Weight the negatives of a logistic ``problem`` until ``score > 0`` flags about
+    ``max_rate`` of them.
+
+    The false-positive rate of the weighted logistic fit falls as the negatives' weight
+    grows, roughly like a power of it: secant steps on ``log rate`` against ``log weight``
+    (warm started) stop when the rate is within a factor ``1 + rel_tol`` of ``max_rate``.
+    The weight need not be exact: the estimator's threshold then spends the budget exactly;
+    the weight only puts the logistic fit's boundary, where it ranks best, near the operating
+    point.
+
+    Parameters
+    ----------
+    problem : LinearProblem
+        The weighted logistic problem (no constraints; its constraint rows are all rows).
+    solve : callable
+        As for :func:`fit_hard_rates`.
+    negatives : ndarray of bool
+        The negative rows (of the problem's rows).
+    weights : ndarray
+        The rows' sample weights, for the rate.
+    max_rate : float
+    budget : float
+        Data passes for all solves together.
+    """
+    base_u = problem.u.copy()
+    floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
+    log_w, trace, results, shifts, passes = 0.0, [], [], [], 0.0
+    best = None  # (|log error|, x, result, log weight)
+    warm = None
+    for rnd in range(max_rounds):
+        if passes >= budget:
+            break
+        pb = (
+            problem
+            if rnd == 0
+            else problem.with_objective_weights(base_u * np.where(negatives, np.exp(log_w), 1.0))
+        )
+        result = solve(pb, rnd, warm, budget - passes)
+        results.append(result)
+        shifts.append(np.array([np.exp(log_w)]))
+        passes += result.n_data_passes + _pass_share(problem)
+        flagged = problem.constraint_scores(result.x)[negatives] > 0
+        rate = np.dot(weights[negatives], flagged) / weights[negatives].sum()
+        error = np.log(max(rate, floor)) - np.log(max_rate)
+        if best is None or abs(error) < best[0]:
+            best = (abs(error), result.x, result, log_w)
+        if abs(error) <= np.log1p(rel_tol):
+            break
+        trace.append((log_w, error))
+        slope = -1.0  # the rate falls about as the weight grows
+        if len(trace) >= 2:
+            (w1, e1), (w2, e2) = trace[-2:]
+            if abs(w2 - w1) > 1e-12:
+                slope = float(np.clip((e2 - e1) / (w2 - w1), -4.0, -0.25))
+        log_w -= float(np.clip(error / slope, -3.0, 3.0))  # at most a factor e^3 a step
+        warm = (result.x, None, None)
+    _, x, result, log_w = best
+    fit = _finish(problem, problem.offset, x, results, shifts, [result], 0.0, passes)
+    fit.negative_weight = float(np.exp(log_w))
+    return fit

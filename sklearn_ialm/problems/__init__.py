@@ -4,7 +4,7 @@ from .fairness import CONSTRAINTS, FORMS, fairness_metric, fairness_problem
 from .gaussian import GaussianNeymanPearson
 from .linear import LinearProblem
 from .losses import LOSSES
-from .neyman_pearson import neyman_pearson_problem
+from .neyman_pearson import neyman_pearson_logistic_problem, neyman_pearson_problem
 
 __all__ = [
     "CONSTRAINTS",
@@ -14,5 +14,6 @@ __all__ = [
     "LinearProblem",
     "fairness_metric",
     "fairness_problem",
+    "neyman_pearson_logistic_problem",
     "neyman_pearson_problem",
 ]

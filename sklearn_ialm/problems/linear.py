@@ -395,10 +395,22 @@ class LinearProblem(FiniteSumProblem):
         q = (scores > 0).astype(float) if hard else expit(scores)
         return q @ self.W / len(q) + (self.offset if offset is None else offset)
 
+    def with_objective_weights(self, weights):
+        """The same problem (sharing its data) with objective row weights ``weights``
+        (normalised to mean one); its smoothness bound is recomputed (one set-up sweep)."""
+        other = copy.copy(self)
+        u = np.asarray(weights, dtype=float).reshape(self.n_objective_samples)
+        other.u = u / u.mean()
+        other.bu = other.b * other.u
+        other.setup_evaluations = 0
+        other.smoothness = other.smoothness_bound()
+        return other
+
     def with_offset(self, offset):
         """The same problem (sharing its data) with the constraint offsets ``offset``."""
         other = copy.copy(self)
         other.offset = np.asarray(offset, dtype=float).reshape(self.n_constraints)
+        other.setup_evaluations = 0  # the set-up was done (and counted) once
         return other
 
     # -- all rows at once (the stopping rule) ------------------------------------------------
