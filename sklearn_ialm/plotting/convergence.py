@@ -565,6 +565,9 @@ def _estimator_units(est):
         note = (
             f"at the end: soft FPR {soft[0]:.3f}, hard FPR {hard[0]:.3f}; max_fpr {est.max_fpr:g}"
         )
+        if getattr(est, "loss", "sigmoid") == "logistic":
+            # The weighted logistic fit has no constraint: its threshold meets max_fpr.
+            return 0.0, "no constraint (the threshold meets max_fpr)", None, note
         return float(est.max_fpr), "soft false-positive rate", None, note
     if isinstance(est, FairLogisticClassifier):
         bound = float(est.bound_)
