@@ -41,7 +41,9 @@ def data():
 @pytest.fixture(scope="module")
 def np_clf(data):
     X, y, _ = data
-    return NeymanPearsonClassifier(max_fpr=0.2, max_passes=1000, random_state=0).fit(X, y)
+    return NeymanPearsonClassifier(
+        max_fpr=0.2, loss="sigmoid", tol=1e-2, max_passes=1000, random_state=0
+    ).fit(X, y)
 
 
 def _problem():
@@ -133,7 +135,9 @@ def test_unconstrained_fit_is_drawn(data):
 
 def test_several_seeds_mark_the_other_ends(data):
     X, y, _ = data
-    clf = NeymanPearsonClassifier(max_fpr=0.2, n_seeds=3, max_passes=1000, random_state=0)
+    clf = NeymanPearsonClassifier(
+        max_fpr=0.2, loss="sigmoid", tol=1e-2, n_seeds=3, max_passes=1000, random_state=0
+    )
     clf.fit(X, y)
     display = ConvergenceDisplay.from_estimator(clf)
     assert len(display.runs) == 1 and len(display.run_ends["x"]) == 2
@@ -143,7 +147,9 @@ def test_several_seeds_mark_the_other_ends(data):
 
 def test_seed_histories_give_a_mean_and_a_band(np_clf):
     # Where seeds_ records carry a history, every seed is drawn (mean and band).
-    clf = NeymanPearsonClassifier(max_fpr=0.2, max_passes=1000, random_state=0)
+    clf = NeymanPearsonClassifier(
+        max_fpr=0.2, loss="sigmoid", tol=1e-2, max_passes=1000, random_state=0
+    )
     clf.__dict__.update(np_clf.__dict__)
     h = clf.history_
     shifted = dict(h, data_passes=h["data_passes"] + 0.5, primal_residual=h["primal_residual"] * 2)
@@ -252,7 +258,10 @@ def test_convergence_display_of_a_pipeline_draws_its_last_step(data):
     # scikit-learn's displays take a fitted Pipeline; the history lives in its last step.
     X, y, _ = data
     pipe = make_pipeline(
-        StandardScaler(), NeymanPearsonClassifier(max_fpr=0.2, max_passes=1000, random_state=0)
+        StandardScaler(),
+        NeymanPearsonClassifier(
+            max_fpr=0.2, loss="sigmoid", tol=1e-2, max_passes=1000, random_state=0
+        ),
     ).fit(X, y)
     display = ConvergenceDisplay.from_estimator(pipe)
     direct = ConvergenceDisplay.from_estimator(pipe[-1])
@@ -267,7 +276,10 @@ def test_convergence_display_of_a_pipeline_draws_its_last_step(data):
 def test_np_roc_display_of_a_pipeline_draws_max_fpr_and_its_operating_point(data):
     X, y, _ = data
     pipe = make_pipeline(
-        StandardScaler(), NeymanPearsonClassifier(max_fpr=0.2, max_passes=1000, random_state=0)
+        StandardScaler(),
+        NeymanPearsonClassifier(
+            max_fpr=0.2, loss="sigmoid", tol=1e-2, max_passes=1000, random_state=0
+        ),
     ).fit(X, y)
     display = NPROCDisplay.from_estimator(pipe, X, y)
     assert display.max_fpr == 0.2

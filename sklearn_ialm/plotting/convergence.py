@@ -146,8 +146,8 @@ class ConvergenceDisplay:
     >>> from sklearn_ialm import NeymanPearsonClassifier
     >>> from sklearn_ialm.plotting import ConvergenceDisplay
     >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
-    >>> clf = NeymanPearsonClassifier(max_fpr=0.2, max_passes=1000, random_state=0).fit(X, y)
-    >>> display = ConvergenceDisplay.from_estimator(clf)
+    >>> clf = NeymanPearsonClassifier(max_fpr=0.2, loss="sigmoid", tol=1e-2, random_state=0)
+    >>> display = ConvergenceDisplay.from_estimator(clf.fit(X, y))  # the paper's model
     >>> display.ax_[0].get_ylabel()
     'soft false-positive rate'
     >>> display.bound, display.tol
