@@ -57,8 +57,9 @@ DEFERRED_SCALING = dict(feature_scale=1.0, smoothness=(1.0, 1.0))
 # passes, and its constraint was never enforced.
 _MIN_DECREASE = 0.1
 
-# Rows per block when the column moments are computed: bounded temporaries on large data.
-_BLOCK_ROWS = 1 << 14
+# Entries per block when the column moments are computed: a few temporaries of this many
+# floats (512 KiB each), never a copy of X.
+_BLOCK_ENTRIES = 1 << 16
 
 
 def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
@@ -70,9 +71,11 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     CSR copies of the same data give the same moments up to rounding.
     """
     n, d = X.shape
+    per_row = X.nnz / max(n, 1) if sp.issparse(X) else d
+    step = max(1, int(_BLOCK_ENTRIES / max(per_row, 1)))
     absmax = np.zeros(d)
-    for start in range(0, n, _BLOCK_ROWS):
-        block = X[start : start + _BLOCK_ROWS]
+    for start in range(0, n, step):
+        block = X[start : start + step]
         if sp.issparse(block):
             np.maximum.at(absmax, block.indices, np.abs(block.data))
         else:
@@ -81,9 +84,9 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     mean = np.asarray(safe_sparse_dot(weights, X)).ravel() / unit
     second = np.zeros(d)  # weighted mean of ((x - mean) / unit)^2
     nz_weight = np.zeros(d)  # total weight of the stored entries of each column
-    for start in range(0, n, _BLOCK_ROWS):
-        block = X[start : start + _BLOCK_ROWS]
-        w = weights[start : start + _BLOCK_ROWS]
+    for start in range(0, n, step):
+        block = X[start : start + step]
+        w = weights[start : start + step]
         if sp.issparse(block):
             row_w = np.repeat(w, np.diff(block.indptr))
             dev = block.data / unit[block.indices] - mean[block.indices]
