@@ -6,11 +6,12 @@ demographic parity) and NeymanPearsonClassifier, and compares test accuracy / AU
 
 Run from the root of a checkout (its ``sklearn_ialm`` is imported)::
 
-    OMP_NUM_THREADS=1 python -m benchmarks.robust [case ...]
+    OMP_NUM_THREADS=1 python -m benchmarks.robust [case ...] [C=None max_passes=300 ...]
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 import time
 import warnings
@@ -69,6 +70,28 @@ def _a9a():
     return d.data, d.target, d.groups
 
 
+def _anchor():
+    sys.path.insert(0, "/work/shared")
+    from anchor_task import make_fair_data
+
+    Xtr, ytr, atr, Xte, yte, ate = make_fair_data(0)
+    return np.vstack([Xtr, Xte]), np.r_[ytr, yte], np.r_[atr, ate]
+
+
+def _spambase():
+    from sklearn_ialm.datasets import load_spambase
+
+    X, y = load_spambase(return_X_y=True)
+    return X, y, None
+
+
+def _bank():
+    from sklearn_ialm.datasets import fetch_bank_marketing
+
+    d = fetch_bank_marketing(data_home="/work/shared/data", download_if_missing=False)
+    return d.data, d.target, d.groups
+
+
 def _breast():
     X, y = load_breast_cancer(return_X_y=True)
     return X, y, None
@@ -82,6 +105,9 @@ CASES = {
     "separable": (_separable, dict(constraint="demographic_parity", bound=0.05)),
     "a9a": (_a9a, dict(constraint="demographic_parity", bound=0.05)),
     "breast_np": (_breast, dict(max_fpr=0.05)),
+    "anchor": (_anchor, dict(constraint="demographic_parity", bound=0.05)),
+    "spambase_np": (_spambase, dict(max_fpr=0.05)),
+    "bank": (_bank, dict(constraint="demographic_parity", bound=0.05)),
 }
 
 
@@ -110,7 +136,7 @@ def _run(name, est, Xtr, ytr, Xte, yte, gtr, gte):
     )
 
 
-def main(names):
+def main(names, extra):
     for name in names:
         make, kw = CASES[name]
         X, y, g = make()
@@ -134,11 +160,11 @@ def main(names):
             flush=True,
         )
         if "max_fpr" in kw:
-            ests = [("NP", NeymanPearsonClassifier(random_state=0, **kw))]
+            ests = [("NP", NeymanPearsonClassifier(random_state=0, **kw, **extra))]
         else:
-            ests = [("Fair", FairLogisticClassifier(random_state=0, **kw))]
+            ests = [("Fair", FairLogisticClassifier(random_state=0, **kw, **extra))]
             if g is None:
-                ests.append(("NP", NeymanPearsonClassifier(random_state=0)))
+                ests.append(("NP", NeymanPearsonClassifier(random_state=0, **extra)))
         for label, est in ests:
             try:
                 _run(label, est, Xtr, ytr, Xte, yte, gtr, gte)
@@ -147,4 +173,7 @@ def main(names):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or list(CASES))
+    # Arguments: case names, and NAME=VALUE estimator parameters (e.g. C=None, max_passes=300).
+    args = sys.argv[1:]
+    extra = {k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in args if "=" in a)}
+    main([a for a in args if "=" not in a] or list(CASES), extra)

@@ -253,12 +253,6 @@ def test_dual_tol_is_the_dual_threshold():
     assert loose.n_data_passes < default.n_data_passes
 
 
-def test_batch_size_larger_than_the_data_is_capped():
-    result = stoc_ialm(_toy_problem(n=10), random_state=0, batch_size=1000)
-    assert result.settings["batch_size"] == 10
-    assert result.history["batch_size"].max() <= 10
-
-
 # -- input pitfalls ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def small():

@@ -59,8 +59,9 @@ DEFERRED_SCALING = dict(feature_scale=1.0, smoothness=(1.0, 1.0))
 # passes, and its constraint was never enforced.
 _MIN_DECREASE = 0.1
 
-# Rows per block at most when the column moments are computed: bounded temporaries.
-_BLOCK_ROWS = 1 << 14
+# Entries per block when the column moments are computed: a few temporaries of this many
+# floats (512 KiB each), never a copy of X.
+_BLOCK_ENTRIES = 1 << 16
 
 
 def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
@@ -72,7 +73,8 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     CSR copies of the same data give the same moments up to rounding.
     """
     n, d = X.shape
-    step = max(1, min(_BLOCK_ROWS, (1 << 15) // max(d, 1)))  # blocks of about 256 kB
+    per_row = X.nnz / max(n, 1) if sp.issparse(X) else d
+    step = max(1, int(_BLOCK_ENTRIES / max(per_row, 1)))
     absmax = np.zeros(d)
     for start in range(0, n, step):
         block = X[start : start + step]

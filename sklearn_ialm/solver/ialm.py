@@ -423,13 +423,6 @@ def stoc_ialm(
             if n_rows < 1:
                 raise ValueError(f"problem has no {kind} samples (n_{kind}_samples={n_rows}).")
     batch_size = int(batch_size)
-    if problem.finite:
-        # A minibatch of more draws than rows costs more than a full pass and estimates
-        # nothing better: cap it at the smaller row set (still >= 2 draws).
-        rows = problem.n_objective_samples
-        if problem.n_constraints:
-            rows = min(rows, problem.n_constraint_samples)
-        batch_size = min(batch_size, max(2, rows))
     m0 = batch_size if settings["m0"] is None else int(settings["m0"])
     _check_positive("m0", m0, integer=True)
     if problem.finite:
