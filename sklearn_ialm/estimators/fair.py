@@ -187,10 +187,14 @@ class FairLogisticClassifier(BaseIALMClassifier):
     calibration_size : float in (0, 1), default=0.3
         With a calibration: the share of the rows held out. More rows give tighter limits
         (a training bound closer to ``bound``); fewer leave more to train on.
-    loss : {"truncated_logistic", "logistic"}, default="truncated_logistic"
-        ``"truncated_logistic"`` is the paper's
-        ``truncation * log(1 + log(1 + exp(-m)) / truncation)`` of the margin ``m``, robust
-        to outliers and nonconvex; ``"logistic"`` is ``log(1 + exp(-m))``.
+    loss : {"logistic", "truncated_logistic"}, default="logistic"
+        ``"logistic"`` is ``log(1 + exp(-m))`` of the margin ``m``, LogisticRegression's
+        loss; ``"truncated_logistic"`` is the paper's
+        ``truncation * log(1 + log(1 + exp(-m)) / truncation)``, robust to outliers and
+        nonconvex. The logistic loss is the default because the truncated one can stop at a
+        model that predicts one class: on bank (demographic parity 0.05) it flagged no row
+        at all and reported convergence, where the logistic loss gives accuracy 0.897 at a
+        parity gap of 0.048 (LogisticRegression: 0.905 at a gap of 0.234).
     truncation : float, default=2.0
         The ``alpha`` of the truncated logistic loss (unused with ``loss="logistic"``).
     class_weight : dict or "balanced", default=None
@@ -384,7 +388,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         bound=None,
         form=None,
         protected_groups=None,
-        loss="truncated_logistic",
+        loss="logistic",
         truncation=2.0,
         class_weight=None,
         rate="hard",
