@@ -5,8 +5,10 @@ Fairness on a9a: the paper's constraint and the four-fifths rule
 The a9a data (UCI Adult) predict whether a person earns more than 50K a year. An
 unconstrained model rarely gives a positive prediction to the minority group of the paper's
 experiment (race = Black, about 10 % of the rows). :class:`~sklearn_ialm.FairLogisticClassifier`
-fits the paper's truncated logistic model under one of three group constraints on the soft
-positive prediction :math:`p = \sigma(\text{score})`:
+fits a logistic model (the paper's is the truncated logistic loss, ``loss=
+"truncated_logistic"``) under one of these group constraints, which hold on the predictions
+of the training rows (the solver works on the soft prediction
+:math:`p = \sigma(\text{score})`):
 
 * ``"positive_share"`` (the paper's): the group receives at least the share ``bound`` of all
   positive predictions, :math:`\sum_{S_g} p \ge \text{bound} \sum_S p`;
@@ -77,27 +79,22 @@ print(
 results.append(report("share >= 0.1", share_clf))
 
 # %%
-# ``tol`` bounds the KKT residuals. The share enters the problem as
-# ``mean p * (bound - share)``, which the estimator divides by the positive rate of the
-# labels (a constant: same feasible set), so the residual is in share units and a converged
-# fit has a share within about ``tol`` of the bound. The convergence display shows the
-# constraint ending inside the tolerance band.
+# The bound holds on the training predictions (``hard_constraint_values_``): the solver works
+# on the soft share, and the fit moves the soft problem until the predictions meet the bound.
+# The convergence display shows the soft constraint of the solver's runs.
 display = ConvergenceDisplay.from_estimator(share_clf)
 
 # %%
-# Tighter: ``tol=5e-3``
-# ---------------------
-# Always read ``constraint_values_`` against ``bound_``. To meet the bound more exactly,
-# tighten ``tol`` (and give the run more data passes); or ask for a slightly larger bound.
-tight = FairLogisticClassifier(
-    bound=0.1, tol=5e-3, max_passes=300, random_state=0
-)
-tight.fit(X, y, sensitive_features=groups)
+# A larger share: ``bound=0.12``
+# ------------------------------
+# The bound is a dial: a larger share for the group, at some accuracy.
+larger = FairLogisticClassifier(bound=0.12, random_state=0)
+larger.fit(X, y, sensitive_features=groups)
 print(
-    f"converged: {tight.converged_} after {tight.n_data_passes_:.0f} data passes; "
-    f"training share: soft {tight.constraint_values_[0]:.3f}"
+    f"converged: {larger.converged_} after {larger.n_data_passes_:.0f} data passes; "
+    f"training share: hard {larger.hard_constraint_values_[0]:.3f}"
 )
-results.append(report("share >= 0.1, tol 5e-3", tight))
+results.append(report("share >= 0.12", larger))
 
 # %%
 # The four-fifths rule
@@ -118,8 +115,9 @@ results.append(report("ratio >= 0.8", four_fifths))
 # %%
 # Side by side on the test rows
 # -----------------------------
-# The constraints cost little accuracy. Both are written on the *soft* predictions, so the
-# hard rates on new rows land near, not exactly at, the bound.
+# The constraints cost little accuracy. They hold on the training rows; on new rows the
+# rates are a fresh sample and land near the bounds (``calibration="clopper-pearson"``
+# certifies a bound on new data).
 fig, axes = plt.subplots(
     1, 3, figsize=(10, 3), sharey=True, layout="constrained"
 )
@@ -140,14 +138,10 @@ plt.show()
 # %%
 # Check
 # -----
-# Every fit converged and the soft constraints hold on the training rows up to what ``tol``
-# allows: ``mean p * (bound - share) / rate <= tol`` and
-# ``mean p * (bound - ratio) <= tol``.
-for clf in (share_clf, tight, four_fifths):
-    assert clf.converged_
-mean_p, rate = share_clf.predict_proba(X)[:, 1].mean(), y.mean()
-assert share_clf.constraint_values_[0] >= 0.1 - share_clf.tol * rate / mean_p
-assert tight.constraint_values_[0] >= 0.1 - tight.tol * rate / mean_p
-mean_p = four_fifths.predict_proba(X)[:, 1].mean()
-assert four_fifths.constraint_values_[0] >= 0.8 - four_fifths.tol / mean_p
+# Every fit converged, and each bound holds on the training predictions.
+for clf in (share_clf, larger, four_fifths):
+    assert clf.converged_ and clf.bound_met_
+assert share_clf.hard_constraint_values_[0] >= 0.1
+assert larger.hard_constraint_values_[0] >= 0.12
+assert four_fifths.hard_constraint_values_[0] >= 0.8
 assert results[1]["share"] > results[0]["share"]  # fairer than LogReg
