@@ -372,6 +372,8 @@ def table(task, dataset, rows, command):
             f"median time {np.median(ts):.2f} s. Paper: {paper.get('passes', 'n/a')}.",
             "",
         ]
+        if prow:
+            lines += [_compare(runs, prow), ""]
     ipc_rows = [r for r in rows if r["method"] == "IPC"]
     if ipc_rows:
         r = ipc_rows[0]
@@ -389,6 +391,22 @@ def table(task, dataset, rows, command):
             "",
         ]
     return "\n".join(lines)
+
+
+def _compare(runs, prow):
+    """The note comparing our rows with the paper's: rank by rank, since seeds differ."""
+    ours = np.sort([r["paper_passes"] for r in runs])
+    theirs = np.sort([p[2] for p in prow])[: len(ours)]
+    ratio = ours[: len(theirs)] / theirs
+    within = np.mean((ours >= theirs.min()) & (ours <= theirs.max()))
+    med = {k: np.median([r[k] for r in runs]) for k in ("pres", "dres")}
+    return (
+        f"Against the paper, row by row after sorting both by #data: ours / paper "
+        f"{ratio.min():.2f} .. {ratio.max():.2f} (median {np.median(ratio):.2f}); "
+        f"{within:.0%} of our rows inside the paper's range. Median pres / dres "
+        f"{med['pres']:.1e} / {med['dres']:.1e} against the paper's "
+        f"{np.median([p[0] for p in prow]):.1e} / {np.median([p[1] for p in prow]):.1e}."
+    )
 
 
 def _band(curves, key, grid):
