@@ -19,9 +19,9 @@ def _unit_rows(n=800, d=6, seed=0):
     return X / np.linalg.norm(X, axis=1, keepdims=True), y
 
 
-def _np_problem(**kw):
+def _np_problem(max_fpr=0.2, **kw):
     X, y = _unit_rows()
-    return neyman_pearson_problem(X, y, max_fpr=0.2, **kw)
+    return neyman_pearson_problem(X, y, max_fpr=max_fpr, **kw)
 
 
 def _fair_problem():
@@ -197,3 +197,55 @@ def test_ustat_refuses_batches_of_one():
     consts = dict(sigma_g=0.1, sigma_c=0.1, gap=1.0)
     with pytest.raises(ValueError, match="estimator='ustat'"):
         stoc_ialm(pb, preset="theory", estimator="ustat", theory_constants=consts)
+
+
+def test_m0_switch():
+    assert PRESETS["paper"]["m0"] is None and PRESETS["default"]["m0"] == 300
+    pb = _np_problem()
+    b = pb.paper_settings["batch_size"]
+    for m0, first in ((None, b), (300, 300)):
+        r = stoc_ialm(pb, preset="paper", m0=m0, random_state=0, max_passes=20)
+        assert r.settings["m0"] == first
+        # Each (re)start of the momentum draws m0 objective rows, each iteration b.
+        assert r.n_draws[0] == b * r.n_iter + first * r.n_outer_iter
+
+
+def test_batch_growth_switch():
+    assert PRESETS["paper"]["batch_growth"] == 1.0
+    pb = _np_problem()
+    # A tolerance below the estimator's noise floor: the residual stalls at every test.
+    kw = dict(tol=1e-5, growth_patience=1, noise_ratio=1e-6, random_state=0, max_passes=30)
+    fixed = stoc_ialm(pb, preset="paper", **kw)
+    grown = stoc_ialm(pb, preset="paper", batch_growth=2.0, **kw)
+    b = pb.paper_settings["batch_size"]
+    assert set(fixed.history["batch_size"]) == {b}
+    assert grown.history["batch_size"].max() >= 2 * b
+
+
+@pytest.mark.parametrize(
+    "key, value", [("slack_step", "exact"), ("delta", 0.02), ("step_scale", 0.5)]
+)
+def test_step_switches_change_the_run(key, value):
+    if key != "step_scale":
+        assert PRESETS["paper"][key] != PRESETS["default"][key] == value
+    # Neyman-Pearson: the paper's step 2 / (beta + 1) exceeds the slack's exact step 1 / beta
+    # for beta > 1 (with the fairness constant 1 / (10 + beta) it never does); a loose bound
+    # keeps the slack positive, where its step matters.
+    pb = _np_problem(max_fpr=0.6)
+    kw = dict(preset="paper", beta0=2.0, random_state=0, max_passes=20)
+    base = stoc_ialm(pb, **kw)
+    other = stoc_ialm(pb, **kw, **{key: value})
+    # Same draws (same seed), different updates.
+    assert not np.allclose(base.x, other.x)
+    assert base.settings[key] == PRESETS["paper"][key] and other.settings[key] == value
+
+
+def test_estimator_draw_refuses_one_sample_pairs():
+    from sklearn_ialm.solver.pstorm import AugmentedLagrangianEstimator, Counter
+
+    est = AugmentedLagrangianEstimator(_np_problem(), "ustat")
+    with pytest.raises(ValueError, match="batch of 1"):
+        est.draw(np.random.default_rng(0), 1, Counter())
+    ind = AugmentedLagrangianEstimator(_np_problem(), "independent")
+    bo, bc, bc2 = ind.draw(np.random.default_rng(0), 1, Counter())
+    assert len(bo) == len(bc) == len(bc2) == 1
