@@ -249,3 +249,16 @@ def test_estimator_draw_refuses_one_sample_pairs():
     ind = AugmentedLagrangianEstimator(_np_problem(), "independent")
     bo, bc, bc2 = ind.draw(np.random.default_rng(0), 1, Counter())
     assert len(bo) == len(bc) == len(bc2) == 1
+
+
+def test_paper_constants_switch():
+    assert PRESETS["paper"]["paper_constants"] and not PRESETS["default"]["paper_constants"]
+    pb = _np_problem()
+    own = stoc_ialm(pb, preset="paper", paper_constants=False, random_state=0, max_passes=5)
+    assert own.settings["smoothness"] == tuple(pb.smoothness)
+    assert own.settings["smoothness_source"] == "problem"
+    assert (own.settings["sigma"], own.settings["batch_size"]) == (2.5, 30)
+    # The problem's set-up is what sets L here, so the paper's count includes it.
+    assert own.n_paper_passes >= own.n_setup_passes > 0
+    theirs = stoc_ialm(pb, paper_constants=True, random_state=0, max_passes=5)
+    assert theirs.settings["smoothness"] == pb.paper_settings["smoothness"]

@@ -248,6 +248,7 @@ def stoc_ialm(
     eval_every: int | str | None = None,
     slack_projection: bool | None = None,
     postprocess: int | None = None,
+    paper_constants: bool | None = None,
     max_passes: float = 100.0,
     max_oracle_calls: int | None = None,
     max_outer_iter: int = 60,
@@ -346,6 +347,11 @@ def stoc_ialm(
         tested point is the run's point from then on. ``None`` (both presets): off. Algorithm
         2 applies it to a random iterate at the end of a fixed number of iterations (see
         ``preset="theory"``); here it is applied to the iterate being tested.
+    paper_constants : bool
+        Take the smoothness constants, ``sigma`` and ``batch_size`` from
+        ``problem.paper_settings`` (the paper's Section 5 values, carried by the paper's two
+        models) where ``sigma`` and ``batch_size`` are not passed (``"paper"``: True;
+        ``"default"``: False, the problem's own smoothness bound, 2.5 and 30).
     max_passes : float, default=100
         Budget in data passes (finite sums), set-up and stop tests included (the last test
         may overshoot it).
@@ -423,6 +429,7 @@ def stoc_ialm(
         eval_every=eval_every,
         slack_projection=slack_projection,
         postprocess=postprocess,
+        paper_constants=paper_constants,
     ).items():
         if value is not None:
             settings[name] = value
