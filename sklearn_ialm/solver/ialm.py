@@ -98,9 +98,9 @@ class IALMResult:
         ``problem.full_evaluation_cost()`` per test (by default ``n_samples``, one pass; the
         backward products at the tested point belong to the same evaluation).
     n_passes_without_checks : float
-        ``n_data_passes - n_check_passes``: set-up plus minibatches, the count comparable with
-        the paper's tables, which leave the stop tests out (but count IPC's curvature
-        estimate).
+        ``n_data_passes - n_check_passes``: set-up plus minibatches, every per-sample
+        evaluation counted (a sample read at two points twice); the paper's tables count
+        less, see ``n_paper_passes``.
     n_paper_passes : float
         The count of the paper's tables: each drawn sample once, set by set, as
         ``objective_draws / n_objective_samples + constraint_draws / n_constraint_samples``,
