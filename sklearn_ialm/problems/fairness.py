@@ -400,6 +400,12 @@ def fairness_problem(
         ``"positive_share[g]"``, ``"demographic_parity[a-b]<="`` (``rate_a - rate_b <=
         bound``), ``"demographic_parity[a/b]>="`` (``rate_a / rate_b >= bound``),
         ``"equalized_odds.tpr[a-b]<="``, ...
+        ``paper_settings`` holds the paper's Section 5.1 values for its model (the
+        ``positive_share`` constraint with the truncated logistic loss, ``truncation=2``):
+        ``smoothness=(10, 1)`` (the paper's ``10 + beta``), ``sigma=2.5``, ``batch_size=30``
+        and ``count_scale=0.5`` (see
+        :attr:`~sklearn_ialm.solver.IALMResult.n_paper_passes`), which
+        ``stoc_ialm(problem, preset="paper")`` uses; ``None`` for other models.
 
     Examples
     --------
@@ -483,7 +489,7 @@ def fairness_problem(
         W = np.column_stack(cols) / constraint_scale
         offset = np.array(offsets) / constraint_scale
     loss_obj = TruncatedLogistic(truncation) if loss == "truncated_logistic" else LOSSES[loss]()
-    return LinearProblem(
+    problem = LinearProblem(
         X,
         np.where(np.asarray(y) == 1, 1.0, -1.0),
         loss_obj,
@@ -497,3 +503,12 @@ def fairness_problem(
         feature_scale=feature_scale,
         constraint_names=names,
     )
+    problem.paper_settings = None
+    if constraint == "positive_share" and loss == "truncated_logistic" and truncation == 2.0:
+        # Section 5.1: beta_k = 2.5^k, the smoothness constant 10 + beta_k, minibatch 30; the
+        # paper's tables count half of the samples drawn from D and S (a9a: 0.069 per 50
+        # iterations). stoc_ialm(preset="paper") reads them.
+        problem.paper_settings = dict(
+            smoothness=(10.0, 1.0), sigma=2.5, batch_size=30, count_scale=0.5
+        )
+    return problem

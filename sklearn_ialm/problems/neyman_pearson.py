@@ -45,6 +45,11 @@ def neyman_pearson_problem(
     Returns
     -------
     LinearProblem
+        With ``paper_settings``, the paper's Section 5.2 values that
+        ``stoc_ialm(problem, preset="paper")`` uses: ``smoothness=(0.5, 0.5)`` (the paper's
+        ``(beta + 1) / 2``, for rows of unit norm as the paper preprocesses them),
+        ``sigma=2``, ``batch_size=10`` (the paper's spambase value) and ``count_scale=1``
+        (see :attr:`~sklearn_ialm.solver.IALMResult.n_paper_passes`).
 
     Examples
     --------
@@ -67,7 +72,7 @@ def neyman_pearson_problem(
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y != 1)
     w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     wn = w[neg] / w[neg].mean()
-    return LinearProblem(
+    problem = LinearProblem(
         X,
         np.ones(len(pos)),
         SigmoidLoss(),
@@ -83,6 +88,11 @@ def neyman_pearson_problem(
         rows_objective=pos,
         rows_constraint=neg,
     )
+    # Section 5.2: beta_k = 2^k, the smoothness constant (beta_k + 1) / 2, i.e. L0 = LJ = 1/2
+    # (the sigmoid loss on rows of unit norm), minibatch 10 on spambase (30 on madelon and
+    # gisette: pass batch_size=30 there). stoc_ialm(preset="paper") reads them.
+    problem.paper_settings = dict(smoothness=(0.5, 0.5), sigma=2.0, batch_size=10, count_scale=1.0)
+    return problem
 
 
 def neyman_pearson_logistic_problem(

@@ -34,8 +34,10 @@ class Counter:
     per-sample evaluation (a sample used at two points counts twice). ``setup_evaluations``
     counts the rows read before the first iteration (smoothness estimates) and
     ``check_evaluations`` those of the stopping rule's evaluations. ``evaluations`` is the
-    sum of all four, what a budget is charged. ``draws`` count each drawn sample once (the
-    paper's way of counting).
+    sum of all four, what a budget is charged. ``draws`` count each drawn sample once;
+    ``second_batch_draws`` is the part of ``constraint_draws`` drawn as the second,
+    independent constraint batch of ``estimator="independent"``, which the paper's tables do
+    not count (see :attr:`~sklearn_ialm.solver.IALMResult.n_paper_passes`).
     """
 
     objective_evaluations: int = 0
@@ -44,6 +46,7 @@ class Counter:
     constraint_draws: int = 0
     setup_evaluations: int = 0
     check_evaluations: int = 0
+    second_batch_draws: int = 0
 
     @property
     def minibatch_evaluations(self) -> int:
@@ -101,6 +104,12 @@ class AugmentedLagrangianEstimator:
 
     def draw(self, rng, size, counter):
         """One minibatch (objective rows, constraint rows[, second constraint batch])."""
+        if self.estimator == "ustat" and self.m and size < 2:
+            # The U-statistic averages over distinct pairs of the batch: one draw has none.
+            raise ValueError(
+                f"estimator='ustat' needs minibatches of at least 2 draws, got a batch of "
+                f"{size}; use estimator='independent' for batches of 1 (e.g. preset='theory')."
+            )
         pb = self.problem
         bo = pb.sample(rng, size, "objective")
         counter.objective_draws += size
@@ -112,6 +121,7 @@ class AugmentedLagrangianEstimator:
         if self.estimator == "independent":
             bc2 = pb.sample(rng, size, "constraint")
             counter.constraint_draws += size
+            counter.second_batch_draws += size
         return bo, bc, bc2
 
     def penalty_cotangent(self, K, K2, y, beta):
@@ -262,12 +272,17 @@ def pstorm(
     run_block = block(est) if block is not None else None
     while counter.evaluations < budget:
         if run_block is not None:
+            second = counter.second_batch_draws
             z, d, n = run_block(
                 z, d, y, beta, eta=eta, eta_slack=eta_slack, keep=keep,
                 batch_size=batch_size, n_iter=last_t + interval - t, rng=rng,
                 counter=counter, budget=budget,
             )  # fmt: skip
             t += n
+            if est.estimator == "independent" and est.m:
+                # A block may draw its minibatches in one call, past est.draw: one second
+                # constraint batch per iteration, whichever path drew it.
+                counter.second_batch_draws = second + n * batch_size
         else:
             z_new = est.step(z, d, eta, eta_slack, h)
             batches = est.draw(rng, batch_size, counter)
