@@ -1,10 +1,22 @@
 """Which Neyman-Pearson training model ranks best at the operating point (issue 11, item 3).
 
-Usage (from the repository root; one core, as the results were made)::
+Usage (from the repository root; one core). Runs add up in a cache of one JSON file per task,
+repetition and ``--tag``; the page is written from the whole cache. The committed page::
 
-    OMP_NUM_THREADS=1 python -m benchmarks.np_model                 # everything
-    OMP_NUM_THREADS=1 python -m benchmarks.np_model --tasks spambase --reps 8
-    python -m benchmarks.np_model --report-only                     # table from the cache
+    M=("paper" "paper, warm" "balanced+L2" "balanced+L2, warm" "logistic+L2, warm, tau=0.3")
+    export OMP_NUM_THREADS=1
+    python -m benchmarks.np_model --tasks spambase breast_cancer \
+        --methods logistic "logistic+L2" "logistic+L2, warm" "logistic+L2, warm, tau=0.1" "${M[@]}"
+    python -m benchmarks.np_model --tasks a9a --methods "logistic+L2" "logistic+L2, warm" "${M[@]}"
+    python -m benchmarks.np_model --tasks anchor --methods "${M[@]}"
+    python -m benchmarks.np_model --tasks spambase --tag _tol \
+        --methods "paper, tol=1e-3" "logistic+L2, tol=1e-3"
+    python -m benchmarks.np_model --tag _wlr --methods "weighted LR, FPR-matched"
+    python -m benchmarks.np_model --tag _matched --methods "matched+L2, warm, tau=0.3"
+
+(8 stratified 70/30 splits of spambase, breast cancer and a9a, 10 anchor seeds by default;
+``python -m benchmarks.np_model`` alone runs every model everywhere, about an hour on a quiet
+core; ``--report-only`` rewrites the page from the cache.)
 
 Every fitted score is judged after the same threshold rule, so only its *ranking* near the
 operating point matters:
@@ -38,6 +50,18 @@ settings (intercept, ``feature_scale="auto"``, default preset, ``tol=1e-2``,
     constraint; from zero / from the ``LogisticRegression`` fit.
 ``logistic+L2, warm, tau=T``
     ``logistic+L2, warm`` with the constraint on the sharper ``sigmoid(s / T)``.
+``paper, tol=1e-3`` / ``logistic+L2, tol=1e-3``
+    ``paper`` / ``logistic+L2`` solved further (``tol=1e-3``, 300 passes): is a cold start
+    only under-trained?
+``weighted LR, FPR-matched``
+    not a constrained fit: ``LogisticRegression(C=1)`` with row weights, the negatives' weight
+    found by bisection so that the model's own hard training FPR at 0 is the largest
+    ``<= max_fpr`` (14 fits). It is the Lagrangian of ``min mean_pos logistic(s) + penalty
+    s.t. mean_neg logistic(-s) <= r`` at the multiplier whose ``r`` puts the boundary at the
+    target rate.
+``matched+L2, warm, tau=0.3``
+    the constrained fit ``logistic+L2, warm, tau=0.3`` with that model's row weights on the
+    logistic loss of all rows, started from that model.
 
 Per task, ``max_fpr`` and threshold rule the table gives mean test FPR and FNR, the paired
 FNR difference to ``LogisticRegression`` (mean and its standard error, and wins/ties/losses:
@@ -141,12 +165,42 @@ def fit_logistic(X, y, sample_weight=None):
     return lr.coef_[0].copy(), float(lr.intercept_[0]), time.perf_counter() - t0
 
 
-def build_problem(X, y, alpha, *, loss, balanced=False, l2=False, tau=1.0):
-    """The NP problem of one candidate (rows of ``X`` with ``y`` in {0, 1})."""
+def fit_weighted_logistic(X, y, alpha):
+    """``LogisticRegression`` with the negatives' weight set so that its own hard training FPR
+    at 0 is the largest ``<= alpha`` (bisection on the log of the weight): the cost-sensitive
+    model an exact multiplier of a logistic FPR surrogate would give. Returns what
+    :func:`fit_logistic` does (the time counts every fit of the search) and the row weights.
+    """
+    t0 = time.perf_counter()
+    neg = y == 0
+    lo, hi = -3.0, 6.0  # log10 of the negatives' weight relative to the positives'
+    best = None
+    for _ in range(14):  # 9 decades / 2**14: the weight to 0.13 %
+        mid = 0.5 * (lo + hi)
+        w = np.where(neg, 10.0**mid, 1.0)
+        w *= len(w) / w.sum()  # keep the penalty's weight relative to the loss
+        coef, intercept, _ = fit_logistic(X, y, sample_weight=w)
+        fpr = np.mean(scores(X[neg], coef, intercept) > 0)
+        if fpr <= alpha:
+            best, hi = (coef, intercept, w), mid
+        else:
+            lo = mid
+    if best is None:
+        best = (coef, intercept, w)
+    return best[0], best[1], time.perf_counter() - t0, best[2]
+
+
+def build_problem(X, y, alpha, *, loss, balanced=False, l2=False, tau=1.0, weights=None):
+    """The NP problem of one candidate (rows of ``X`` with ``y`` in {0, 1}).
+
+    ``balanced``: the loss on every row, each class's mean weighted equally, or with the row
+    ``weights`` when given; otherwise the loss on the positives only.
+    """
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    if balanced:  # logistic loss on every row, each class's mean weighted equally
+    if balanced:
         margins = np.where(y == 1, 1.0, -1.0)
-        weights = np.where(y == 1, 0.5 / len(pos), 0.5 / len(neg))
+        if weights is None:
+            weights = np.where(y == 1, 0.5 / len(pos), 0.5 / len(neg))
         rows_obj = None
     else:
         margins, weights, rows_obj = np.ones(len(pos)), None, pos
@@ -184,10 +238,15 @@ CANDIDATES = {
     "balanced+L2, warm": (Logistic, True, True, True, 1.0),
     "logistic+L2, warm, tau=0.3": (Logistic, False, True, True, 0.3),
     "logistic+L2, warm, tau=0.1": (Logistic, False, True, True, 0.1),
+    # The FPR-matched weighted logistic model (below) as objective weights and start.
+    "matched+L2, warm, tau=0.3": (Logistic, "matched", True, True, 0.3),
     # Is a cold start only under-trained at tol=1e-2? The same problems solved further.
     "paper, tol=1e-3": (SigmoidLoss, False, False, False, 1.0, dict(tol=1e-3, max_passes=300)),
     "logistic+L2, tol=1e-3": (Logistic, False, True, False, 1.0, dict(tol=1e-3, max_passes=300)),
 }
+
+
+WEIGHTED = "weighted LR, FPR-matched"
 
 
 def fit_candidate(name, X, y, alpha, seed, lr_fit):
@@ -199,7 +258,12 @@ def fit_candidate(name, X, y, alpha, seed, lr_fit):
     solver = {**SOLVER, **(settings[0] if settings else {})}
     loss = ScaledLogistic(tau) if tau != 1.0 else loss_cls()
     t0 = time.perf_counter()
-    problem = build_problem(X, y, alpha, loss=loss, balanced=balanced, l2=l2, tau=tau)
+    weights = None
+    if balanced == "matched":
+        *lr_fit, weights = fit_weighted_logistic(X, y, alpha)
+    problem = build_problem(
+        X, y, alpha, loss=loss, balanced=bool(balanced), l2=l2, tau=tau, weights=weights
+    )
     x0 = None
     extra = 0.0
     if warm:
@@ -245,6 +309,9 @@ def run_rep(task, rep, names):
             for name in ("LogisticRegression", *names):
                 if name == "LogisticRegression":
                     coef, intercept, elapsed = lr_fit
+                    converged = True
+                elif name == WEIGHTED:
+                    coef, intercept, elapsed, _ = fit_weighted_logistic(Xf, yf, alpha)
                     converged = True
                 else:
                     coef, intercept, converged, elapsed = fit_candidate(
@@ -304,6 +371,57 @@ def table(records):
     return "\n".join(lines)
 
 
+READING = """
+## Reading of the committed run
+
+- The paper's model (sigmoid loss, cold start) ranks worse than `LogisticRegression` on the
+  real data: after the same threshold its test FNR is higher in 13 of 16 blocks by more than
+  two standard errors (spambase +0.018 to +0.029, a9a +0.046 to +0.053, breast cancer up to
+  +0.083). It spends 0.066 of a 0.1 budget on the spambase training rows. Solving it further
+  (`tol=1e-3`, 300 passes) closes only part of the gap on spambase; a warm start from the
+  logistic fit closes more but still loses on a9a and spambase at 0.05.
+- A logistic loss on the positives under the soft constraint is no better from zero; with the
+  warm start, L2 and the sharper constraint `sigmoid(s/0.3)` it ties `LogisticRegression`
+  (mean -0.0006, worst block +0.0019) and spends its budget (training FPR at 0 near max_fpr):
+  it stays next to the logistic ranking and shifts the intercept.
+- What wins is where the logistic loss puts its boundary: weighting the negatives so that the
+  model's own training FPR at 0 is max_fpr (`weighted LR, FPR-matched`) gains 0.9 to 5.6
+  points of FNR on the anchor task (10/0/0 in three of four blocks), where the plain logistic
+  fit has its boundary at training FPR 0.18 to 0.29, far from the target, and is within 0.3
+  points of `LogisticRegression` on the real data, where that boundary is already near the
+  target (spambase 0.044, a9a 0.073, breast cancer 0.023). Refining it by Stoc-iALM under the
+  sharp constraint (`matched+L2, warm, tau=0.3`) ranks the same (no block differs by more
+  than 0.0012 from it) and is never worse than `LogisticRegression` by more than 0.0018.
+"""
+
+
+def summary(records):
+    """One row per model: its paired FNR difference to LR in every (task, max_fpr, rule) block."""
+    by_block = {}
+    for r in records:
+        by_block.setdefault((r["task"], r["alpha"], r["rule"]), []).append(r)
+    rows = {}
+    for sub in by_block.values():
+        ref = {r["rep"]: r["test_fnr"] for r in sub if r["method"] == "LogisticRegression"}
+        for m in dict.fromkeys(r["method"] for r in sub):
+            d = np.array([r["test_fnr"] - ref[r["rep"]] for r in sub if r["method"] == m])
+            se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+            rows.setdefault(m, []).append((d.mean(), se))
+    lines = [
+        "| model | blocks | mean FNR - LR | worst block | blocks worse by > 2 se | "
+        "blocks better by > 2 se |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m, v in rows.items():
+        mean = np.array([x for x, _ in v])
+        se = np.array([x for _, x in v])
+        lines.append(
+            f"| {m} | {len(v)} | {mean.mean():+.4f} | {mean.max():+.4f} | "
+            f"{int(np.sum(mean > 2 * se + 1e-12))} | {int(np.sum(mean < -2 * se - 1e-12))} |"
+        )
+    return "\n".join(lines)
+
+
 def write_report(cache: Path):
     records = []
     seen = set()
@@ -320,11 +438,19 @@ def write_report(cache: Path):
         "false-negative rate to `LogisticRegression(C=1)` thresholded the same way (negative "
         "is better); W/T/L: repetitions where the model's test FNR is lower / equal / higher. "
         "'train FPR at 0': hard training FPR of the raw score at 0, before any threshold "
-        "(the budget the model itself spends). Fit times on one core of a shared machine.\n"
+        "(the budget the model itself spends). Fit times: one core of a machine shared with "
+        "other jobs (load 4-12 on 2 cores), so compare them within a block only.\n"
     )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "np_model.md").write_text(head + table(records) + "\n")
-    print(table(records))
+    body = (
+        READING
+        + "\n## Summary over the blocks (task x max_fpr x rule)\n\n"
+        + summary(records)
+        + "\n\n## Per block\n"
+        + table(records)
+    )
+    (RESULTS / "np_model.md").write_text(head + body + "\n")
+    print(body)
 
 
 def main(argv=None):
@@ -332,7 +458,7 @@ def main(argv=None):
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     parser.add_argument("--reps", type=int, default=None, help="8 splits, 10 anchor seeds")
     parser.add_argument("--first-rep", type=int, default=0)
-    parser.add_argument("--methods", nargs="+", default=list(CANDIDATES))
+    parser.add_argument("--methods", nargs="+", default=[*CANDIDATES, WEIGHTED])
     parser.add_argument("--cache", type=Path, default=Path("/tmp/np_model_cache"))
     parser.add_argument(
         "--tag", default="", help="suffix of the cache files: runs of other methods add up"
