@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn_ialm.problems import LinearProblem, _kernels
 from sklearn_ialm.problems.losses import Logistic, SigmoidLoss, TruncatedLogistic
 from sklearn_ialm.solver import L1, Box
+from sklearn_ialm.solver.prox import Ridge
 from sklearn_ialm.solver.pstorm import AugmentedLagrangianEstimator, Counter, pstorm
 
 needs_numba = pytest.mark.skipif(not _kernels.available(), reason="numba is not installed")
@@ -81,6 +82,8 @@ CASES = [
     dict(sparse=True, intercept=True, m=3, scale="vector", center=True),
     dict(sparse=False, intercept=True, m=2, scale=2.5, loss=TruncatedLogistic(1.5), h=L1(0.3)),
     dict(sparse=False, intercept=False, m=3, loss=SigmoidLoss(), h=Box(-0.2, 0.4)),
+    # The estimators' L2 penalty, intercept free.
+    dict(sparse=True, intercept=True, m=2, h=Ridge(0.7, mask=[True] * 7 + [False])),
     dict(sparse=False, intercept=True, m=2, dtype=np.float32),
     dict(sparse=True, intercept=True, m=2, dtype=np.float32),
 ]

@@ -202,6 +202,7 @@ def _block(
     lam,
     lower,
     upper,
+    ridge,
     loss_code,
     alpha,
     o_dense,
@@ -239,13 +240,15 @@ def _block(
             touched += _touch(c_dense, c_data, c_indptr, c_sparse, ridx_c[t])
             if independent:
                 touched += _touch(c_dense, c_data, c_indptr, c_sparse, ridx_c2[t])
-        # The proximal step: soft-thresholding then the box (each the identity when off).
+        # The proximal step: soft-thresholding, the ridge shrink, then the box (each the
+        # identity when off; a prox uses one of them).
         z_new = np.empty(dim)
         for j in range(p):
             u = z[j] - eta * d[j]
             thr = eta * lam[j]
             if thr > 0.0:
                 u = math.copysign(max(abs(u) - thr, 0.0), u)
+            u = u / (1.0 + eta * ridge[j])
             z_new[j] = min(max(u, lower[j]), upper[j])
         for j in range(p, dim):
             z_new[j] = max(z[j] - eta_slack * d[j], 0.0)

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from ..solver.problem import FiniteSumProblem
-from ..solver.prox import L1, Box, NoProx, Prox
+from ..solver.prox import L1, Box, NoProx, Prox, Ridge
 from .losses import SIGMOID_CURVATURE, Logistic, SigmoidLoss, TruncatedLogistic
 
 __all__ = ["LinearProblem"]
@@ -550,9 +550,11 @@ class LinearProblem(FiniteSumProblem):
         return float(getattr(self.loss, "alpha", 1.0))
 
     def _kernel_prox(self):
-        """``(lam, lower, upper)`` of ``h`` for the kernel, or None if it does not know ``h``."""
+        """``(lam, lower, upper, ridge)`` of ``h`` for the kernel, or None if it does not know
+        ``h``."""
         h, p = self.h, self.n_params
         lam, lower, upper = np.zeros(p), np.full(p, -np.inf), np.full(p, np.inf)
+        ridge = np.zeros(p)
         # Exact types only: a subclass may override the prox.
         if type(h) in (NoProx, Prox):
             pass
@@ -561,9 +563,12 @@ class LinearProblem(FiniteSumProblem):
         elif type(h) is Box:
             lower = np.broadcast_to(h.lower, (p,)).astype(float)
             upper = np.broadcast_to(h.upper, (p,)).astype(float)
+        elif type(h) is Ridge:
+            # The estimators' L2 penalty (C): without it here their fits ran the numpy path.
+            ridge = np.broadcast_to(h._lam(ridge), (p,)).astype(float)
         else:
             return None
-        return lam, lower, upper
+        return lam, lower, upper, ridge
 
     def _block_draws(self, est, batch_size, n_iter, rng, counter, budget):
         """The minibatches of up to ``n_iter`` iterations, as an ``(T, k, b)`` index array.
