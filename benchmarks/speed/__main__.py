@@ -32,7 +32,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.speed", description=__doc__)
     ap.add_argument("--parts", default=",".join(PARTS))
     ap.add_argument("--repeats", type=int, default=3, help="repeats of the fast fits")
-    ap.add_argument("--seeds", type=int, default=5, help="seeds of the pass counts")
+    ap.add_argument("--seeds", type=int, default=10, help="seeds of the pass counts")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()

@@ -284,17 +284,70 @@ def scaling_section(saved, targets):
 
 
 def profile_section(saved):
-    p = saved["rows"]
     out = ["## Profile of one anchor fairness fit (`--parts profile`)", ""]
     out.append(
         f"Run: {_facts(saved)}. `FairLogisticClassifier(constraint='demographic_parity', "
         f"bound={BOUND}, random_state=0)` on the anchor, one thread, after a warm-up fit (the "
-        f"kernel loaded); {p['n_data_passes']:.1f} data passes in {p['solves']} solve(s)."
+        "kernel loaded), with the default C=1 and with C=None."
     )
     out.append("")
-    for order in ("tottime", "cumulative"):
-        out += [f"By {order}:", "", "```", p[order], "```", ""]
+    for label, p in saved["rows"].items():
+        out.append(
+            f"### {label}: {p['n_data_passes']:.1f} data passes, {p['solves']} solve(s), "
+            f"{p['n_iter']} inner iterations"
+        )
+        out.append("")
+        parts = p.get("parts", {})
+        if parts:
+            full, block = parts.get("_full_pass", (0.0, 0)), parts.get("_block", (0.0, 0))
+            gram, inner = parts.get("_gram_sums", (0.0, 0)), parts.get("pstorm", (0.0, 0))
+            tot = p["total_s"]
+            each = full[0] / max(full[1], 1) * 1e3
+            out.append(
+                f"Of {tot:.2f} s profiled: full-data passes (`_full_pass`: stop tests and "
+                f"scores) {full[0]:.2f} s in {full[1]} calls ({each:.1f}"
+                f" ms each, {100 * full[0] / tot:.0f} %); compiled PStorm blocks {block[0]:.2f} s "
+                f"in {block[1]} calls ({100 * block[0] / tot:.0f} %); set-up Gram sweep "
+                f"{gram[0]:.2f} s; inner solver `pstorm` (cumulative, checks included) "
+                f"{inner[0]:.2f} s ({100 * inner[0] / tot:.0f} %)."
+            )
+            out.append("")
+        for order in ("tottime", "cumulative"):
+            out += [f"By {order}:", "", "```", p[order], "```", ""]
     return out
+
+
+def bounds_lines(saved):
+    """What bounds the anchor fairness ratio, from this run's anchor rows and profile."""
+    if not (saved["anchor"] and saved["profile"]):
+        return []
+    rows = [r for r in saved["anchor"]["rows"] if r["threads"] == "1 thread"]
+    lr = _get(rows, task="fairness", method="LogisticRegression")
+    ours = _get(rows, task="fairness", method="FairLogisticClassifier")
+    plain = _get(rows, task="fairness", method="supplement: FairLogisticClassifier C=None")
+    prof = saved["profile"]["rows"].get("C=None", {})
+    parts = prof.get("parts", {})
+    if not (lr and ours and plain and parts):
+        return []
+    full = parts.get("_full_pass", (0.0, 0))
+    block = parts.get("_block", (0.0, 0))
+    each = full[0] / max(full[1], 1)
+    return [
+        "## What bounds the anchor fairness ratio (this run's figures, one thread)",
+        "",
+        f"- The defaults (C=1) put a Ridge prox on the weights; `LinearProblem._kernel_prox` "
+        f"knows only NoProx, L1 and Box, so the compiled PStorm block is skipped and every "
+        f"iteration runs in numpy: {ours['cpu']:.2f} s = {ours['cpu'] / lr['cpu']:.0f}x LR. "
+        f"The same fit with C=None (no prox; the block runs): {plain['cpu']:.2f} s = "
+        f"{plain['cpu'] / lr['cpu']:.0f}x LR ({plain['work']}).",
+        f"- In the C=None profile the full-data passes (`_full_pass`: {full[1]} calls, the stop "
+        f"tests and the final scores) take {full[0]:.2f} s, {each * 1e3:.1f} ms each; "
+        f"the compiled minibatch blocks {block[0]:.2f} s; LogisticRegression's whole fit "
+        f"({lr['work']}) is {lr['cpu']:.3f} s, i.e. {lr['cpu'] / each:.1f} of our full passes.",
+        "- cProfile adds a per-call cost: the numpy-loop profile (C=1) runs several times "
+        "slower than the unprofiled fit; its shares, not its seconds, are the evidence.",
+        "",
+    ]
 
 
 def write():
@@ -333,6 +386,7 @@ def write():
     ]
     head += [f"| {t} | {m} | {v} |" for t, m, v in targets]
     head.append("")
+    head += bounds_lines(saved)
     path = RESULTS / "speed.md"
     path.write_text("\n".join(head + body) + "\n")
     return path
