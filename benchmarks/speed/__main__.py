@@ -20,7 +20,7 @@ import argparse
 import time
 
 from benchmarks.speed import anchor, firstfit, passes, profile, scaling
-from benchmarks.speed.common import machine_facts, save
+from benchmarks.speed.common import load, machine_facts, save
 from benchmarks.speed.report import write
 
 PARTS = ("anchor", "passes", "firstfit", "scaling", "profile")
@@ -29,10 +29,19 @@ SCALING_CAPS = {("dense", 10_000_000): 50, ("csr", 100_000): 100, ("csr", 1_000_
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.speed", description=__doc__)
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.speed",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--parts", default=",".join(PARTS))
     ap.add_argument("--repeats", type=int, default=3, help="repeats of the fast fits")
     ap.add_argument("--seeds", type=int, default=10, help="seeds of the pass counts")
+    ap.add_argument(
+        "--kinds",
+        default="dense,csr",
+        help="scaling data kinds to run; the saved rows of the other kinds are kept",
+    )
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -53,7 +62,14 @@ def main(argv=None):
         elif part == "firstfit":
             rows = firstfit.run(log)
         elif part == "scaling":
-            rows = scaling.run(log, max_passes_for=lambda k, n: SCALING_CAPS.get((k, n)))
+            kinds = args.kinds.split(",")
+            cases = {k: v for k, v in scaling.CASES.items() if k in kinds}
+            rows = scaling.run(
+                log, max_passes_for=lambda k, n: SCALING_CAPS.get((k, n)), cases=cases
+            )
+            old = load("scaling")
+            if old and set(cases) != set(scaling.CASES):
+                rows = [r for r in old["rows"] if r.get("kind") not in cases] + rows
         else:
             rows = profile.run(log)
         facts["load_end"] = machine_facts()["load"]
