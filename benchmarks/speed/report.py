@@ -94,13 +94,17 @@ def anchor_section(saved, targets):
         fair = _get(sel, task="fairness", method="FairLogisticClassifier")
         lr = _get(sel, task="fairness", method="LogisticRegression")
         eg = _get(sel, task="fairness", method="ExponentiatedGradient")
+        # With default threads the process CPU time counts the BLAS threads' spinning while
+        # they wait for a core (a shared machine): that verdict uses wall time.
+        key = "cpu" if threads == "1 thread" else "wall"
         if fair and lr:
-            ratio = fair["cpu"] / lr["cpu"]
+            ratio = fair[key] / lr[key]
             targets.append(
                 (
                     f"anchor, {threads}: FairLogisticClassifier (DP {BOUND}) fit <= 1.5x "
                     "LogisticRegression",
-                    f"{ratio:.1f}x CPU ({fair['wall'] / lr['wall']:.1f}x wall)",
+                    f"{fair['cpu'] / lr['cpu']:.1f}x CPU, {fair['wall'] / lr['wall']:.1f}x wall"
+                    f" (verdict on {key})",
                     verdict(ratio <= 1.5),
                 )
             )
@@ -113,11 +117,11 @@ def anchor_section(saved, targets):
                 )
             )
         if fair and eg:
-            ratio = eg["cpu"] / fair["cpu"]
+            ratio = eg[key] / fair[key]
             targets.append(
                 (
                     f"anchor, {threads}: >= 20x faster than ExponentiatedGradient",
-                    f"EG / ours = {ratio:.2f}x CPU (EG's DP gap train {eg['dp_train']:.4f})",
+                    f"EG / ours = {ratio:.2f}x {key} (EG's DP gap train {eg['dp_train']:.4f})",
                     verdict(ratio >= 20),
                 )
             )
@@ -332,22 +336,60 @@ def bounds_lines(saved):
     full = parts.get("_full_pass", (0.0, 0))
     block = parts.get("_block", (0.0, 0))
     each = full[0] / max(full[1], 1)
-    return [
-        "## What bounds the anchor fairness ratio (this run's figures, one thread)",
-        "",
-        f"- The defaults (C=1) put a Ridge prox on the weights; `LinearProblem._kernel_prox` "
-        f"knows only NoProx, L1 and Box, so the compiled PStorm block is skipped and every "
-        f"iteration runs in numpy: {ours['cpu']:.2f} s = {ours['cpu'] / lr['cpu']:.0f}x LR. "
-        f"The same fit with C=None (no prox; the block runs): {plain['cpu']:.2f} s = "
-        f"{plain['cpu'] / lr['cpu']:.0f}x LR ({plain['work']}).",
-        f"- In the C=None profile the full-data passes (`_full_pass`: {full[1]} calls, the stop "
-        f"tests and the final scores) take {full[0]:.2f} s, {each * 1e3:.1f} ms each; "
-        f"the compiled minibatch blocks {block[0]:.2f} s; LogisticRegression's whole fit "
-        f"({lr['work']}) is {lr['cpu']:.3f} s, i.e. {lr['cpu'] / each:.1f} of our full passes.",
-        "- cProfile adds a per-call cost: the numpy-loop profile (C=1) runs several times "
-        "slower than the unprofiled fit; its shares, not its seconds, are the evidence.",
-        "",
-    ]
+    return (
+        [
+            "## What bounds the targets (figures of the saved parts above, one thread)",
+            "",
+            f"- The defaults (C=1) put a Ridge prox on the weights; `LinearProblem._kernel_prox` "
+            f"knows only NoProx, L1 and Box, so the compiled PStorm block is skipped and every "
+            f"iteration runs in numpy: {ours['cpu']:.2f} s = {ours['cpu'] / lr['cpu']:.0f}x LR. "
+            f"The same fit with C=None (no prox; the block runs): {plain['cpu']:.2f} s = "
+            f"{plain['cpu'] / lr['cpu']:.0f}x LR ({plain['work']}).",
+            f"- In the C=None profile the full-data passes (`_full_pass`: {full[1]} calls, the stop "
+            f"tests and the final scores) take {full[0]:.2f} s, {each * 1e3:.1f} ms each; "
+            f"the compiled minibatch blocks {block[0]:.2f} s; LogisticRegression's whole fit "
+            f"({lr['work']}) is {lr['cpu']:.3f} s, i.e. {lr['cpu'] / each:.1f} of our full passes.",
+            "- cProfile adds a per-call cost: the numpy-loop profile (C=1) runs several times "
+            "slower than the unprofiled fit; its shares, not its seconds, are the evidence.",
+        ]
+        + _more_bounds(saved)
+        + [""]
+    )
+
+
+def _more_bounds(saved):
+    """The Neyman-Pearson ratio with the compiled block, and where the passes go."""
+    out = []
+    rows = [r for r in saved["anchor"]["rows"] if r["threads"] == "1 thread"]
+    for data in ("anchor", "spambase"):
+        npc = _get(rows, data=data, method="nproc (logistic)")
+        ours = _get(rows, data=data, method="NeymanPearsonClassifier")
+        plain = _get(rows, data=data, method="supplement: NeymanPearsonClassifier C=None")
+        if npc and ours and plain:
+            out.append(
+                f"- {data}, Neyman-Pearson: nproc / ours = {npc['cpu'] / ours['cpu']:.1f}x with "
+                f"C=1 (numpy loop), {npc['cpu'] / plain['cpu']:.1f}x with C=None (compiled "
+                "block): the Ridge prox is what keeps this target out of reach."
+            )
+    if saved["passes"]:
+        from benchmarks.speed.passes import summary
+
+        for s in summary(saved["passes"]["rows"]):
+            checks = s["n_data_passes"][0] - s["n_passes_without_checks"][0]
+            out.append(
+                f"- {s['data']}: of a median {s['n_data_passes'][0]:.2f} passes in all, about "
+                f"{checks:.2f} are stop tests (one full pass each; the paper leaves them out) "
+                f"and {s['n_passes_without_checks'][0]:.2f} set-up plus minibatches."
+            )
+    if saved["firstfit"]:
+        r = saved["firstfit"]["rows"][0]
+        out.append(
+            f"- First fit: the steady-state fit alone (second fit in the same process) takes "
+            f"{r['second_wall']:.2f} s wall, so compile or cache load adds "
+            f"{r['first_wall'] - r['second_wall']:.2f} s cold; the 3 s target needs the "
+            "steady fit itself faster (the C=1 numpy loop, above)."
+        )
+    return out
 
 
 def write():
