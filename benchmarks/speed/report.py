@@ -345,10 +345,11 @@ def bounds_lines(saved):
             f"iteration runs in numpy: {ours['cpu']:.2f} s = {ours['cpu'] / lr['cpu']:.0f}x LR. "
             f"The same fit with C=None (no prox; the block runs): {plain['cpu']:.2f} s = "
             f"{plain['cpu'] / lr['cpu']:.0f}x LR ({plain['work']}).",
-            f"- In the C=None profile the full-data passes (`_full_pass`: {full[1]} calls, the stop "
-            f"tests and the final scores) take {full[0]:.2f} s, {each * 1e3:.1f} ms each; "
+            f"- In the C=None profile the full-data passes (`_full_pass`: {full[1]} calls, the "
+            f"stop tests and the final scores) take {full[0]:.2f} s, {each * 1e3:.1f} ms each; "
             f"the compiled minibatch blocks {block[0]:.2f} s; LogisticRegression's whole fit "
-            f"({lr['work']}) is {lr['cpu']:.3f} s, i.e. {lr['cpu'] / each:.1f} of our full passes.",
+            f"({lr['work']}) is {lr['cpu']:.3f} s, i.e. {lr['cpu'] / each:.1f} of our full "
+            "passes.",
             "- cProfile adds a per-call cost: the numpy-loop profile (C=1) runs several times "
             "slower than the unprofiled fit; its shares, not its seconds, are the evidence.",
         ]
