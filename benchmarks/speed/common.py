@@ -1,0 +1,206 @@
+"""Data, metrics, timing and the peers' wrappers shared by the speed benchmark's parts."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_ialm.datasets import load_a9a, load_spambase
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+ROOT = Path(__file__).resolve().parents[2]
+BOUND = 0.02  # demographic-parity bound of every fairness method (the issue's target)
+MAX_FPR = 0.2  # NeymanPearsonClassifier's default; nproc's alpha
+DELTA = 0.05  # nproc's violation probability
+
+
+# -- data ---------------------------------------------------------------------------------------
+def make_anchor(seed=0, n_train=30_000, n_test=10_000, n_features=100):
+    """The anchor task (the recipe of ``shared/anchor_task.py``'s ``make_fair_data``).
+
+    Returns ``X_tr, y_tr, A_tr, X_te, y_te, A_te``; X standardised on the training rows, A
+    (0/1, minority A == 1, correlated with y) is also X's last column before standardising.
+    """
+    rng = np.random.default_rng(seed)
+    n = n_train + n_test
+    X, y = make_classification(
+        n_samples=n,
+        n_features=n_features - 1,
+        n_informative=20 if n_features == 100 else 10,
+        n_redundant=10 if n_features == 100 else 4,
+        class_sep=1.0,
+        flip_y=0.05,
+        weights=[0.5, 0.5],
+        random_state=seed,
+    )
+    logit = -1.3 - 0.6 * (y == 1) + 0.4 * (y == 0) + 0.3 * rng.standard_normal(n)
+    A = (rng.random(n) < 1.0 / (1.0 + np.exp(-logit))).astype(int)
+    X[:, :3] -= 0.5 * A[:, None]
+    X = np.column_stack([X, A.astype(float)])
+    X_tr, X_te = X[:n_train], X[n_train:]
+    scaler = StandardScaler().fit(X_tr)
+    X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
+    return X_tr, y[:n_train], A[:n_train], X_te, y[n_train:], A[n_train:]
+
+
+def _int32_csr(M):
+    """CSR with int32 indices: ``load_a9a`` returns int64 ones, which SGDClassifier rejects."""
+    M = M.tocsr()
+    return sp.csr_matrix(
+        (M.data, M.indices.astype(np.int32), M.indptr.astype(np.int32)), shape=M.shape
+    )
+
+
+def load_a9a_task():
+    """a9a as ``X_tr, y_tr, A_tr, X_te, y_te, A_te`` (CSR, int32 indices; A = race Black)."""
+    d = load_a9a()
+    return (
+        _int32_csr(d.data),
+        d.target,
+        d.groups,
+        _int32_csr(d.data_test),
+        d.target_test,
+        d.groups_test,
+    )
+
+
+def load_spambase_task():
+    """spambase (the paper's preprocessing), stratified 70/30 split with ``random_state=0``."""
+    X, y = load_spambase(return_X_y=True, preprocess=True)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
+    return X_tr, y_tr, X_te, y_te
+
+
+# -- metrics ------------------------------------------------------------------------------------
+def fpr_fnr(y, pred):
+    """False-positive and false-negative rates of hard predictions."""
+    pred = np.asarray(pred)
+    return float(np.mean(pred[y == 0] == 1)), float(np.mean(pred[y == 1] == 0))
+
+
+def dp_gap(y, pred, A):
+    """fairlearn's ``demographic_parity_difference`` of hard predictions."""
+    from fairlearn.metrics import demographic_parity_difference
+
+    return float(demographic_parity_difference(y, pred, sensitive_features=A))
+
+
+# -- timing -------------------------------------------------------------------------------------
+def measure(fit, repeats):
+    """Run ``fit()`` ``repeats`` times: the last model and the median CPU and wall seconds.
+
+    CPU time (``time.process_time``) is what the ratios use: the machine is shared, and wall
+    time counts the waits for a core.
+    """
+    cpu, wall, model = [], [], None
+    for _ in range(repeats):
+        model = None
+        gc.collect()
+        c0, w0 = time.process_time(), time.perf_counter()
+        model = fit()
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return model, float(np.median(cpu)), float(np.median(wall))
+
+
+class NprocLogistic:
+    """nproc's ``npc(method="logistic")`` as installed (``pip install --no-deps nproc``)."""
+
+    def __init__(self, alpha=MAX_FPR, delta=DELTA):
+        self.alpha, self.delta = alpha, delta
+
+    def fit(self, X, y):
+        from nproc import npc
+
+        self._npc = npc()
+        with contextlib.redirect_stdout(io.StringIO()):
+            res = self._npc.npc(
+                X, y, "logistic", alpha=self.alpha, delta=self.delta, split=1, n_cores=1,
+                rand_seed=0,
+            )  # fmt: skip
+        self.fit_ = res[0][0]
+        return self
+
+    def predict(self, X):
+        # nproc's own predict sets label[1] (not label[i]) for split=1: use its core function.
+        return np.asarray(self._npc.pred_npc_core(self.fit_, X)[0])
+
+
+# -- process facts ------------------------------------------------------------------------------
+def rss_now_and_reset_peak():
+    """Current resident set (bytes), then reset the kernel's peak counter (``VmHWM``)."""
+    rss = _status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # 5 resets the peak RSS: the next VmHWM is the peak from here on
+    return rss
+
+
+def rss_peak():
+    """Peak resident set (bytes) since the last :func:`rss_now_and_reset_peak`."""
+    return _status("VmHWM")
+
+
+def _status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{key} not in /proc/self/status")
+
+
+def machine_facts():
+    """Versions, CPU and load average, for the report's header."""
+    import fairlearn
+    import numba
+    import scipy
+    import sklearn
+
+    try:
+        from importlib.metadata import version
+
+        nproc_version = version("nproc")
+    except Exception:  # noqa: BLE001
+        nproc_version = "not installed"
+    cpu = ""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return dict(
+        cpus=os.cpu_count(),
+        cpu=cpu,
+        platform=f"{platform.system()} {platform.release()}",
+        python=platform.python_version(),
+        numpy=np.__version__,
+        scipy=scipy.__version__,
+        sklearn=sklearn.__version__,
+        fairlearn=fairlearn.__version__,
+        numba=numba.__version__,
+        nproc=nproc_version,
+        load=os.getloadavg()[0],
+    )
+
+
+def save(name, obj):
+    """Write one part's results as ``results/speed_<name>.json``."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"speed_{name}.json").write_text(json.dumps(obj, indent=1, default=float))
+
+
+def load(name):
+    """A part's saved results, or ``None`` if it has not run."""
+    path = RESULTS / f"speed_{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
