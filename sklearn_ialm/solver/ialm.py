@@ -693,12 +693,7 @@ def stoc_ialm(
             if settings["slack_projection"]:
                 dc = dc.copy()
                 dc[p:] = state["grad_phi"][p:]  # the slack block's gradient is known exactly
-            # While the constraints are not met to tol, a subproblem ends at tol (the paper's
-            # eps) and the multiplier moves on; the stricter dual_tol is asked of the last one
-            # only (holding every subproblem to it cost the conditional fairness kinds their
-            # whole budget in the first outer iterations).
-            inner_tol = dual_tol if state["pres"] <= tol else max(dual_tol, tol)
-            if dres <= inner_tol:
+            if dres <= dual_tol:
                 return True, b, zc, dc
             if dres < 0.9 * stall["best"]:
                 stall.update(best=dres, since=0)
