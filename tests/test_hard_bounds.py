@@ -215,3 +215,20 @@ def test_every_kind_holds_on_predict_as_fairlearn_measures_it(kind, form, n_grou
     else:
         assert after >= bound - BOUND_TOL
     assert clf.bound_met_
+
+
+def test_fairness_and_false_positive_bounds_together():
+    """Two constraints at once, both held on predict: a parity gap and a maximum FPR."""
+    X, y, groups = _fair_data(2, seed=0)
+    clf = FairLogisticClassifier(
+        constraint="demographic_parity", bound=0.05, max_fpr=0.05, batch_size=100,
+        random_state=0,
+    ).fit(X, y, sensitive_features=groups)  # fmt: skip
+    pred = clf.predict(X)
+    gap = fairlearn_metrics.demographic_parity_difference(y, pred, sensitive_features=groups)
+    fpr = np.mean(pred[y == 0] == 1)
+    assert gap <= 0.05 + BOUND_TOL and fpr <= 0.05
+    assert clf.train_fpr_ == pytest.approx(fpr)
+    unbounded = LogisticRegression().fit(X, y).predict(X)
+    assert np.mean(unbounded[y == 0] == 1) > 0.05  # the FPR bound has work to do
+    assert clf.multipliers_.shape == (3,)  # two parity sides and the FPR

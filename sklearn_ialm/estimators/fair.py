@@ -8,10 +8,11 @@ from numbers import Real
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import expit
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_array, validate_data
 
-from ..problems import CONSTRAINTS, fairness_metric, fairness_problem
+from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ._base import _DTYPES, DEFERRED_SCALING, BaseIALMClassifier, MatrixLike, calibration_seed
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
 
@@ -172,6 +173,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
         rate times the ratio's shortfall) an active constraint may end: a solve whose
         predictions land in that band is kept; otherwise the model is placed on the bound
         between two solves, one on each side of it.
+    max_fpr : float in (0, 1), default=None
+        A second bound, beside the fairness one: the false-positive rate of :meth:`predict`
+        on the training negatives (``train_fpr_``) at most ``max_fpr``. The problem layer
+        takes any number of constraints of this form, so both are steered together.
     calibration : {None, "clopper-pearson"}, default=None
         ``"clopper-pearson"``: a certificate that the bound holds on new data. A share
         ``calibration_size`` of the rows (of each group, and class for the conditional
@@ -294,6 +299,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
     bound_met_ : bool
         Whether the bound holds on the training rows: on predictions with ``rate="hard"``,
         on the soft predictions (to ``tol``) with ``rate="soft"``.
+    train_fpr_, train_soft_fpr_ : float
+        With ``max_fpr``: the false-positive rate of :meth:`predict` on the training
+        negatives, and that of the soft prediction.
     certificate_ : FairnessCertificate
         With a calibration: the certified worst case ``value`` of the metric on new data,
         the held-out ``estimate``, the per-group counts and limits, and ``message``.
@@ -376,6 +384,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         "form": [StrOptions({"difference", "ratio"}), None],
         "rate": [StrOptions({"hard", "soft"})],
         "bound_tol": [Interval(Real, 0, None, closed="neither")],
+        "max_fpr": [Interval(Real, 0, 1, closed="neither"), None],
         "calibration": [StrOptions({"clopper-pearson"}), None],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "calibration_size": [Interval(RealNotInt, 0, 1, closed="neither")],
@@ -393,6 +402,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         class_weight=None,
         rate="hard",
         bound_tol=0.005,
+        max_fpr=None,
         calibration=None,
         delta=0.05,
         calibration_size=0.3,
@@ -420,6 +430,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.class_weight = class_weight
         self.rate = rate
         self.bound_tol = bound_tol
+        self.max_fpr = max_fpr
         self.calibration = calibration
         self.delta = delta
         self.calibration_size = calibration_size
@@ -470,6 +481,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         if self.calibration is None:
             self._training_bound = None
             self._fit(X, y, sample_weight, sensitive_features=sensitive_features)
+            self._report_fpr(X, y, sample_weight)
             for name in _CERTIFICATE_ATTRIBUTES:
                 # A stale certificate of an earlier fit would describe another model.
                 if hasattr(self, name):
@@ -697,7 +709,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 sample_weight=sample_weight,
                 **DEFERRED_SCALING,
             )
-            return problem, context
+            return self._with_fpr_bound(problem, y01, sample_weight), context
 
         if self.constraint == "positive_share" and len(protected) * bound > 1 + 1e-12:
             # The shares of disjoint groups add up to at most 1: no model can meet this.
@@ -730,7 +742,42 @@ class FairLogisticClassifier(BaseIALMClassifier):
             groups=labels[np.unique(codes)],
             labels=labels,
         )
-        return problem, context
+        return self._with_fpr_bound(problem, y01, sample_weight), context
+
+    def _with_fpr_bound(self, problem, y01, sample_weight):
+        """The problem with the constraint ``FPR <= max_fpr`` added (if asked for): one more
+        column of per-row weights, ``n w_j 1[y_j = 0] / sum_neg w``, and offset ``-max_fpr``."""
+        if self.max_fpr is None:
+            return problem
+        negative = (y01 == 0).astype(float)
+        col = len(y01) * sample_weight * negative / np.sum(sample_weight * negative)
+        return LinearProblem(
+            problem.A_obj.A,
+            problem.b,
+            problem.loss,
+            problem.A_con.A,
+            np.column_stack([problem.W, col]),
+            np.append(problem.offset, -float(self.max_fpr)),
+            objective_weights=problem.u,
+            inequality=True,
+            fit_intercept=problem.fit_intercept,
+            constraint_names=list(problem.constraint_names or []) + ["false_positive_rate"],
+            **DEFERRED_SCALING,
+        )
+
+    def _report_fpr(self, X, y, sample_weight):
+        """``train_fpr_`` and ``train_soft_fpr_`` when ``max_fpr`` is set."""
+        for name in ("train_fpr_", "train_soft_fpr_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        if self.max_fpr is None:
+            return
+        scores = self.decision_function(X)
+        y01 = (np.asarray(y) == self.classes_[1]).astype(int)
+        w = np.ones(len(y01)) if sample_weight is None else np.asarray(sample_weight, float)
+        neg = (y01 == 0) & (w > 0)
+        self.train_fpr_ = float(np.average(scores[neg] > 0, weights=w[neg]))
+        self.train_soft_fpr_ = float(np.average(expit(scores[neg]), weights=w[neg]))
 
     def _constraint_scale(self, y01, sample_weight):
         """The constant that puts the share constraint (and ``tol``) in the units of ``bound``.
