@@ -282,13 +282,7 @@ class SampledProblem(Problem):
         return len(batch)
 
     def objective(self, x, batch):
-        grad = np.asarray(self._objective(x, batch)[1], dtype=float)
-        if grad.shape != (self.n_params,):
-            raise ValueError(
-                f"the objective callable returned a gradient of shape {grad.shape}, expected "
-                f"({self.n_params},) (n_params)."
-            )
-        return grad
+        return _checked_gradient(self._objective(x, batch)[1], self.n_params)
 
     def objective_value(self, x, batch):
         return float(self._objective(x, batch)[0])
@@ -298,6 +292,17 @@ class SampledProblem(Problem):
         C = np.asarray(C, dtype=float).reshape(len(batch), self.n_constraints)
         J = np.asarray(J, dtype=float).reshape(len(batch), self.n_constraints, self.n_params)
         return C, lambda U: np.einsum("bm,bmd->d", U, J)
+
+
+def _checked_gradient(grad, n_params):
+    """A user callable's gradient as a float array of shape ``(n_params,)``, or an error."""
+    grad = np.asarray(grad, dtype=float)
+    if grad.shape != (n_params,):
+        raise ValueError(
+            f"the objective callable returned a gradient of shape {grad.shape}, expected "
+            f"({n_params},) (n_params)."
+        )
+    return grad
 
 
 class FunctionProblem(FiniteSumProblem):
@@ -365,13 +370,7 @@ class FunctionProblem(FiniteSumProblem):
         self.smoothness = smoothness
 
     def objective(self, x, batch):
-        grad = np.asarray(self._objective(x, batch)[1], dtype=float)
-        if grad.shape != (self.n_params,):
-            raise ValueError(
-                f"the objective callable returned a gradient of shape {grad.shape}, expected "
-                f"({self.n_params},) (n_params)."
-            )
-        return grad
+        return _checked_gradient(self._objective(x, batch)[1], self.n_params)
 
     def objective_value(self, x, batch):
         return float(self._objective(x, batch)[0])
