@@ -497,18 +497,18 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             del self.seeds_
 
         scores = self._score(X)
+        threshold = self._decision_threshold(scores, y01, sw)
         self.constraint_values_ = self._constraint_report(expit(scores), y01, sw, context)
         self.hard_constraint_values_ = self._constraint_report(
-            (scores > 0).astype(float), y01, sw, context
+            (scores > threshold).astype(float), y01, sw, context
         )
         if isinstance(context, dict):
-            context["steering"] = fit
+            context.update(steering=fit, scores=scores, y01=y01, weights=sw)
         self._set_report_attributes(context)
+        self.bound_met_ = self._bound_met(result, fit)
         if fit is None:
-            self.bound_met_ = self._soft_bound_met(result)
             self.converged_ = bool(result.converged)
         else:
-            self.bound_met_ = fit.met
             self.converged_ = fit.converged and fit.met
         self._warn_if_not_converged(result, context, fit)
         return self
@@ -528,7 +528,14 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """The solves that steer the surrogate (a :class:`HardRateFit`)."""
         return fit_hard_rates(problem, solve, bound_tol=self.bound_tol, budget=budget)
 
-    def _soft_bound_met(self, result) -> bool:
+    def _decision_threshold(self, scores, y01, sample_weight) -> float:
+        """The threshold of :meth:`predict` on the raw score (0 unless a subclass sets one)."""
+        return 0.0
+
+    def _bound_met(self, result, fit) -> bool:
+        """Whether the bound holds: on predictions when steered, else on the soft rates."""
+        if fit is not None:
+            return fit.met
         return bool(result.kkt_primal_residual <= self.tol)
 
     def _rates_reached(self, context) -> str:

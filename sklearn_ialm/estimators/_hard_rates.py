@@ -38,21 +38,29 @@ _EPS = 1e-12
 
 @dataclass
 class HardRateFit:
-    """What :func:`fit_hard_rates` returns."""
+    """What :func:`fit_hard_rates` and :func:`fit_negative_weight` return."""
 
     x: np.ndarray
     result: object  # the solver result of the returned solve (or the segment's first end)
     results: list = field(repr=False)
     converged: bool  # every solve the returned model is built from converged
-    shifts: list = field(repr=False)
-    hard_values: np.ndarray  # at x, in the problem's units (<= 0: met)
-    soft_values: np.ndarray
-    met: bool
+    met: bool  # every hard value of x is <= 0
     interpolated: float  # t in [0, 1] of the segment step, 0.0 when a solve was returned
     degenerate: bool  # every prediction of x is the same class
     n_data_passes: float
     negative_weight: float = 1.0  # fit_negative_weight: the weight of the negatives found
     toward_constant: bool = False  # met by moving towards the constant model (no solve met it)
+
+
+def _secant_slope(trace, default, low, high):
+    """Slope of the last two ``(argument, value)`` points of ``trace``, clipped to
+    ``[low, high]``; ``default`` until there are two distinct points."""
+    if len(trace) < 2:
+        return default
+    (a1, v1), (a2, v2) = trace[-2:]
+    if abs(a2 - a1) <= 1e-12:
+        return default
+    return float(np.clip((v2 - v1) / (a2 - a1), low, high))
 
 
 def _segment_point(problem, z_in, z_out, offset):
@@ -103,9 +111,10 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
     base = problem.offset.copy()
     m = len(base)
     shift = np.zeros(m)
-    trace = [[] for _ in range(m)]  # (shift, hard value) per constraint, for the secant
-    results, shifts, passes = [], [], 0.0
-    # (x, hard values, solver result) of the best solution found on each side of the bound.
+    trace = [[] for _ in range(m)]  # (-shift, hard value) per constraint, for the secant
+    results, passes = [], 0.0
+    # (x, scores, hard values, solver result) of the best solve on each side of the bound:
+    # the scores are kept, so the segment between the two costs no further data pass.
     infeasible = feasible = None
     warm = None
     for rnd in range(max_rounds):
@@ -113,54 +122,51 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
             break
         result = solve(problem.with_offset(base + shift), rnd, warm, budget - passes)
         results.append(result)
-        shifts.append(shift.copy())
         passes += result.n_data_passes + _pass_share(problem)  # the solve and its hard check
-        hard = problem.rate_constraints(problem.constraint_scores(result.x), offset=base)
-        loosened = np.any(shift < 0)
-        if loosened and not result.converged:
+        scores = problem.constraint_scores(result.x)
+        hard = problem.rate_constraints(scores, offset=base)
+        if np.any(shift < 0) and not result.converged:
             break  # a looser bound the solver could not reach: keep what was feasible
         active = (result.multipliers > 0) | (shift != 0)
         if np.all(hard <= _EPS):
             unused = np.where(active, hard, 0.0)
             if np.all(unused >= -bound_tol):
-                return _finish(problem, base, result.x, results, shifts, [result], 0.0, passes)
-            if feasible is None or np.min(unused) > np.min(feasible[1]):
-                feasible = (result.x, unused, result)
-        elif infeasible is None or np.max(hard) < np.max(infeasible[1]):
-            infeasible = (result.x, hard, result)
+                return _finish(problem, result.x, scores, results, [result], 0.0, passes)
+            if feasible is None or np.min(unused) > np.min(feasible[2]):
+                feasible = (result.x, scores, unused, result)
+        elif infeasible is None or np.max(hard) < np.max(infeasible[2]):
+            infeasible = (result.x, scores, hard, result)
         if infeasible is not None and feasible is not None:
             break
         target = -0.5 * bound_tol
         for k in range(m):
             if not (hard[k] > _EPS or (active[k] and hard[k] < -bound_tol)):
                 continue
-            trace[k].append((shift[k], hard[k]))
-            slope = 1.0  # the hard value moves about as much as the soft one
-            if len(trace[k]) >= 2:
-                (s1, h1), (s2, h2) = trace[k][-2:]
-                if abs(s2 - s1) > 1e-12:
-                    slope = float(np.clip((h1 - h2) / (s2 - s1), 0.25, 4.0))
-            shift[k] += (hard[k] - target) / slope
+            # The hard value falls about as much as the shift grows.
+            trace[k].append((-shift[k], hard[k]))
+            shift[k] += (hard[k] - target) / _secant_slope(trace[k], 1.0, 0.25, 4.0)
         warm = (result.x, result.multipliers, result.slack)
 
     if infeasible is None:
         # Every solve met the bound with room to spare (a looser one failed): keep the best.
-        x, used = feasible[0], [feasible[2]]
-        return _finish(problem, base, x, results, shifts, used, 0.0, passes)
-    x_in, used = infeasible[0], [infeasible[2]]
+        x, scores, _, result = feasible
+        return _finish(problem, x, scores, results, [result], 0.0, passes)
+    x_in, z_in, _, result_in = infeasible
+    used = [result_in]
     if feasible is not None:
-        x_out = feasible[0]
-        used.append(feasible[2])
+        x_out, z_out, _, result_out = feasible
+        used.append(result_out)
     else:
         # The constant model with the infeasible solution's intercept: every prediction the
         # same, so every parity gap is zero.
         coef, intercept = problem.coef(x_in)
         x_out = problem.point(np.zeros_like(coef), intercept)
-    z_in, z_out = problem.constraint_scores(x_in), problem.constraint_scores(x_out)
+        z_out = problem.constraint_scores(x_out)
+        passes += _pass_share(problem)
     t = _segment_point(problem, z_in, z_out, base)
-    x = (1 - t) * x_in + t * x_out
-    passes += 2 * _pass_share(problem)  # the scores at both ends
-    fit = _finish(problem, base, x, results, shifts, used, float(t), passes)
+    # Scores are linear in x: those of the point on the segment need no data pass.
+    x, z = (1 - t) * x_in + t * x_out, (1 - t) * z_in + t * z_out
+    fit = _finish(problem, x, z, results, used, float(t), passes)
     fit.toward_constant = feasible is None
     return fit
 
@@ -170,23 +176,18 @@ def _pass_share(problem):
     return problem.n_constraint_samples / problem.n_samples
 
 
-def _finish(problem, base, x, results, shifts, used, t, passes):
-    scores = problem.constraint_scores(x)
-    hard = problem.rate_constraints(scores, offset=base)
-    soft = problem.rate_constraints(scores, hard=False, offset=base)
+def _finish(problem, x, scores, results, used, t, passes):
+    """The fit at ``x``, whose constraint-row ``scores`` are given."""
     positive = scores > 0
     return HardRateFit(
         x=x,
         result=used[0],
         results=results,
         converged=all(r.converged for r in used),
-        shifts=shifts,
-        hard_values=hard,
-        soft_values=soft,
-        met=bool(np.all(hard <= _EPS)),
+        met=bool(np.all(problem.rate_constraints(scores) <= _EPS)),
         interpolated=t,
         degenerate=bool(positive.all() or not positive.any()),
-        n_data_passes=passes + _pass_share(problem),  # the final report's scores
+        n_data_passes=passes,
     )
 
 
@@ -243,8 +244,8 @@ def fit_negative_weight(
     """
     base_u = problem.u.copy()
     floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
-    log_w, trace, results, shifts, passes = 0.0, [], [], [], 0.0
-    best = None  # (|log error|, x, result, log weight)
+    log_w, trace, results, passes = 0.0, [], [], 0.0
+    best = None  # (|log error|, x, scores, result, log weight)
     warm = None
     for rnd in range(max_rounds):
         if passes >= budget:
@@ -256,24 +257,19 @@ def fit_negative_weight(
         )
         result = solve(pb, rnd, warm, budget - passes)
         results.append(result)
-        shifts.append(np.array([np.exp(log_w)]))
         passes += result.n_data_passes + _pass_share(problem)
-        flagged = problem.constraint_scores(result.x)[negatives] > 0
-        rate = np.dot(weights[negatives], flagged) / weights[negatives].sum()
+        scores = problem.constraint_scores(result.x)
+        rate = np.dot(weights[negatives], scores[negatives] > 0) / weights[negatives].sum()
         error = np.log(max(rate, floor)) - np.log(max_rate)
         if best is None or abs(error) < best[0]:
-            best = (abs(error), result.x, result, log_w)
+            best = (abs(error), result.x, scores, result, log_w)
         if abs(error) <= np.log1p(rel_tol):
             break
         trace.append((log_w, error))
-        slope = -1.0  # the rate falls about as the weight grows
-        if len(trace) >= 2:
-            (w1, e1), (w2, e2) = trace[-2:]
-            if abs(w2 - w1) > 1e-12:
-                slope = float(np.clip((e2 - e1) / (w2 - w1), -4.0, -0.25))
-        log_w -= float(np.clip(error / slope, -3.0, 3.0))  # at most a factor e^3 a step
+        # The rate falls about as the weight grows; at most a factor e^3 a step.
+        log_w -= float(np.clip(error / _secant_slope(trace, -1.0, -4.0, -0.25), -3.0, 3.0))
         warm = (result.x, None, None)
-    _, x, result, log_w = best
-    fit = _finish(problem, problem.offset, x, results, shifts, [result], 0.0, passes)
+    _, x, scores, result, log_w = best
+    fit = _finish(problem, x, scores, results, [result], 0.0, passes)
     fit.negative_weight = float(np.exp(log_w))
     return fit

@@ -481,7 +481,6 @@ class FairLogisticClassifier(BaseIALMClassifier):
         if self.calibration is None:
             self._training_bound = None
             self._fit(X, y, sample_weight, sensitive_features=sensitive_features)
-            self._report_fpr(X, y, sample_weight)
             for name in _CERTIFICATE_ATTRIBUTES:
                 # A stale certificate of an earlier fit would describe another model.
                 if hasattr(self, name):
@@ -765,20 +764,6 @@ class FairLogisticClassifier(BaseIALMClassifier):
             **DEFERRED_SCALING,
         )
 
-    def _report_fpr(self, X, y, sample_weight):
-        """``train_fpr_`` and ``train_soft_fpr_`` when ``max_fpr`` is set."""
-        for name in ("train_fpr_", "train_soft_fpr_"):
-            if hasattr(self, name):
-                delattr(self, name)
-        if self.max_fpr is None:
-            return
-        scores = self.decision_function(X)
-        y01 = (np.asarray(y) == self.classes_[1]).astype(int)
-        w = np.ones(len(y01)) if sample_weight is None else np.asarray(sample_weight, float)
-        neg = (y01 == 0) & (w > 0)
-        self.train_fpr_ = float(np.average(scores[neg] > 0, weights=w[neg]))
-        self.train_soft_fpr_ = float(np.average(expit(scores[neg]), weights=w[neg]))
-
     def _constraint_scale(self, y01, sample_weight):
         """The constant that puts the share constraint (and ``tol``) in the units of ``bound``.
 
@@ -818,6 +803,14 @@ class FairLogisticClassifier(BaseIALMClassifier):
             ])  # fmt: skip
 
     def _set_report_attributes(self, context):
+        for name in ("train_fpr_", "train_soft_fpr_"):
+            if hasattr(self, name):
+                delattr(self, name)  # of an earlier fit with max_fpr
+        if self.max_fpr is not None:
+            scores, y01, w = context["scores"], context["y01"], context["weights"]
+            neg = y01 == 0
+            self.train_fpr_ = float(np.average(scores[neg] > 0, weights=w[neg]))
+            self.train_soft_fpr_ = float(np.average(expit(scores[neg]), weights=w[neg]))
         self.bound_ = context["bound"]
         self.groups_ = context["groups"]
         labels = context["labels"]

@@ -367,9 +367,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         """
         if self.calibration is None:
             self._fit(X, y, sample_weight)
-            self.threshold_ = 0.0
-            if self.rate == "hard":
-                self._spend_budget(X, y, sample_weight)
             for name in _CALIBRATION_ATTRIBUTES:
                 # A stale certificate of an earlier calibrated fit would describe another model.
                 if hasattr(self, name):
@@ -421,21 +418,23 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             (train_scores > self.threshold_).astype(float), y01[train], sw[train], None
         )
         self.train_fpr_ = float(self.hard_constraint_values_[0])
+        if self.rate == "hard":
+            self.bound_met_ = self.train_fpr_ <= self.max_fpr
         return self
 
-    def _spend_budget(self, X, y, sample_weight):
-        """Threshold the trained score at the training negatives' hard rate ``max_fpr``."""
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, reset=False)
-        classes, y01 = self._check_target(y)
-        sw = self._sample_weights(sample_weight, X, y, y01, classes)
-        neg = (y01 == 0) & (sw > 0)
-        scores = self._score(X)
-        self.threshold_ = rate_threshold(scores[neg], sw[neg], self.max_fpr)
-        self.hard_constraint_values_ = self._constraint_report(
-            (scores > self.threshold_).astype(float)[sw > 0], y01[sw > 0], sw[sw > 0], None
-        )
-        self.train_fpr_ = float(self.hard_constraint_values_[0])
-        self.bound_met_ = bool(self.train_fpr_ <= self.max_fpr)
+    def _decision_threshold(self, scores, y01, sample_weight):
+        """With ``rate="hard"`` (and no hold-out), the threshold that spends ``max_fpr`` on
+        the training negatives; the umbrella rule sets its own after the fit."""
+        self.threshold_ = 0.0
+        if self.rate == "hard" and self.calibration is None:
+            neg = y01 == 0
+            self.threshold_ = rate_threshold(scores[neg], sample_weight[neg], self.max_fpr)
+        return self.threshold_
+
+    def _bound_met(self, result, fit):
+        if self.rate == "hard":
+            return bool(self.hard_constraint_values_[0] <= self.max_fpr)
+        return super()._bound_met(result, fit)
 
     def _bound_text(self, context):
         return f"false-positive rate bound max_fpr={self.max_fpr:g}"
