@@ -230,3 +230,48 @@ def test_fairness_and_false_positive_bounds_together():
     unbounded = LogisticRegression().fit(X, y).predict(X)
     assert np.mean(unbounded[y == 0] == 1) > 0.05  # the FPR bound has work to do
     assert clf.multipliers_.shape == (3,)  # two parity sides and the FPR
+
+
+def test_steering_asks_for_less_than_the_soft_value_reached():
+    """A solve that ends well inside its soft bound while its predictions miss the bound:
+    the next solve must ask for a soft gap below the one reached (a secant on the offset
+    alone would ask for one the point already meets, or overshoot into an infeasible
+    reverse gap)."""
+    from types import SimpleNamespace
+
+    from sklearn_ialm.estimators._hard_rates import fit_hard_rates
+    from sklearn_ialm.problems.fairness import fairness_problem
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    groups = (rng.random(n) < 0.4).astype(int)
+    X = np.column_stack([groups - 0.4, rng.standard_normal(n)])
+    y = (rng.random(n) < 0.5).astype(int)
+    problem = fairness_problem(
+        X, y, X, groups, bound=0.1, constraint="demographic_parity", fit_intercept=True
+    )
+    # Tiny scores that follow the group: soft rates near 1/2 in both groups (soft gap far
+    # inside the bound), hard predictions split exactly by group (hard gap 1).
+    x_first = problem.point(np.array([-0.01, 0.0]), 0.0)
+    z = problem.constraint_scores(x_first)
+    soft = problem.rate_constraints(z, hard=False)
+    hard = problem.rate_constraints(z)
+    violated = int(np.argmax(hard))
+    assert hard[violated] > 0 > soft[violated]
+
+    asked = []
+
+    def solve(pb, rnd, warm, budget):
+        asked.append(pb.offset.copy())
+        x = x_first if rnd == 0 else problem.point(np.zeros(2), 0.3)  # then a constant model
+        return SimpleNamespace(
+            x=x, converged=True, multipliers=np.ones(pb.n_constraints),
+            slack=np.zeros(pb.n_constraints), n_data_passes=1.0,
+        )  # fmt: skip
+
+    fit_hard_rates(problem, solve, bound_tol=BOUND_TOL, budget=50.0)
+    assert len(asked) >= 2
+    shift = asked[1][violated] - problem.offset[violated]
+    # The second solve's soft bound binds at -shift (with the base offset): below what the
+    # first solve reached, by at least the hard excess.
+    assert -shift <= soft[violated] - hard[violated] + 1e-12

@@ -8,9 +8,10 @@ satisfy the soft rate by shrinking the scores without changing a decision), so:
 
 1. Solve the soft problem. If every hard value is ``<= 0`` and each active one is within
    ``bound_tol`` of it, stop.
-2. Otherwise move the soft constraint's offset by the hard value's distance to the middle of
-   that band (a secant step on the measured relation between offset and hard value, warm
-   started from the previous solution) and solve again, until a solution on each side of the
+2. Otherwise set the soft constraint's offset so that it binds where the hard value is
+   predicted to reach the middle of that band (a secant step on the soft and hard values the
+   solves reached, warm started from the previous solution) and solve again, until a
+   solution on each side of the
    band is found: an *infeasible* one (some hard value > 0) and a *feasible* one.
 3. Scores are linear in the parameters, so on the segment between those two solutions every
    hard value is a cheap function of ``t`` (no data pass): the returned model is the point of
@@ -111,7 +112,7 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
     base = problem.offset.copy()
     m = len(base)
     shift = np.zeros(m)
-    trace = [[] for _ in range(m)]  # (-shift, hard value) per constraint, for the secant
+    trace = [[] for _ in range(m)]  # (soft value, hard value) per constraint, for the secant
     results, passes = [], 0.0
     # (x, scores, hard values, solver result) of the best solve on each side of the bound:
     # the scores are kept, so the segment between the two costs no further data pass.
@@ -139,12 +140,19 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
         if infeasible is not None and feasible is not None:
             break
         target = -0.5 * bound_tol
+        # The secant relates each hard value to the soft value the solve reached (with the
+        # base offset), not to the shift asked for: a solve that ends inside its soft bound
+        # moved the hard value less than its shift, and a secant on the shift would read
+        # that as a flat relation and overshoot (e.g. ask for the reverse gap: infeasible).
+        soft = problem.rate_constraints(scores, hard=False, offset=base)
         for k in range(m):
             if not (hard[k] > _EPS or (active[k] and hard[k] < -bound_tol)):
                 continue
-            # The hard value falls about as much as the shift grows.
-            trace[k].append((-shift[k], hard[k]))
-            shift[k] += (hard[k] - target) / _secant_slope(trace[k], 1.0, 0.25, 4.0)
+            # The hard value falls about as much as the soft value does.
+            trace[k].append((soft[k], hard[k]))
+            slope = _secant_slope(trace[k], 1.0, 0.25, 4.0)
+            # The next solve's soft bound binds where the hard value should reach target.
+            shift[k] = (hard[k] - target) / slope - soft[k]
         warm = (result.x, result.multipliers, result.slack)
 
     if infeasible is None:
