@@ -164,8 +164,11 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
         z_out = problem.constraint_scores(x_out)
         passes += _pass_share(problem)
     t = _segment_point(problem, z_in, z_out, base)
-    # Scores are linear in x: those of the point on the segment need no data pass.
-    x, z = (1 - t) * x_in + t * x_out, (1 - t) * z_in + t * z_out
+    # Scores are linear in x: those of the point on the segment need no data pass. They are
+    # formed in the two ends' arrays (no longer needed), not in two new n-vectors.
+    x = (1 - t) * x_in + t * x_out
+    z = np.multiply(z_in, 1 - t, out=z_in)
+    z += np.multiply(z_out, t, out=z_out)
     fit = _finish(problem, x, z, results, used, float(t), passes)
     fit.toward_constant = feasible is None
     return fit
@@ -242,7 +245,7 @@ def fit_negative_weight(
     budget : float
         Data passes for all solves together.
     """
-    base_u = problem.u.copy()
+    base_u = problem.u  # read only: each round's weights are a new array
     floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
     log_w, trace, results, passes = 0.0, [], [], 0.0
     best = None  # (|log error|, x, scores, result, log weight)

@@ -603,7 +603,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
             return {"codes": None, "labels": None}
         codes, labels = encode_groups(sf, n_samples)
         _check_group_sizes(codes, labels)
-        return {"codes": codes, "labels": labels}
+        # The smallest signed integer type that holds every code (0 .. len(labels) - 1): the
+        # codes live through the whole fit.
+        return {"codes": codes.astype(np.min_scalar_type(-len(labels))), "labels": labels}
 
     def _subset_fit_params(self, fit_params, keep):
         if fit_params["codes"] is None:
