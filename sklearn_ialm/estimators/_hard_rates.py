@@ -146,6 +146,8 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
             trace[k].append((-shift[k], hard[k]))
             shift[k] += (hard[k] - target) / _secant_slope(trace[k], 1.0, 0.25, 4.0)
         warm = (result.x, result.multipliers, result.slack)
+        # Kept above if needed; dropped here, the next solve's scores do not come on top.
+        del scores
 
     if infeasible is None:
         # Every solve met the bound with room to spare (a looser one failed): keep the best.
@@ -253,12 +255,15 @@ def fit_negative_weight(
     for rnd in range(max_rounds):
         if passes >= budget:
             break
-        pb = (
-            problem
-            if rnd == 0
-            else problem.with_objective_weights(base_u * np.where(negatives, np.exp(log_w), 1.0))
-        )
+        if rnd == 0:
+            pb = problem
+        else:
+            u = np.where(negatives, np.exp(log_w), 1.0)
+            u *= base_u
+            pb = problem.with_objective_weights(u, overwrite=True)
+            del u
         result = solve(pb, rnd, warm, budget - passes)
+        del pb  # its weights (two n-vectors) are not needed past its solve
         results.append(result)
         passes += result.n_data_passes + _pass_share(problem)
         scores = problem.constraint_scores(result.x)
@@ -272,6 +277,8 @@ def fit_negative_weight(
         # The rate falls about as the weight grows; at most a factor e^3 a step.
         log_w -= float(np.clip(error / _secant_slope(trace, -1.0, -4.0, -0.25), -3.0, 3.0))
         warm = (result.x, None, None)
+        # Kept in best if needed; the next round's scores do not come on top.
+        del scores
     _, x, scores, result, log_w = best
     fit = _finish(problem, x, scores, results, [result], 0.0, passes)
     fit.negative_weight = float(np.exp(log_w))

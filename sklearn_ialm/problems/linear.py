@@ -31,6 +31,8 @@ __all__ = ["LinearProblem"]
 _GRAM_MAX_PARAMS = 1024
 #: Above this many rows in a matrix the Gram matrices are estimated from that many rows.
 _GRAM_MAX_ROWS = 200_000
+#: Rows per block where a per-row array is read in blocks (a few hundred kB each).
+_BLOCK_ROWS = 1 << 15
 
 
 class _SparseRows:
@@ -415,13 +417,17 @@ class LinearProblem(FiniteSumProblem):
         q = (scores > 0).astype(float) if hard else expit(scores)
         return q @ self.W / len(q) + (self.offset if offset is None else offset)
 
-    def with_objective_weights(self, weights):
+    def with_objective_weights(self, weights, *, overwrite=False):
         """The same problem (sharing its data) with objective row weights ``weights``
-        (normalised to mean one); its smoothness bound is recomputed (one set-up sweep)."""
+        (normalised to mean one); its smoothness bound is recomputed (one set-up sweep).
+
+        With ``overwrite=True`` a float64 ``weights`` is normalised in place and kept (the
+        caller gives it up): one n-vector less than a normalised copy.
+        """
         other = copy.copy(self)
         u = np.asarray(weights, dtype=float).reshape(self.n_objective_samples)
-        other.u = u / u.mean()
-        other.bu = other.b * other.u
+        other.u = np.divide(u, u.mean(), out=u) if overwrite else _mean_one(u)
+        other.bu = _product(other.b, other.u)
         other.setup_evaluations = 0
         other.smoothness = other.smoothness_bound()
         return other
@@ -740,16 +746,21 @@ class LinearProblem(FiniteSumProblem):
 
     def _distinct_weight_columns(self):
         """``first[k]``: the first constraint column with the same ``|W_k|`` as column ``k``."""
-        absW = np.abs(self.W)
+        W = self.W
+
+        def same(j, k):
+            # By blocks of rows: |W| whole would be a copy of W (8 bytes per row and column).
+            step = _BLOCK_ROWS
+            return all(
+                np.array_equal(np.abs(W[i : i + step, j]), np.abs(W[i : i + step, k]))
+                for i in range(0, len(W), step)
+            )
+
         # Compared pairwise (the two sides of a parity constraint share one): np.unique(axis=1)
         # on long columns takes seconds.
         first = []
         for k in range(self.n_constraints):
-            same = next(
-                (j for j in range(k) if first[j] == j and np.array_equal(absW[:, j], absW[:, k])),
-                k,
-            )
-            first.append(same)
+            first.append(next((j for j in range(k) if first[j] == j and same(j, k)), k))
         return first
 
     def _gram_sums(self):
