@@ -453,25 +453,42 @@ class LinearProblem(FiniteSumProblem):
             return compiled
         Ao, Ac = self.A_obj, self.A_con
         shared = self.n_constraints and Ao.A is Ac.A
+        zc = None
         if shared:
             z_all = self._score(Ao.A, x)
             zo = z_all if Ao.rows is None else z_all[Ao.rows]
             zc = z_all if Ac.rows is None else z_all[Ac.rows]
+            del z_all
         else:
             zo = self._score(Ao.full, x)
-        m_obj = self.b * zo
-        f0 = float(np.mean(self.u * self.loss.value(m_obj)))
-        grad = self._grad(Ao.full, self.bu * self.loss.derivative(m_obj), Ao.n_rows)
+        # The products are formed in arrays made here (scores, and the values of the
+        # package's losses, which are new arrays): a few n-vectors fewer at a time, with the
+        # same values (a product of two floats does not depend on their order).
+        m_obj = self.b * zo if zo is zc else np.multiply(zo, self.b, out=zo)
+        own = type(self.loss) in (Logistic, TruncatedLogistic, SigmoidLoss)
+        values = self.loss.value(m_obj)
+        f0 = float(np.mean(np.multiply(values, self.u, out=values if own else None)))
+        del values
+        r = self.loss.derivative(m_obj)
+        del m_obj, zo
+        grad = self._grad(Ao.full, np.multiply(r, self.bu, out=r if own else None), Ao.n_rows)
+        del r
         if not self.n_constraints:
             return f0, grad, np.zeros(0), lambda v: np.zeros_like(x)
         if not shared:
             zc = self._score(Ac.full, x)
-        p = expit(zc)
+        p = expit(zc, out=zc)
+        del zc
         c = (self.W * p[:, None]).mean(axis=0) + self.offset
-        dp = p * (1.0 - p) / Ac.n_rows
+        dp = np.subtract(1.0, p)
+        dp *= p
+        dp /= Ac.n_rows
+        del p
 
         def jac_t(v):
-            return self._grad(Ac.full, dp * (self.W @ np.asarray(v, dtype=float)), 1.0)
+            q = self.W @ np.asarray(v, dtype=float)
+            q *= dp
+            return self._grad(Ac.full, q, 1.0)
 
         return f0, grad, c, jac_t
 
