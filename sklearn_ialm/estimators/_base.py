@@ -411,6 +411,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             X.sum_duplicates()
         classes, y01 = self._check_target(y)
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
+        del y  # y01 stands for it from here (a validated copy of a list or Series is n long)
         fit_params = self._check_fit_params(fit_params, X.shape[0])
 
         # Zero-weight rows change neither the objective nor the constraints; dropping them
