@@ -137,6 +137,7 @@ def _standardised(problem, X, sample_weight, C):
         return problem
     weights = sample_weight / sample_weight.sum()
     scale, mean = _feature_scaling(X, weights, problem.fit_intercept)
+    del weights  # an n-vector: not kept through the smoothness sweep below
     # Standardised columns divided by sqrt(d) more: rows of unit root-mean-square norm, the
     # paper's scale. A gradient's norm in these units is the root mean square of its
     # standardised coordinates, so tol means the same for 1 feature or 10000 (in plain
@@ -328,7 +329,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 # classes_[1] is the positive class everywhere (decision_function > 0, the
                 # second column of predict_proba), so the order follows pos_label.
                 classes, y01 = classes[::-1].copy(), 1 - y01
-        return classes, y01
+        # One byte per row instead of eight: y01 lives through the whole fit.
+        return classes, y01.astype(np.int8)
 
     def _check_weighted_classes(self, weights, y01, classes, what):
         for k in (0, 1):
@@ -409,6 +411,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             X.sum_duplicates()
         classes, y01 = self._check_target(y)
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
+        del y  # y01 stands for it from here (a validated copy of a list or Series is n long)
         fit_params = self._check_fit_params(fit_params, X.shape[0])
 
         # Zero-weight rows change neither the objective nor the constraints; dropping them
@@ -417,6 +420,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if not keep.all():
             X, y01, sw = X[keep], y01[keep], sw[keep]
             fit_params = self._subset_fit_params(fit_params, keep)
+        del keep
 
         problem, context = self._build_problem(X, y01, sw, fit_params)
         problem = _standardised(problem, X, sw, self.C)
@@ -466,6 +470,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         results, best = first["results"], first["best"]
 
         coef, intercept = problem.coef(x)
+        # The problem's per-row arrays (margins, weights, W) are not needed for the report
+        # below, which scores X again: freed first, they do not add to its n-vectors.
+        del problem
         self.coef_ = coef.reshape(1, -1).copy()
         self.intercept_ = np.array([intercept])
         self.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()

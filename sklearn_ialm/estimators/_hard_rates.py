@@ -154,6 +154,8 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
             # The next solve's soft bound binds where the hard value should reach target.
             shift[k] = (hard[k] - target) / slope - soft[k]
         warm = (result.x, result.multipliers, result.slack)
+        # Kept above if needed; dropped here, the next solve's scores do not come on top.
+        del scores
 
     if infeasible is None:
         # Every solve met the bound with room to spare (a looser one failed): keep the best.
@@ -172,8 +174,11 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
         z_out = problem.constraint_scores(x_out)
         passes += _pass_share(problem)
     t = _segment_point(problem, z_in, z_out, base)
-    # Scores are linear in x: those of the point on the segment need no data pass.
-    x, z = (1 - t) * x_in + t * x_out, (1 - t) * z_in + t * z_out
+    # Scores are linear in x: those of the point on the segment need no data pass. They are
+    # formed in the two ends' arrays (no longer needed), not in two new n-vectors.
+    x = (1 - t) * x_in + t * x_out
+    z = np.multiply(z_in, 1 - t, out=z_in)
+    z += np.multiply(z_out, t, out=z_out)
     fit = _finish(problem, x, z, results, used, float(t), passes)
     fit.toward_constant = feasible is None
     return fit
@@ -250,7 +255,7 @@ def fit_negative_weight(
     budget : float
         Data passes for all solves together.
     """
-    base_u = problem.u.copy()
+    base_u = problem.u  # read only: each round's weights are a new array
     floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
     log_w, trace, results, passes = 0.0, [], [], 0.0
     best = None  # (|log error|, x, scores, result, log weight)
@@ -258,12 +263,15 @@ def fit_negative_weight(
     for rnd in range(max_rounds):
         if passes >= budget:
             break
-        pb = (
-            problem
-            if rnd == 0
-            else problem.with_objective_weights(base_u * np.where(negatives, np.exp(log_w), 1.0))
-        )
+        if rnd == 0:
+            pb = problem
+        else:
+            u = np.where(negatives, np.exp(log_w), 1.0)
+            u *= base_u
+            pb = problem.with_objective_weights(u, overwrite=True)
+            del u
         result = solve(pb, rnd, warm, budget - passes)
+        del pb  # its weights (two n-vectors) are not needed past its solve
         results.append(result)
         passes += result.n_data_passes + _pass_share(problem)
         scores = problem.constraint_scores(result.x)
@@ -277,6 +285,8 @@ def fit_negative_weight(
         # The rate falls about as the weight grows; at most a factor e^3 a step.
         log_w -= float(np.clip(error / _secant_slope(trace, -1.0, -4.0, -0.25), -3.0, 3.0))
         warm = (result.x, None, None)
+        # Kept in best if needed; the next round's scores do not come on top.
+        del scores
     _, x, scores, result, log_w = best
     fit = _finish(problem, x, scores, results, [result], 0.0, passes)
     fit.negative_weight = float(np.exp(log_w))

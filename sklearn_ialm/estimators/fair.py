@@ -606,7 +606,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
             return {"codes": None, "labels": None}
         codes, labels = encode_groups(sf, n_samples)
         _check_group_sizes(codes, labels)
-        return {"codes": codes, "labels": labels}
+        # The smallest signed integer type that holds every code (0 .. len(labels) - 1): the
+        # codes live through the whole fit.
+        return {"codes": codes.astype(np.min_scalar_type(-len(labels))), "labels": labels}
 
     def _subset_fit_params(self, fit_params, keep):
         if fit_params["codes"] is None:
@@ -751,14 +753,21 @@ class FairLogisticClassifier(BaseIALMClassifier):
         column of per-row weights, ``n w_j 1[y_j = 0] / sum_neg w``, and offset ``-max_fpr``."""
         if self.max_fpr is None:
             return problem
-        negative = (y01 == 0).astype(float)
-        col = len(y01) * sample_weight * negative / np.sum(sample_weight * negative)
+        negative = y01 == 0
+        total = np.sum(sample_weight * negative)
+        # The new column is formed in its place in W: no n-vector temporaries besides W.
+        m = problem.n_constraints
+        W = np.empty((len(y01), m + 1))
+        W[:, :m] = problem.W
+        col = np.multiply(sample_weight, len(y01), out=W[:, m])
+        col *= negative
+        col /= total
         return LinearProblem(
             problem.A_obj.A,
             problem.b,
             problem.loss,
             problem.A_con.A,
-            np.column_stack([problem.W, col]),
+            W,
             np.append(problem.offset, -float(self.max_fpr)),
             objective_weights=problem.u,
             inequality=True,

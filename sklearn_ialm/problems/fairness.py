@@ -264,29 +264,57 @@ def fairness_metric(
     return float(max(values) if form == "difference" else min(values))
 
 
+#: Rows per block when ``W`` is filled: each group's per-row weights exist for one block at a
+#: time, so building ``W`` needs ``W`` and a few block-sized temporaries, not one n-vector per
+#: group and constraint (at a million rows each is 8 MB).
+_BLOCK_ROWS = 1 << 16
+
+
+def _fill_weights(n, columns, m, scale):
+    """The ``(n, m)`` matrix ``W`` whose rows ``rows`` are ``columns(rows) / scale``.
+
+    ``columns(rows)`` gives the ``m`` columns on a slice of rows; every entry is computed by
+    the same elementwise operations as on all rows at once, so the blocks change no value.
+    """
+    W = np.empty((n, m))
+    for start in range(0, n, _BLOCK_ROWS):
+        rows = slice(start, start + _BLOCK_ROWS)
+        for k, col in enumerate(columns(rows)):
+            W[rows, k] = col / scale
+    return W
+
+
 def _share_rows(groups, weights, protected, constraint, bound):
-    """Columns of ``W`` and offsets of ``positive_share`` / ``disparate_impact``."""
+    """``(columns, offsets, names)`` of ``positive_share`` / ``disparate_impact``; see
+    :func:`_fill_weights` for ``columns``."""
     n = len(groups)
     total = weights.sum()
-    cols, offsets, names = [], [], []
+    totals, offsets, names = [], [], []
     for g in protected:
-        member = groups == g
-        wg = weights[member].sum()
+        wg = weights[groups == g].sum()
         if wg <= 0:
             raise ValueError(
                 f"Protected group {_label(g)!r} has no members (or zero total weight)."
             )
-        if constraint == "positive_share":
-            cols.append(n * weights * (bound - member) / total)
-        else:
-            cols.append(n * weights * (bound / total - member / wg))
+        totals.append(wg)
         offsets.append(0.0)
         names.append(f"{constraint}[{g}]")
-    return cols, offsets, names
+
+    def columns(rows):
+        w, grp = weights[rows], groups[rows]
+        for g, wg in zip(protected, totals, strict=True):
+            member = grp == g
+            if constraint == "positive_share":
+                yield n * w * (bound - member) / total
+            else:
+                yield n * w * (bound / total - member / wg)
+
+    return columns, offsets, names
 
 
 def _parity_rows(groups, weights, protected, kind, form, bound, y):
-    """Columns of ``W`` and offsets of the pairwise parity constraints.
+    """``(columns, offsets, names)`` of the pairwise parity constraints; see
+    :func:`_fill_weights` for ``columns``.
 
     Each group's rate is ``mean_S a_g[j] pred_j + k_g``; a difference pair ``(a, b)`` is
     ``rate_a - rate_b - bound <= 0`` and a ratio pair ``bound * rate_b - rate_a <= 0``.
@@ -294,12 +322,12 @@ def _parity_rows(groups, weights, protected, kind, form, bound, y):
     n = len(groups)
     labels = np.unique(groups)
     protected = set(protected)
-    cols, offsets, names = [], [], []
+    pairs, offsets, names, totals = [], [], [], {}
     for rate in _PARITY_RATES[kind]:
-        rows, c, s = _rate_terms(rate, y)
-        lin, const = [], []
+        cond, c, _ = _rate_terms(rate, y)
+        const = []
         for g in labels:
-            m = groups == g if rows is None else (groups == g) & rows
+            m = groups == g if cond is None else (groups == g) & cond
             wg = weights[m].sum()
             if wg <= 0:
                 what = {"true_positive_rate": " with y=1", "false_positive_rate": " with y=0"}
@@ -307,22 +335,36 @@ def _parity_rows(groups, weights, protected, kind, form, bound, y):
                     f"Group {_label(g)!r} has no constraint rows{what.get(rate, '')} (or zero "
                     f"total weight): its {rate} is undefined for constraint={kind!r}."
                 )
-            lin.append(n * weights * m * s / wg)
+            totals[rate, g] = wg
             const.append(float(np.sum(weights * m * c)) / wg)
         tag = kind if len(_PARITY_RATES[kind]) == 1 else f"{kind}.{_SHORT[rate]}"
         for i, j in permutations(range(len(labels)), 2):
             a, b = labels[i], labels[j]
             if a not in protected and b not in protected:
                 continue
+            pairs.append((rate, i, j))
             if form == "difference":
-                cols.append(lin[i] - lin[j])
                 offsets.append(const[i] - const[j] - bound)
                 names.append(f"{tag}[{a}-{b}]<=")
             else:
-                cols.append(bound * lin[j] - lin[i])
                 offsets.append(bound * const[j] - const[i])
                 names.append(f"{tag}[{a}/{b}]>=")
-    return cols, offsets, names
+
+    def columns(rows):
+        w, grp = weights[rows], groups[rows]
+        lin = {}
+        for rate in _PARITY_RATES[kind]:
+            cond, _, s = _rate_terms(rate, None if y is None else y[rows])
+            for i, g in enumerate(labels):
+                m = grp == g if cond is None else (grp == g) & cond
+                lin[rate, i] = n * w * m * s / totals[rate, g]
+        for rate, i, j in pairs:
+            if form == "difference":
+                yield lin[rate, i] - lin[rate, j]
+            else:
+                yield bound * lin[rate, j] - lin[rate, i]
+
+    return columns, offsets, names
 
 
 def fairness_problem(
@@ -483,10 +525,12 @@ def fairness_problem(
                         )
                     y_constraint = y
                 yc = _binary("y_constraint", y_constraint, n_s)
-            cols, offsets, names = _parity_rows(groups, cw, protected, constraint, form, bound, yc)
+            columns, offsets, names = _parity_rows(
+                groups, cw, protected, constraint, form, bound, yc
+            )
         else:
-            cols, offsets, names = _share_rows(groups, cw, protected, constraint, bound)
-        W = np.column_stack(cols) / constraint_scale
+            columns, offsets, names = _share_rows(groups, cw, protected, constraint, bound)
+        W = _fill_weights(n_s, columns, len(offsets), constraint_scale)
         offset = np.array(offsets) / constraint_scale
     loss_obj = TruncatedLogistic(truncation) if loss == "truncated_logistic" else LOSSES[loss]()
     problem = LinearProblem(

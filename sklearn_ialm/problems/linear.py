@@ -31,6 +31,8 @@ __all__ = ["LinearProblem"]
 _GRAM_MAX_PARAMS = 1024
 #: Above this many rows in a matrix the Gram matrices are estimated from that many rows.
 _GRAM_MAX_ROWS = 200_000
+#: Rows per block where a per-row array is read in blocks (a few hundred kB each).
+_BLOCK_ROWS = 1 << 15
 
 
 class _SparseRows:
@@ -166,6 +168,25 @@ def _rms_row_norm(rows, weights) -> float:
     return float(np.sqrt(np.mean(weights * sq))) if len(sq) else 0.0
 
 
+def _mean_one(u):
+    """``u / u.mean()``, or ``u`` itself (not a copy) when its mean is exactly one.
+
+    Dividing by 1.0 changes no value, so sharing the caller's array gives the same problem;
+    at a million rows each per-row vector is 8 MB (the estimators pass weights of mean one).
+    """
+    mean = u.mean()
+    return u if mean == 1.0 and u.dtype == np.float64 else u / mean
+
+
+def _product(b, u):
+    """``b * u``, or whichever factor is all ones (the same values, no new array)."""
+    if np.all(u == 1.0):
+        return b
+    if np.all(b == 1.0):
+        return u
+    return b * u
+
+
 def _rmatvec(A, r):
     """``A.T @ r`` for a dense block, a CSR matrix, a row subset or a sparse minibatch."""
     if isinstance(A, _SparseRows | _Subset):
@@ -260,9 +281,10 @@ class LinearProblem(FiniteSumProblem):
         self.fit_intercept = bool(fit_intercept)
         self.n_params = self.n_features + self.fit_intercept
         self.b = np.asarray(margins, dtype=float)
-        u = np.ones(len(self.b)) if objective_weights is None else np.asarray(objective_weights)
-        self.u = u / u.mean()
-        self.bu = self.b * self.u
+        self.u = _mean_one(
+            np.ones(len(self.b)) if objective_weights is None else np.asarray(objective_weights)
+        )
+        self.bu = _product(self.b, self.u)
         self.loss = loss
         self.W = W
         self.offset = np.asarray(offset, dtype=float).reshape(W.shape[1])
@@ -395,13 +417,17 @@ class LinearProblem(FiniteSumProblem):
         q = (scores > 0).astype(float) if hard else expit(scores)
         return q @ self.W / len(q) + (self.offset if offset is None else offset)
 
-    def with_objective_weights(self, weights):
+    def with_objective_weights(self, weights, *, overwrite=False):
         """The same problem (sharing its data) with objective row weights ``weights``
-        (normalised to mean one); its smoothness bound is recomputed (one set-up sweep)."""
+        (normalised to mean one); its smoothness bound is recomputed (one set-up sweep).
+
+        With ``overwrite=True`` a float64 ``weights`` is normalised in place and kept (the
+        caller gives it up): one n-vector less than a normalised copy.
+        """
         other = copy.copy(self)
         u = np.asarray(weights, dtype=float).reshape(self.n_objective_samples)
-        other.u = u / u.mean()
-        other.bu = other.b * other.u
+        other.u = np.divide(u, u.mean(), out=u) if overwrite else _mean_one(u)
+        other.bu = _product(other.b, other.u)
         other.setup_evaluations = 0
         other.smoothness = other.smoothness_bound()
         return other
@@ -427,25 +453,42 @@ class LinearProblem(FiniteSumProblem):
             return compiled
         Ao, Ac = self.A_obj, self.A_con
         shared = self.n_constraints and Ao.A is Ac.A
+        zc = None
         if shared:
             z_all = self._score(Ao.A, x)
             zo = z_all if Ao.rows is None else z_all[Ao.rows]
             zc = z_all if Ac.rows is None else z_all[Ac.rows]
+            del z_all
         else:
             zo = self._score(Ao.full, x)
-        m_obj = self.b * zo
-        f0 = float(np.mean(self.u * self.loss.value(m_obj)))
-        grad = self._grad(Ao.full, self.bu * self.loss.derivative(m_obj), Ao.n_rows)
+        # The products are formed in arrays made here (scores, and the values of the
+        # package's losses, which are new arrays): a few n-vectors fewer at a time, with the
+        # same values (a product of two floats does not depend on their order).
+        m_obj = self.b * zo if zo is zc else np.multiply(zo, self.b, out=zo)
+        own = type(self.loss) in (Logistic, TruncatedLogistic, SigmoidLoss)
+        values = self.loss.value(m_obj)
+        f0 = float(np.mean(np.multiply(values, self.u, out=values if own else None)))
+        del values
+        r = self.loss.derivative(m_obj)
+        del m_obj, zo
+        grad = self._grad(Ao.full, np.multiply(r, self.bu, out=r if own else None), Ao.n_rows)
+        del r
         if not self.n_constraints:
             return f0, grad, np.zeros(0), lambda v: np.zeros_like(x)
         if not shared:
             zc = self._score(Ac.full, x)
-        p = expit(zc)
+        p = expit(zc, out=zc)
+        del zc
         c = (self.W * p[:, None]).mean(axis=0) + self.offset
-        dp = p * (1.0 - p) / Ac.n_rows
+        dp = np.subtract(1.0, p)
+        dp *= p
+        dp /= Ac.n_rows
+        del p
 
         def jac_t(v):
-            return self._grad(Ac.full, dp * (self.W @ np.asarray(v, dtype=float)), 1.0)
+            q = self.W @ np.asarray(v, dtype=float)
+            q *= dp
+            return self._grad(Ac.full, q, 1.0)
 
         return f0, grad, c, jac_t
 
@@ -720,16 +763,21 @@ class LinearProblem(FiniteSumProblem):
 
     def _distinct_weight_columns(self):
         """``first[k]``: the first constraint column with the same ``|W_k|`` as column ``k``."""
-        absW = np.abs(self.W)
+        W = self.W
+
+        def same(j, k):
+            # By blocks of rows: |W| whole would be a copy of W (8 bytes per row and column).
+            step = _BLOCK_ROWS
+            return all(
+                np.array_equal(np.abs(W[i : i + step, j]), np.abs(W[i : i + step, k]))
+                for i in range(0, len(W), step)
+            )
+
         # Compared pairwise (the two sides of a parity constraint share one): np.unique(axis=1)
         # on long columns takes seconds.
         first = []
         for k in range(self.n_constraints):
-            same = next(
-                (j for j in range(k) if first[j] == j and np.array_equal(absW[:, j], absW[:, k])),
-                k,
-            )
-            first.append(same)
+            first.append(next((j for j in range(k) if first[j] == j and same(j, k)), k))
         return first
 
     def _gram_sums(self):

@@ -146,7 +146,8 @@ def neyman_pearson_logistic_problem(
         raise ValueError(f"negative_weight must be a number > 0, got {negative_weight!r}.")
     y = np.asarray(y)
     w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    u = w * np.where(y == 1, 1.0, float(negative_weight))
+    # Weight 1 leaves w as it is: shared, not copied (an n-vector the fit keeps).
+    u = w if negative_weight == 1.0 else w * np.where(y == 1, 1.0, float(negative_weight))
     return LinearProblem(
         X,
         np.where(y == 1, 1.0, -1.0),
