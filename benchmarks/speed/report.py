@@ -381,11 +381,16 @@ def _more_bounds(saved):
             )
     if saved["firstfit"]:
         r = saved["firstfit"]["rows"][0]
+        verdict = (
+            "within the 3 s target"
+            if r["first_wall"] <= 3.0
+            else "the 3 s target needs the steady fit itself faster or less to compile"
+        )
         out.append(
             f"- First fit: the steady-state fit alone (second fit in the same process) takes "
             f"{r['second_wall']:.2f} s wall, so compile or cache load adds "
-            f"{r['first_wall'] - r['second_wall']:.2f} s cold; the 3 s target needs the "
-            "steady fit itself faster and the compile cached (numba's cache=True)."
+            f"{r['first_wall'] - r['second_wall']:.2f} s cold; {verdict} (the compiled code "
+            "is cached on disk, numba's cache=True, so later processes only load it)."
         )
     return out
 
