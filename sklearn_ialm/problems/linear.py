@@ -468,7 +468,12 @@ class LinearProblem(FiniteSumProblem):
         m = self.n_constraints
         rows_o = np.arange(Ao.n_rows) if Ao.rows is None else Ao.rows
         rows_c = np.arange(Ac.n_rows) if Ac.rows is None else Ac.rows
-        args = (v, float(b), self.b, self.u, loss_code, self._loss_alpha(), self.W)
+        cached = getattr(self, "_kernel_columns", None)
+        if cached is None or cached[0] is not self.W:
+            # Computed once per weight matrix: the pass accumulates J^T only for columns of W
+            # that differ up to sign (the two sides of a parity gap share one).
+            cached = self._kernel_columns = (self.W, _kernels.signed_columns(self.W))
+        args = (v, float(b), self.b, self.u, loss_code, self._loss_alpha(), self.W, cached[1])
         none = np.zeros(0, dtype=np.intp)
         if not m:
             parts = [(Ao, rows_o, none, False)]
@@ -481,7 +486,8 @@ class LinearProblem(FiniteSumProblem):
             parts = [(Ao, rows_o, none, False), (Ac, none, rows_c, False)]
         out = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
         for src, ro, rc, shared in parts:
-            res = _kernels.full_pass(*src.kernel_source(none)[:5], ro, rc, shared, *args)
+            data = _kernels.source(*src.kernel_source(none)[:5])
+            res = _kernels.full_pass(*data, ro, rc, shared, *args)
             out = [a + r for a, r in zip(out, res, strict=True)]
         f, g, rsum, csum, G, gsum = out
         n_o, n_c = Ao.n_rows, Ac.n_rows
@@ -649,28 +655,31 @@ class LinearProblem(FiniteSumProblem):
             draws = self._block_draws(est, batch_size, n_iter, rng, counter, budget)
             if draws is None:
                 return z, d, 0
-            idx_o = draws[:, 0]
+            # (T, k, b) -> k C-ordered (T, b) arrays: one compiled signature for all of them.
+            draws = np.ascontiguousarray(draws.transpose(1, 0, 2))
+            idx_o = draws[0]
             o_src = self.A_obj.kernel_source(idx_o)
             idx_c = idx_c2 = ridx_c = ridx_c2 = no_rows
             c_src = o_src
-            if draws.shape[1] > 1:
-                idx_c = draws[:, 1]
-                if draws.shape[1] > 2:
-                    idx_c2 = draws[:, 2]
+            if len(draws) > 1:
+                idx_c = draws[1]
+                if len(draws) > 2:
+                    idx_c2 = draws[2]
                 # One source for both constraint batches (gathered together if need be).
-                both = idx_c if not idx_c2.size else np.concatenate([idx_c, idx_c2])
+                both = draws[1:].reshape(-1, draws.shape[2])
                 c_src = self.A_con.kernel_source(both)
-                ridx_c, ridx_c2 = c_src[5][: len(draws)], c_src[5][len(draws) :]
+                T = draws.shape[1]
+                ridx_c = c_src[5][:T]
+                if len(draws) > 2:
+                    ridx_c2 = c_src[5][T:]
             z, d = _kernels.pstorm_block(
-                np.array(z, dtype=float),
-                np.array(d, dtype=float),
-                np.asarray(y, dtype=float).reshape(self.n_constraints),
-                float(beta), float(eta), float(eta_slack), float(keep),
-                nf, self.fit_intercept, inv_scale, center, *prox, loss_code, alpha,
-                *o_src[:5], self.b, self.bu, idx_o, o_src[5],
-                *c_src[:5], self.W, offset, ineq, idx_c, ridx_c, idx_c2, ridx_c2,
+                z, d, np.asarray(y, dtype=float).reshape(self.n_constraints),
+                beta, eta, eta_slack, keep, nf, self.fit_intercept, inv_scale, center, *prox,
+                loss_code, alpha, *_kernels.source(*o_src[:5]), self.b, self.bu, idx_o,
+                o_src[5], *_kernels.source(*c_src[:5]), self.W, offset, ineq, idx_c, ridx_c,
+                idx_c2, ridx_c2,
             )  # fmt: skip
-            return z, d, draws.shape[0]
+            return z, d, draws.shape[1]
 
         return run
 
@@ -864,7 +873,7 @@ class LinearProblem(FiniteSumProblem):
             return None
         from . import _kernels
 
-        source = src.kernel_source(rows[:0])[:5]
+        source = _kernels.source(*src.kernel_source(rows[:0])[:5])
 
         def gram(v):
             v_eff, b = self._effective(v)
