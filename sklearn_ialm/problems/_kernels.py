@@ -50,20 +50,6 @@ def _jit(fn):
 
 
 @_jit
-def _loss_slope(code, alpha, m):
-    """``loss'(m)`` with one ``exp`` (``code``: 0 logistic, 1 truncated logistic, 2 sigmoid)."""
-    e = math.exp(-abs(m))
-    s = 1.0 / (1.0 + e)
-    neg = e * s if m >= 0.0 else s  # sigmoid(-m)
-    if code == 0:
-        return -neg
-    if code == 2:
-        return -e * s * s  # -sigmoid(m) sigmoid(-m)
-    soft = max(-m, 0.0) + math.log1p(e)  # log(1 + exp(-m)) without overflow
-    return -neg / (1.0 + soft / alpha)
-
-
-@_jit
 def _dot2(dense, data, indices, indptr, row, v1, v2):
     """``(a_row . v1, a_row . v2)`` in one pass over the row."""
     s1 = 0.0
@@ -118,13 +104,14 @@ def _block(
     lam, lower, upper, ridge, loss_code, alpha,
     o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
     c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, idx_c2, ridx_c2,
-    z_new, v1, v2, g, out, K1, K2, dP, w1, w2, a1, a2,
+    z_new, V, B, g, out, K, dP, wa,
 ):  # fmt: skip
     """Run ``idx_o.shape[0]`` PStorm iterations from ``(z, d)``, in place.
 
-    The last row of arguments are work buffers (see :func:`pstorm_block`): nothing is
-    allocated here. ``K1, K2, dP`` have room for both constraint batches.
-    Returns which of ``z`` and ``z_new`` holds the final point.
+    The last row of arguments are work buffers (see :func:`pstorm_block`); nothing is
+    allocated here. Index ``pt`` of ``V, B, K, dP`` is the point: 0 the new iterate, 1 the
+    previous one (the STORM correction); ``K`` and ``dP`` have room for both constraint
+    batches. Returns whether the final point is in ``z_new`` (else in ``z``).
     """
     p = nf + (1 if intercept else 0)
     dim = z.shape[0]
@@ -132,6 +119,14 @@ def _block(
     bo = idx_o.shape[1]
     bc = idx_c.shape[1]
     n_batches = 2 if idx_c2.shape[0] > 0 else 1
+    # U-statistic: U_i = A - bcoef K_i with A = (y + ca sum K) / bc; the independent
+    # estimator's A = w / bc comes from its second batch and bcoef = 0.
+    cw = ca = bcoef = 0.0
+    if bc > 0:
+        cw = ca = beta / bc
+    if n_batches == 1 and bc > 1:
+        ca = beta / (bc - 1)
+        bcoef = ca / bc
     touched = 0.0
     swapped = False
     z_old = z
@@ -152,97 +147,86 @@ def _block(
             z_new[j] = min(max(u, lower[j]), upper[j])
         for j in range(p, dim):
             z_new[j] = max(z_old[j] - eta_slack * d[j], 0.0)
-        # The scores' weights and intercepts in data units at the two points.
-        b1 = z_new[nf] if intercept else 0.0
-        b2 = z_old[nf] if intercept else 0.0
-        for j in range(nf):
-            v1[j] = z_new[j] * inv_scale[j]
-            v2[j] = z_old[j] * inv_scale[j]
-            if intercept:
-                b1 -= center[j] * v1[j]
-                b2 -= center[j] * v2[j]
+        # The scores' weights V[pt] and intercepts B[pt] in data units.
+        for pt in range(2):
+            x = z_new if pt == 0 else z_old
+            B[pt] = x[nf] if intercept else 0.0
+            for j in range(nf):
+                V[pt, j] = x[j] * inv_scale[j]
+                B[pt] -= center[j] * V[pt, j]
         for j in range(nf):
             g[j] = 0.0
-        for j in range(dim):
-            out[j] = 0.0
 
-        # Objective: r_i = u_i b_i (loss'(b_i z1_i) - keep loss'(b_i z2_i)) / bo, summed
-        # into g with the constraints' rows (the gradient is linear in the r_i).
+        # Objective: r_i = u_i b_i (loss'(b_i z_i) - keep loss'(b_i z'_i)) / bo, summed into
+        # g with the constraints' rows (the gradient is linear in the r_i).
         rsum = 0.0
         for i in range(bo):
             row = ridx_o[t, i]
-            z1, z2 = _dot2(o_dense, o_data, o_indices, o_indptr, row, v1, v2)
-            bi = margins[idx_o[t, i]]
-            r = (margins_u[idx_o[t, i]] / bo) * (
-                _loss_slope(loss_code, alpha, bi * (z1 + b1))
-                - keep * _loss_slope(loss_code, alpha, bi * (z2 + b2))
-            )
+            j = idx_o[t, i]
+            z1, z2 = _dot2(o_dense, o_data, o_indices, o_indptr, row, V[0], V[1])
+            r = 0.0
+            for pt in range(2):
+                mi = margins[j] * ((z1 if pt == 0 else z2) + B[pt])
+                e = math.exp(-abs(mi))
+                s = 1.0 / (1.0 + e)
+                slope = -(e * s if mi >= 0.0 else s)  # logistic: -sigmoid(-m)
+                if loss_code == 1:
+                    slope /= 1.0 + (max(-mi, 0.0) + math.log1p(e)) / alpha
+                elif loss_code == 2:
+                    slope = -e * s * s
+                r += slope if pt == 0 else -keep * slope
+            r *= margins_u[j] / bo
             rsum += r
             _add_row(o_dense, o_data, o_indices, o_indptr, row, r, g)
 
         if m > 0:
-            # Penalty values K = C + E s at both points (rows bc.. hold the second batch of
-            # the independent estimator) and sigmoid' per row.
+            # Penalty values K = C + E s per row and sigmoid' (dP) at both points; rows
+            # bc.. hold the independent estimator's second batch.
             for batch in range(n_batches):
-                idx = idx_c[t] if batch == 0 else idx_c2[t]
-                ridx = ridx_c[t] if batch == 0 else ridx_c2[t]
                 for i in range(bc):
-                    z1, z2 = _dot2(c_dense, c_data, c_indices, c_indptr, ridx[i], v1, v2)
+                    j = idx_c[t, i] if batch == 0 else idx_c2[t, i]
+                    row = ridx_c[t, i] if batch == 0 else ridx_c2[t, i]
+                    z1, z2 = _dot2(c_dense, c_data, c_indices, c_indptr, row, V[0], V[1])
                     at = batch * bc + i
-                    for point in range(2):
-                        zz = (z1 + b1) if point == 0 else (z2 + b2)
+                    for pt in range(2):
+                        zz = (z1 if pt == 0 else z2) + B[pt]
                         e = math.exp(-abs(zz))
                         s = 1.0 / (1.0 + e)
                         prob = s if zz >= 0.0 else e * s
-                        dP[at, point] = e * s * s
-                        K = K1 if point == 0 else K2
-                        sl = z_new if point == 0 else z_old
+                        dP[pt, at] = e * s * s
+                        x = z_new if pt == 0 else z_old
                         slack = p
                         for k in range(m):
-                            K[at, k] = W[idx[i], k] * prob + offset[k]
+                            K[pt, at, k] = W[j, k] * prob + offset[k]
                             if ineq[k]:
-                                K[at, k] += sl[slack]
+                                K[pt, at, k] += x[slack]
                                 slack += 1
-            # Per-sample cotangents U (see AugmentedLagrangianEstimator.penalty_cotangent)
-            # as U = A_k - B K_ik, and the slack block's w, at both points.
-            for k in range(m):
-                k1 = 0.0
-                k2 = 0.0
-                for i in range((n_batches - 1) * bc, n_batches * bc):
-                    k1 += K1[i, k]
-                    k2 += K2[i, k]
-                if n_batches == 2:
-                    w1[k] = y[k] + beta * (k1 / bc)
-                    w2[k] = y[k] + beta * (k2 / bc)
-                    a1[k] = w1[k] / bc
-                    a2[k] = w2[k] / bc
-                else:
-                    a1[k] = (y[k] + (beta / (bc - 1)) * k1) / bc
-                    a2[k] = (y[k] + (beta / (bc - 1)) * k2) / bc
-                    w1[k] = y[k] + (beta / bc) * k1
-                    w2[k] = y[k] + (beta / bc) * k2
-            bcoef = 0.0 if n_batches == 2 else beta / (bc * (bc - 1))
+            # wa[pt, 0] = w (the slack block's), wa[pt, 1] = A (the cotangents' constant).
+            for pt in range(2):
+                for k in range(m):
+                    ksum = 0.0
+                    for i in range((n_batches - 1) * bc, n_batches * bc):
+                        ksum += K[pt, i, k]
+                    wa[pt, 0, k] = y[k] + cw * ksum
+                    wa[pt, 1, k] = (y[k] + ca * ksum) / bc
             for i in range(bc):
                 j = idx_c[t, i]
-                u1 = 0.0
-                u2 = 0.0
-                for k in range(m):
-                    u1 += (a1[k] - bcoef * K1[i, k]) * W[j, k]
-                    u2 += (a2[k] - bcoef * K2[i, k]) * W[j, k]
-                q = dP[i, 0] * u1 - keep * (dP[i, 1] * u2)
+                q = 0.0
+                for pt in range(2):
+                    uw = 0.0
+                    for k in range(m):
+                        uw += (wa[pt, 1, k] - bcoef * K[pt, i, k]) * W[j, k]
+                    q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
                 rsum += q
                 _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
             slack = p
             for k in range(m):
                 if ineq[k]:
-                    out[slack] = w1[k] - keep * w2[k]
+                    out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
                     slack += 1
         # out[:p] = the gradient of sum_i r_i score_i in x (see LinearProblem._grad).
         for j in range(nf):
-            gj = g[j]
-            if intercept:
-                gj -= rsum * center[j]
-            out[j] = gj * inv_scale[j]
+            out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
         if intercept:
             out[nf] = rsum
         for j in range(dim):
@@ -410,9 +394,8 @@ def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args):
     m = W.shape[1]
     rows_c = idx_c.shape[1] * (2 if idx_c2.shape[0] else 1)
     bufs = (
-        np.empty_like(z), np.empty(nf), np.empty(nf), np.empty(nf), np.empty_like(z),
-        np.empty((rows_c, m)), np.empty((rows_c, m)), np.empty((rows_c, 2)),
-        np.empty(m), np.empty(m), np.empty(m), np.empty(m),
+        np.empty_like(z), np.empty((2, nf)), np.empty(2), np.empty(nf), np.zeros_like(z),
+        np.empty((2, rows_c, m)), np.empty((2, rows_c)), np.empty((2, 2, m)),
     )  # fmt: skip
     swapped, _ = _block(
         z, d, np.asarray(y, dtype=float), float(beta), float(eta), float(eta_slack),
