@@ -225,3 +225,39 @@ def test_estimator_gives_the_same_model_on_either_path(kind, monkeypatch):
     assert models[0][2:] == models[1][2:]
     np.testing.assert_allclose(models[1][0], models[0][0], rtol=0, atol=1e-9)
     np.testing.assert_allclose(models[1][1], models[0][1], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("weights", ["classes", "sample"])
+def test_gram_sums_equal_the_weighted_products(sparse, weights, monkeypatch):
+    """One sum per class of equal weight rows (or per weight column with sample weights)
+    gives ``A^T diag(w) A``, ``A^T w`` and ``sum w`` of each weight column, in the solver's
+    units, computed here directly on the rows."""
+    from sklearn_ialm.problems import linear
+
+    pb = _problem(sparse, True, 3, scale="vector")  # sample weights on the objective rows
+    if weights == "classes":
+        pb = pb.with_objective_weights(np.ones(60))
+    found = []
+    classes_of = linear._weight_classes
+    monkeypatch.setattr(
+        linear, "_weight_classes", lambda *a, **k: found.append(classes_of(*a, **k)) or found[-1]
+    )
+    X = pb.A_obj.A.toarray() if sparse else pb.A_obj.A
+    S = X * pb._inv_scale
+    rows_o = pb.A_obj.rows
+    G, mu, total, estimated = pb._gram_sums()
+    absW = np.abs(pb.W)
+    cols = [(S[rows_o], pb.u), (S, np.ones(len(S)))]
+    cols += [
+        (S, absW[:, k]) for k in range(pb.n_constraints) if pb._distinct_weight_columns()[k] == k
+    ]
+    assert len(G) == len(cols) and not estimated
+    # The rows fall into 2 x 2 classes (objective row or not, in the group or not).
+    assert [len(c) if c is not None else None for c, _ in found] == (
+        [4] if weights == "classes" else [None]
+    )
+    for Gj, mj, tj, (A, w) in zip(G, mu, total, cols, strict=True):
+        np.testing.assert_allclose(Gj, A.T @ (w[:, None] * A), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(mj, A.T @ w, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(tj, w.sum(), rtol=1e-12)

@@ -144,6 +144,24 @@ _NO_INDEX = np.zeros(0, dtype=np.intp)
 _NO_INDPTR = np.zeros(1, dtype=np.intp)
 
 
+def _weight_classes(weights, limit):
+    """``(classes, labels)``: the distinct rows of ``weights`` and each row's index among
+    them, or ``(None, None)`` when there are more than ``limit`` distinct rows."""
+    labels = np.zeros(len(weights), dtype=np.intp)
+    for j in range(weights.shape[1]):
+        # Column by column: np.unique(axis=0) sorts whole rows, ten times slower.
+        _, col = np.unique(weights[:, j], return_inverse=True)
+        if col.size and col.max() >= limit:
+            return None, None
+        _, labels = np.unique(labels * limit + col.ravel(), return_inverse=True)
+        labels = labels.ravel()
+        if labels.size and labels.max() >= limit:
+            return None, None
+    first = np.zeros(labels.max() + 1 if labels.size else 0, dtype=np.intp)
+    first[labels] = np.arange(len(labels))  # a row of each class (all of its rows are equal)
+    return weights[first], labels
+
+
 def _rms_row_norm(rows, weights) -> float:
     """Root of the weighted mean squared row norm (weights of mean one)."""
     A = rows.A
@@ -790,22 +808,38 @@ class LinearProblem(FiniteSumProblem):
             if n > max_rows:
                 order = np.sort(rng.choice(n, size=max_rows, replace=False))
                 factor, estimated = n / max_rows, True
-            g, m_, t_ = np.zeros((J, d, d)), np.zeros((J, d)), np.zeros(J)
+            # Rows with equal weight vectors form a class: one unweighted sum per class, which
+            # the weight columns then combine, reads each row into one product instead of J
+            # (the estimators' weights take a few values: ones, a group's constant). Beyond a
+            # few classes (e.g. sample weights), one weighted product per column.
+            classes, labels = _weight_classes(weights[order], limit=max(J, 16))
+            if classes is None:
+                classes = np.eye(J)
+            K = len(classes)
+            g, m_, t_ = np.zeros((K, d, d)), np.zeros((K, d)), np.zeros(K)
+            live = [k for k in range(K) if np.any(classes[k])]  # all-zero weights add nothing
             step = max(1, min(4096, (1 << 15) // max(d, 1)))  # blocks of about 256 kB
             for start in range(0, len(order), step):
                 sel = order[start : start + step]
                 B = A[sel[0] : sel[-1] + 1] if len(order) == n else A[sel]
                 if inv is not None:
                     B = B.multiply(inv[None, :]).tocsr() if sp.issparse(B) else B * inv
-                Wb = weights[sel]
-                for j in range(J):
-                    w = Wb[:, j]
-                    if sp.issparse(B):
-                        g[j] += (B.T @ B.multiply(w[:, None]).tocsr()).toarray()
+                for k in live:
+                    if labels is None:
+                        w = weights[sel, k]
+                        Bk, Bw = (
+                            B,
+                            (B.multiply(w[:, None]).tocsr() if sp.issparse(B) else w[:, None] * B),
+                        )
+                        t_[k] += w.sum()
                     else:
-                        g[j] += B.T @ (w[:, None] * B)
-                    m_[j] += np.asarray(B.T @ w).ravel()
-                    t_[j] += w.sum()
+                        Bk = Bw = B if K == 1 else B[labels[start : start + step] == k]
+                        t_[k] += Bk.shape[0]
+                    prod = Bk.T @ Bw
+                    g[k] += prod.toarray() if sp.issparse(prod) else prod
+                    m_[k] += np.asarray(Bw.sum(axis=0)).ravel()
+            g = np.tensordot(classes.T, g, axes=1)
+            m_, t_ = classes.T @ m_, classes.T @ t_
             self.setup_evaluations += len(order)
             G.extend(factor * g)
             mu.extend(factor * m_)
