@@ -136,26 +136,27 @@ def _block(
             touched += _touch(c_dense, c_data, c_indptr, ridx_c[t])
             if n_batches == 2:
                 touched += _touch(c_dense, c_data, c_indptr, ridx_c2[t])
-        # The proximal step: soft-thresholding, the ridge shrink, then the box (each the
-        # identity when off; a prox uses one of them).
-        for j in range(p):
-            u = z_old[j] - eta * d[j]
-            thr = eta * lam[j]
-            if thr > 0.0:
-                u = math.copysign(max(abs(u) - thr, 0.0), u)
-            u = u / (1.0 + eta * ridge[j])
-            z_new[j] = min(max(u, lower[j]), upper[j])
-        for j in range(p, dim):
-            z_new[j] = max(z_old[j] - eta_slack * d[j], 0.0)
-        # The scores' weights V[pt] and intercepts B[pt] in data units.
-        for pt in range(2):
-            x = z_new if pt == 0 else z_old
-            B[pt] = x[nf] if intercept else 0.0
-            for j in range(nf):
-                V[pt, j] = x[j] * inv_scale[j]
-                B[pt] -= center[j] * V[pt, j]
-        for j in range(nf):
-            g[j] = 0.0
+        # The proximal step (soft-thresholding, the ridge shrink, then the box: each the
+        # identity when off, a prox uses one of them; the slacks' projection on s >= 0),
+        # and the scores' weights V[pt] and intercepts B[pt] in data units at both points.
+        B[0] = B[1] = 0.0
+        for j in range(dim):
+            u = z_old[j] - (eta if j < p else eta_slack) * d[j]
+            if j < p:
+                thr = eta * lam[j]
+                if thr > 0.0:
+                    u = math.copysign(max(abs(u) - thr, 0.0), u)
+                u = min(max(u / (1.0 + eta * ridge[j]), lower[j]), upper[j])
+            z_new[j] = u if j < p else max(u, 0.0)
+            if j < nf:
+                V[0, j] = z_new[j] * inv_scale[j]
+                V[1, j] = z_old[j] * inv_scale[j]
+                B[0] -= center[j] * V[0, j]
+                B[1] -= center[j] * V[1, j]
+                g[j] = 0.0
+            elif j < p:
+                B[0] += z_new[j]
+                B[1] += z_old[j]
 
         # Objective: r_i = u_i b_i (loss'(b_i z_i) - keep loss'(b_i z'_i)) / bo, summed into
         # g with the constraints' rows (the gradient is linear in the r_i).
@@ -201,14 +202,19 @@ def _block(
                             if ineq[k]:
                                 K[pt, at, k] += x[slack]
                                 slack += 1
-            # wa[pt, 0] = w (the slack block's), wa[pt, 1] = A (the cotangents' constant).
-            for pt in range(2):
-                for k in range(m):
+            # wa[pt, 0] = w (the slack block's, whose gradient goes to out), wa[pt, 1] = A
+            # (the cotangents' constant).
+            slack = p
+            for k in range(m):
+                for pt in range(2):
                     ksum = 0.0
                     for i in range((n_batches - 1) * bc, n_batches * bc):
                         ksum += K[pt, i, k]
                     wa[pt, 0, k] = y[k] + cw * ksum
                     wa[pt, 1, k] = (y[k] + ca * ksum) / bc
+                if ineq[k]:
+                    out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
+                    slack += 1
             for i in range(bc):
                 j = idx_c[t, i]
                 q = 0.0
@@ -219,17 +225,13 @@ def _block(
                     q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
                 rsum += q
                 _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
-            slack = p
-            for k in range(m):
-                if ineq[k]:
-                    out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
-                    slack += 1
-        # out[:p] = the gradient of sum_i r_i score_i in x (see LinearProblem._grad).
-        for j in range(nf):
-            out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
-        if intercept:
-            out[nf] = rsum
+        # d = keep d + the gradient of sum_i r_i score_i in x (see LinearProblem._grad) and
+        # the slack block's.
         for j in range(dim):
+            if j < nf:
+                out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
+            elif j < p:
+                out[j] = rsum
             d[j] = keep * d[j] + out[j]
         z_old, z_new = z_new, z_old
         swapped = not swapped
