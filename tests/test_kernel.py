@@ -175,7 +175,8 @@ def test_compiled_full_evaluation_matches_numpy_path(case):
         A = pb.A_con.A
         pb.A_con = type(pb.A_con)(A[::-1].copy())
     x = np.random.default_rng(5).standard_normal(pb.n_params) * 0.5
-    in_place = pb.A_obj.in_place() and pb.A_con.in_place()
+    # Compiled on dense float64 data in memory; sparse data takes the numpy path.
+    in_place = pb.A_obj.in_place() and pb.A_con.in_place() and not pb.A_obj.sparse
     assert (pb._full_evaluation_compiled(x) is not None) == in_place
     results = []
     for use in (False, True):

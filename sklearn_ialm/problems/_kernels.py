@@ -9,10 +9,12 @@ the next stopping test) in one compiled call. It computes what
 beforehand by the caller with the same generator calls, so a seed gives the same iterates on
 either path (up to rounding: sums are taken in a different order).
 
-A data source is passed as four arguments ``(dense, data, indices, indptr)``: a C-ordered
-float64 matrix and three ``None``, or ``None`` and a CSR triple. numba removes the branch of
-the other layout when it compiles (an ``is None`` test on an argument typed ``None`` is decided
-at compile time), so a fit compiles only the code its data needs.
+The block reads its data source as four arguments ``(dense, data, indices, indptr)``: a
+C-ordered float64 matrix and three ``None``, or ``None`` and a CSR triple. numba removes the
+branch of the other layout when it compiles (an ``is None`` test on an argument typed ``None``
+is decided at compile time), so a fit compiles only the code its data needs. The full-data
+passes (stopping tests, power iterations) are compiled for dense data only: on sparse rows
+scipy's products beat compiled loops.
 
 numba is optional: without it :func:`available` is false and the solver keeps the numpy path.
 Compiled code is cached on disk (``cache=True``), so the compile cost is paid once per
@@ -250,11 +252,11 @@ def _block(
 
 @_jit
 def _full_pass(
-    dense, data, indices, indptr, rows_o, rows_c, shared, v, b, margins, u, loss_code, alpha, W,
-    cols, H, csum, gsum, q,
+    dense, rows_o, rows_c, shared, v, b, margins, u, loss_code, alpha, W, cols, H, csum, gsum, q,
 ):  # fmt: skip
     """One pass over the objective rows and one over the constraint rows (one pass in all
-    when they are the same rows), accumulating everything :meth:`full_evaluation` needs.
+    when they are the same rows) of a dense matrix, accumulating everything
+    :meth:`full_evaluation` needs (sparse data takes the numpy path: see there).
 
     Adds to ``H[0]`` the sum over objective rows of ``r_i a_i`` with
     ``r_i = u_i b_i loss'(b_i z_i)``, and over constraint rows, for each column ``k = cols[l]``
@@ -275,12 +277,8 @@ def _full_pass(
         obj = i < n_o
         row = rows_o[i] if obj else rows_c[i - n_o]
         z = b
-        if indptr is not None:
-            for kk in range(indptr[row], indptr[row + 1]):
-                z += data[kk] * v[indices[kk]]
-        if dense is not None:
-            for col in range(dense.shape[1]):
-                z += dense[row, col] * v[col]
+        for col in range(dense.shape[1]):
+            z += dense[row, col] * v[col]
         e = math.exp(-abs(z))
         first = 1
         if obj:
@@ -314,29 +312,27 @@ def _full_pass(
                 q[k + 1] = dp * wk
                 gsum[k] += q[k + 1]
             last = m + 1
-        if indptr is not None:
-            for kk in range(indptr[row], indptr[row + 1]):
-                a = data[kk]
-                col = indices[kk]
-                for k in range(first, last):
-                    H[k, col] += q[k] * a
-        if dense is not None:
-            for k in range(first, last):
-                qk = q[k]
-                for col in range(dense.shape[1]):
-                    H[k, col] += qk * dense[row, col]
+        for k in range(first, last):
+            qk = q[k]
+            for col in range(dense.shape[1]):
+                H[k, col] += qk * dense[row, col]
     return f, rsum
 
 
 @_jit
-def _gram_pass(dense, data, indices, indptr, rows, v, b, weights, g):
-    """``g += sum_i r_i a_i``; returns ``sum_i r_i`` (``r_i = weights_i (a_i . v + b)``)."""
+def _gram_pass(dense, rows, v, b, weights, g):
+    """``g += sum_i r_i a_i``; returns ``sum_i r_i`` (``r_i = weights_i (a_i . v + b)``), over
+    rows of a dense matrix."""
     rsum = 0.0
     for i in range(rows.shape[0]):
         row = rows[i]
-        r = weights[i] * (b + _dot2(dense, data, indices, indptr, row, v, v)[0])
+        r = b
+        for j in range(dense.shape[1]):
+            r += dense[row, j] * v[j]
+        r *= weights[i]
         rsum += r
-        _add_row(dense, data, indices, indptr, row, r, g)
+        for j in range(dense.shape[1]):
+            g[j] += r * dense[row, j]
     return rsum
 
 
@@ -348,10 +344,10 @@ def source(dense, data, indices, indptr, sparse):
     return dense, None, None, None
 
 
-def gram_pass(dense, data, indices, indptr, rows, v, b, weights):
+def gram_pass(dense, rows, v, b, weights):
     """``(sum_i r_i a_i, sum_i r_i)`` with ``r_i = weights_i (a_i . v + b)``: one pass."""
     g = np.zeros(v.shape[0])
-    rsum = _gram_pass(dense, data, indices, indptr, rows, v, float(b), weights, g)
+    rsum = _gram_pass(dense, rows, v, float(b), weights, g)
     return g, rsum
 
 
@@ -372,8 +368,7 @@ def signed_columns(W):
     return np.array(cols, dtype=np.intp), np.array(pos, dtype=np.intp), np.array(sign)
 
 
-def full_pass(dense, data, indices, indptr, rows_o, rows_c, shared, v, b, margins, u, code,
-              alpha, W, columns=None):  # fmt: skip
+def full_pass(dense, rows_o, rows_c, shared, v, b, margins, u, code, alpha, W, columns=None):
     """Run the compiled full-data pass (see ``_full_pass``).
 
     Returns ``(f, g, rsum, csum, G, gsum)``: the loss sum, ``sum r_i a_i`` and ``sum r_i``
@@ -387,8 +382,8 @@ def full_pass(dense, data, indices, indptr, rows_o, rows_c, shared, v, b, margin
     H = np.zeros((r + 1, v.shape[0]))
     csum, gsum, q = np.zeros(r), np.zeros(r), np.zeros(r + 1)
     f, rsum = _full_pass(
-        dense, data, indices, indptr, rows_o, rows_c, bool(shared), v, float(b), margins, u,
-        int(code), float(alpha), W, cols, H, csum, gsum, q,
+        dense, rows_o, rows_c, bool(shared), v, float(b), margins, u, int(code), float(alpha),
+        W, cols, H, csum, gsum, q,
     )  # fmt: skip
     return f, H[0], rsum, sign * csum[pos], H[1 + pos].T * sign, sign * gsum[pos]
 
