@@ -262,3 +262,14 @@ def test_gram_sums_equal_the_weighted_products(sparse, weights, monkeypatch):
         np.testing.assert_allclose(Gj, A.T @ (w[:, None] * A), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(mj, A.T @ w, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(tj, w.sum(), rtol=1e-12)
+
+
+def test_signed_columns_rebuild_the_weight_matrix():
+    """Columns equal up to sign share one accumulated column; nearly equal ones do not."""
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal(50), rng.standard_normal(50)
+    zero = np.zeros(50)
+    W = np.column_stack([a, -a, b, a, zero, -b, zero, a + 1e-15])
+    cols, pos, sign = _kernels.signed_columns(W)
+    np.testing.assert_array_equal(cols, [0, 2, 4, 7])
+    np.testing.assert_array_equal(W, W[:, cols[pos]] * sign)

@@ -354,12 +354,18 @@ def gram_pass(dense, rows, v, b, weights):
 def signed_columns(W):
     """``(cols, pos, sign)`` with ``W[:, k] == sign[k] * W[:, cols[pos[k]]]``, ``cols`` the
     first of each set of columns equal up to sign (both sides of a parity gap are one)."""
+    # A random projection of each column screens the pairs, so that only candidates are
+    # compared entry by entry (many constraints over many rows would take m**2 / 2 passes).
+    proj = np.abs(W.T @ np.random.default_rng(0).standard_normal(W.shape[0]))
     cols, pos, sign = [], [], []
     for k in range(W.shape[1]):
         for i, j in enumerate(cols):
-            if np.array_equal(W[:, k], W[:, j]) or np.array_equal(W[:, k], -W[:, j]):
+            if not np.isclose(proj[k], proj[j], rtol=1e-9, atol=0.0):
+                continue
+            same = np.array_equal(W[:, k], W[:, j])
+            if same or np.array_equal(W[:, k], -W[:, j]):
                 pos.append(i)
-                sign.append(1.0 if np.array_equal(W[:, k], W[:, j]) else -1.0)
+                sign.append(1.0 if same else -1.0)
                 break
         else:
             pos.append(len(cols))
