@@ -160,6 +160,8 @@ def test_kernel_source_reads_in_place_or_gathers():
 FULL_CASES = CASES + [
     dict(sparse=False, intercept=True, m=2, separate=True),
     dict(sparse=True, intercept=False, m=3, separate=True, scale="vector"),
+    # Unit weights: the kernel sums the logistic loss's log1p terms as one log of a product.
+    dict(sparse=False, intercept=True, m=3, unit_weights=True),
 ]
 
 
@@ -169,7 +171,10 @@ def test_compiled_full_evaluation_matches_numpy_path(case):
     """Value, gradient, constraints and J^T (all m columns) agree with the numpy path."""
     case = dict(case)
     separate = case.pop("separate", False)
+    unit_weights = case.pop("unit_weights", False)
     pb = _problem(**case)
+    if unit_weights:
+        pb = pb.with_objective_weights(np.ones(pb.n_objective_samples))
     if separate:
         # Constraint rows from a different matrix (a row-permuted copy of the same data).
         A = pb.A_con.A

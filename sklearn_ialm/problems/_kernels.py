@@ -270,6 +270,7 @@ def _full_pass(
     """
     m = cols.shape[0]
     f = 0.0
+    prod = 1.0
     rsum = 0.0
     n_o = rows_o.shape[0]
     n_c = 0 if shared else rows_c.shape[0]
@@ -291,6 +292,16 @@ def _full_pass(
             if loss_code == 2:
                 val = neg
                 der = -em * s * s
+            elif loss_code == 0 and u[i] == 1.0:
+                # log(1 + exp(-m)) = max(-m, 0) + log1p(em): the log1p terms of unit-weight
+                # rows are summed as the log of their product, one multiply a row instead of
+                # a log1p (which cost as much as the rest of the row's arithmetic).
+                val = max(-mi, 0.0)
+                der = -neg
+                prod *= 1.0 + em
+                if prod > 1e300:
+                    f += math.log(prod)
+                    prod = 1.0
             else:
                 val = max(-mi, 0.0) + math.log1p(em)  # log(1 + exp(-m))
                 der = -neg
@@ -316,7 +327,7 @@ def _full_pass(
             qk = q[k]
             for col in range(dense.shape[1]):
                 H[k, col] += qk * dense[row, col]
-    return f, rsum
+    return f + math.log(prod), rsum
 
 
 @_jit
