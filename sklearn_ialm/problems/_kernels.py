@@ -281,13 +281,16 @@ def _full_pass(
         for col in range(dense.shape[1]):
             z += dense[row, col] * v[col]
         e = math.exp(-abs(z))
+        se = 1.0 / (1.0 + e)  # sigmoid(|z|)
         first = 1
         if obj:
             first = 0
             bi = margins[i]
             mi = bi * z
-            em = e if abs(bi) == 1.0 else math.exp(-abs(mi))
-            s = 1.0 / (1.0 + em)
+            em, s = e, se  # exp(-|m|) and sigmoid(|m|): those of z for b_i = +-1
+            if abs(bi) != 1.0:
+                em = math.exp(-abs(mi))
+                s = 1.0 / (1.0 + em)
             neg = em * s if mi >= 0.0 else s  # sigmoid(-m)
             if loss_code == 2:
                 val = neg
@@ -314,9 +317,8 @@ def _full_pass(
         last = 1
         if m > 0 and (shared or not obj):
             j = i if shared else i - n_o
-            s = 1.0 / (1.0 + e)
-            prob = s if z >= 0.0 else e * s
-            dp = e * s * s
+            prob = se if z >= 0.0 else e * se
+            dp = e * se * se
             for k in range(m):
                 wk = W[j, cols[k]]
                 csum[k] += wk * prob
