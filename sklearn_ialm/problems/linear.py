@@ -828,10 +828,8 @@ class LinearProblem(FiniteSumProblem):
                 for k in live:
                     if labels is None:
                         w = weights[sel, k]
-                        Bk, Bw = (
-                            B,
-                            (B.multiply(w[:, None]).tocsr() if sp.issparse(B) else w[:, None] * B),
-                        )
+                        Bk = B
+                        Bw = B.multiply(w[:, None]).tocsr() if sp.issparse(B) else w[:, None] * B
                         t_[k] += w.sum()
                     else:
                         Bk = Bw = B if K == 1 else B[labels[start : start + step] == k]
