@@ -252,7 +252,8 @@ def _block(
 
 @_jit
 def _full_pass(
-    dense, rows_o, rows_c, shared, v, b, margins, u, loss_code, alpha, W, cols, H, csum, gsum, q,
+    dense, rows_o, rows_c, n_o, n_c, shared, v, b, margins, u, loss_code, alpha, W, cols,
+    H, csum, gsum, q,
 ):  # fmt: skip
     """One pass over the objective rows and one over the constraint rows (one pass in all
     when they are the same rows) of a dense matrix, accumulating everything
@@ -263,8 +264,9 @@ def _full_pass(
     of ``W``: to ``csum[l]`` the sum ``sum_j W_jk p_j``, to ``H[1 + l]`` the sum
     ``sum_j p_j' W_jk a_j`` and to ``gsum[l]`` its intercept part ``sum_j p_j' W_jk``
     (``J^T v`` is then ``H[1:].T @ v`` for any ``v``, with no further pass over the data).
-    ``q`` is a work buffer of ``len(cols) + 1`` values. Returns the sums of
-    ``u_i loss(b_i z_i)`` and of ``r_i``.
+    The objective rows are ``rows_o`` (``n_o`` of them), or the first ``n_o`` rows when
+    ``rows_o`` is None; the same for the constraint rows. ``q`` is a work buffer of
+    ``len(cols) + 1`` values. Returns the sums of ``u_i loss(b_i z_i)`` and of ``r_i``.
 
     One ``exp`` per row serves the loss, its derivative and the sigmoid when ``b_i = +-1``.
     """
@@ -272,11 +274,14 @@ def _full_pass(
     f = 0.0
     prod = 1.0
     rsum = 0.0
-    n_o = rows_o.shape[0]
-    n_c = 0 if shared else rows_c.shape[0]
-    for i in range(n_o + n_c):
+    for i in range(n_o + (0 if shared else n_c)):
         obj = i < n_o
-        row = rows_o[i] if obj else rows_c[i - n_o]
+        # No index array for all rows in order (it would cost 8 bytes a row).
+        row = i if obj else i - n_o
+        if rows_o is not None and obj:
+            row = rows_o[i]
+        if rows_c is not None and not obj:
+            row = rows_c[i - n_o]
         z = b
         for col in range(dense.shape[1]):
             z += dense[row, col] * v[col]
@@ -387,7 +392,9 @@ def signed_columns(W):
     return np.array(cols, dtype=np.intp), np.array(pos, dtype=np.intp), np.array(sign)
 
 
-def full_pass(dense, rows_o, rows_c, shared, v, b, margins, u, code, alpha, W, columns=None):
+def full_pass(
+    dense, rows_o, rows_c, n_o, n_c, shared, v, b, margins, u, code, alpha, W, columns=None
+):  # fmt: skip
     """Run the compiled full-data pass (see ``_full_pass``).
 
     Returns ``(f, g, rsum, csum, G, gsum)``: the loss sum, ``sum r_i a_i`` and ``sum r_i``
@@ -401,8 +408,8 @@ def full_pass(dense, rows_o, rows_c, shared, v, b, margins, u, code, alpha, W, c
     H = np.zeros((r + 1, v.shape[0]))
     csum, gsum, q = np.zeros(r), np.zeros(r), np.zeros(r + 1)
     f, rsum = _full_pass(
-        dense, rows_o, rows_c, bool(shared), v, float(b), margins, u, int(code), float(alpha),
-        W, cols, H, csum, gsum, q,
+        dense, rows_o, rows_c, int(n_o), int(n_c), bool(shared), v, float(b), margins, u,
+        int(code), float(alpha), W, cols, H, csum, gsum, q,
     )  # fmt: skip
     return f, H[0], rsum, sign * csum[pos], H[1 + pos].T * sign, sign * gsum[pos]
 

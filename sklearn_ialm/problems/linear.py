@@ -486,27 +486,28 @@ class LinearProblem(FiniteSumProblem):
 
         v, b = self._effective(x)
         m = self.n_constraints
-        rows_o = np.arange(Ao.n_rows) if Ao.rows is None else Ao.rows
-        rows_c = np.arange(Ac.n_rows) if Ac.rows is None else Ac.rows
         cached = getattr(self, "_kernel_columns", None)
         if cached is None or cached[0] is not self.W:
             # Computed once per weight matrix: the pass accumulates J^T only for columns of W
             # that differ up to sign (the two sides of a parity gap share one).
             cached = self._kernel_columns = (self.W, _kernels.signed_columns(self.W))
         args = (v, float(b), self.b, self.u, loss_code, self._loss_alpha(), self.W, cached[1])
-        none = np.zeros(0, dtype=np.intp)
+        # (matrix, objective rows and count, constraint rows and count, shared); rows None
+        # means all rows in order.
+        obj, con = (Ao.rows, Ao.n_rows), (Ac.rows, Ac.n_rows)
         if not m:
-            parts = [(Ao, rows_o, none, False)]
+            parts = [(Ao, *obj, None, 0, False)]
         elif Ao.A is Ac.A:
             shared = Ao.rows is Ac.rows or (
                 Ao.rows is not None and Ac.rows is not None and np.array_equal(Ao.rows, Ac.rows)
             )
-            parts = [(Ao, rows_o, rows_c, shared)]
+            parts = [(Ao, *obj, *con, shared)]
         else:
-            parts = [(Ao, rows_o, none, False), (Ac, none, rows_c, False)]
+            parts = [(Ao, *obj, None, 0, False), (Ac, None, 0, *con, False)]
         out = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-        for src, ro, rc, shared in parts:
-            res = _kernels.full_pass(src.kernel_source(none)[0], ro, rc, shared, *args)
+        for src, ro, n_ro, rc, n_rc, shared in parts:
+            dense = src.kernel_source(_NO_INDEX)[0]
+            res = _kernels.full_pass(dense, ro, rc, n_ro, n_rc, shared, *args)
             out = [a + r for a, r in zip(out, res, strict=True)]
         f, g, rsum, csum, G, gsum = out
         n_o, n_c = Ao.n_rows, Ac.n_rows
