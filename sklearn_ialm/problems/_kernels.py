@@ -113,22 +113,23 @@ def _block(
     z, d, y, beta, eta, eta_slack, keep, nf, intercept, inv_scale, center,
     lam, lower, upper, ridge, loss_code, alpha,
     o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
-    c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, idx_c2, ridx_c2,
+    c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches,
     z_new, V, B, g, out, K, dP, wa,
 ):  # fmt: skip
     """Run ``idx_o.shape[0]`` PStorm iterations from ``(z, d)``, in place.
 
     The last row of arguments are work buffers (see :func:`pstorm_block`); nothing is
     allocated here. Index ``pt`` of ``V, B, K, dP`` is the point: 0 the new iterate, 1 the
-    previous one (the STORM correction); ``K`` and ``dP`` have room for both constraint
-    batches. Returns whether the final point is in ``z_new`` (else in ``z``).
+    previous one (the STORM correction). Row ``t`` of ``idx_c`` (``ridx_c``) holds the
+    ``n_batches`` constraint minibatches of iteration ``t`` side by side (the second is the
+    independent estimator's); ``K`` and ``dP`` have room for all of them. Returns whether
+    the final point is in ``z_new`` (else in ``z``).
     """
     p = nf + (1 if intercept else 0)
     dim = z.shape[0]
     m = W.shape[1]
     bo = idx_o.shape[1]
-    bc = idx_c.shape[1]
-    n_batches = 2 if idx_c2.shape[0] > 0 else 1
+    bc = idx_c.shape[1] // n_batches
     # U-statistic: U_i = A - bcoef K_i with A = (y + ca sum K) / bc; the independent
     # estimator's A = w / bc comes from its second batch and bcoef = 0.
     cw = ca = bcoef = 0.0
@@ -144,8 +145,6 @@ def _block(
         touched += _touch(o_dense, o_data, o_indptr, ridx_o[t])
         if m > 0:
             touched += _touch(c_dense, c_data, c_indptr, ridx_c[t])
-            if n_batches == 2:
-                touched += _touch(c_dense, c_data, c_indptr, ridx_c2[t])
         # The proximal step (soft-thresholding, the ridge shrink, then the box: each the
         # identity when off, a prox uses one of them; the slacks' projection on s >= 0),
         # and the scores' weights V[pt] and intercepts B[pt] in data units at both points.
@@ -191,27 +190,23 @@ def _block(
             _add_row(o_dense, o_data, o_indices, o_indptr, row, r, g)
 
         if m > 0:
-            # Penalty values K = C + E s per row and sigmoid' (dP) at both points; rows
-            # bc.. hold the independent estimator's second batch.
-            for batch in range(n_batches):
-                for i in range(bc):
-                    j = idx_c[t, i] if batch == 0 else idx_c2[t, i]
-                    row = ridx_c[t, i] if batch == 0 else ridx_c2[t, i]
-                    z1, z2 = _dot2(c_dense, c_data, c_indices, c_indptr, row, V[0], V[1])
-                    at = batch * bc + i
-                    for pt in range(2):
-                        zz = (z1 if pt == 0 else z2) + B[pt]
-                        e = math.exp(-abs(zz))
-                        s = 1.0 / (1.0 + e)
-                        prob = s if zz >= 0.0 else e * s
-                        dP[pt, at] = e * s * s
-                        x = z_new if pt == 0 else z_old
-                        slack = p
-                        for k in range(m):
-                            K[pt, at, k] = W[j, k] * prob + offset[k]
-                            if ineq[k]:
-                                K[pt, at, k] += x[slack]
-                                slack += 1
+            # Penalty values K = C + E s per row and sigmoid' (dP) at both points.
+            for at in range(n_batches * bc):
+                j = idx_c[t, at]
+                z1, z2 = _dot2(c_dense, c_data, c_indices, c_indptr, ridx_c[t, at], V[0], V[1])
+                for pt in range(2):
+                    zz = (z1 if pt == 0 else z2) + B[pt]
+                    e = math.exp(-abs(zz))
+                    s = 1.0 / (1.0 + e)
+                    prob = s if zz >= 0.0 else e * s
+                    dP[pt, at] = e * s * s
+                    x = z_new if pt == 0 else z_old
+                    slack = p
+                    for k in range(m):
+                        K[pt, at, k] = W[j, k] * prob + offset[k]
+                        if ineq[k]:
+                            K[pt, at, k] += x[slack]
+                            slack += 1
             # wa[pt, 0] = w (the slack block's, whose gradient goes to out), wa[pt, 1] = A
             # (the cotangents' constant).
             slack = p
@@ -421,9 +416,9 @@ def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args):
     """
     z = np.array(z, dtype=float)
     d = np.array(d, dtype=float)
-    W, idx_c, idx_c2 = args[-7], args[-4], args[-2]
+    W, idx_c = args[-6], args[-3]
     m = W.shape[1]
-    rows_c = idx_c.shape[1] * (2 if idx_c2.shape[0] else 1)
+    rows_c = idx_c.shape[1]
     bufs = (
         np.empty_like(z), np.empty((2, nf)), np.empty(2), np.empty(nf), np.zeros_like(z),
         np.empty((2, rows_c, m)), np.empty((2, rows_c)), np.empty((2, 2, m)),

@@ -679,25 +679,20 @@ class LinearProblem(FiniteSumProblem):
             draws = np.ascontiguousarray(draws.transpose(1, 0, 2))
             idx_o = draws[0]
             o_src = self.A_obj.kernel_source(idx_o)
-            idx_c = idx_c2 = ridx_c = ridx_c2 = no_rows
+            idx_c = ridx_c = no_rows
             c_src = o_src
             if len(draws) > 1:
-                idx_c = draws[1]
-                if len(draws) > 2:
-                    idx_c2 = draws[2]
-                # One source for both constraint batches (gathered together if need be).
-                both = draws[1:].reshape(-1, draws.shape[2])
-                c_src = self.A_con.kernel_source(both)
-                T = draws.shape[1]
-                ridx_c = c_src[5][:T]
-                if len(draws) > 2:
-                    ridx_c2 = c_src[5][T:]
+                # The constraint minibatches of an iteration side by side, (T, k * b): one
+                # source for them all (gathered together if need be).
+                idx_c = np.concatenate(draws[1:], axis=1) if len(draws) > 2 else draws[1]
+                c_src = self.A_con.kernel_source(idx_c)
+                ridx_c = c_src[5]
             z, d = _kernels.pstorm_block(
                 z, d, np.asarray(y, dtype=float).reshape(self.n_constraints),
                 beta, eta, eta_slack, keep, nf, self.fit_intercept, inv_scale, center, *prox,
                 loss_code, alpha, *_kernels.source(*o_src[:5]), self.b, self.bu, idx_o,
                 o_src[5], *_kernels.source(*c_src[:5]), self.W, offset, ineq, idx_c, ridx_c,
-                idx_c2, ridx_c2,
+                max(len(draws) - 1, 1),
             )  # fmt: skip
             return z, d, draws.shape[1]
 
