@@ -14,6 +14,9 @@ Measured (CPU time, ``time.process_time``, under ``threadpool_limits(1)``):
 * time per PStorm inner iteration, numpy path and kernel, on the anchor (dense 30000 x 100)
   and a9a (CSR 32561 x 123), by running ``pstorm`` for a fixed number of iterations with a
   check that never stops (minibatch 60, the size the anchor fit grows to);
+* time of one full evaluation (a stopping test: objective value and gradient, constraint
+  values and ``J^T``) on the same data, numpy path and kernel, beside one product ``X @ v``
+  (the floor: every row read once);
 * whole-fit time of ``FairLogisticClassifier(constraint="demographic_parity", bound=0.02,
   loss="logistic", random_state=0)`` with either path, as a ratio to
   ``LogisticRegression()`` fitted in the same process (medians over repeats).
@@ -120,6 +123,27 @@ def per_iteration(X, y, A, n_iter, use, batch_size=60):
     return (time.process_time() - t0) / n_iter
 
 
+def full_evaluation_time(X, y, A, use, repeats=20):
+    """CPU seconds of one ``full_evaluation`` (median), and of one product ``X @ v``."""
+    X, W, offset = _fair_problem(X, A)
+    pb = LinearProblem(
+        X, np.where(y == 1, 1.0, -1.0), _logistic(), X, W, offset, fit_intercept=True
+    )
+    pb.use_kernel = use
+    x = np.random.default_rng(0).standard_normal(pb.n_params) * 0.1
+    v = x[:-1]
+    times = {"eval": [], "gemv": []}
+    pb.full_evaluation(x)  # compiles (or loads) the kernel, outside the timing
+    for _ in range(repeats):
+        t0 = time.process_time()
+        pb.full_evaluation(x)
+        t1 = time.process_time()
+        X @ v
+        times["eval"].append(t1 - t0)
+        times["gemv"].append(time.process_time() - t1)
+    return float(np.median(times["eval"])), float(np.median(times["gemv"]))
+
+
 def _logistic():
     from sklearn_ialm.problems.losses import Logistic
 
@@ -193,6 +217,20 @@ def main(argv=None):
         fast = per_iteration(X, y, A, n_iter, True)
         lines.append(
             f"| {name} | {1e6 * slow:.0f} us | {1e6 * fast:.1f} us | {slow / fast:.0f}x |"
+        )
+
+    lines += ["", "## One full evaluation (a stopping test; median of 20)", ""]
+    lines += [
+        "| data | numpy path | kernel | `X @ v` | kernel / `X @ v` |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    full_rows = (("anchor (dense 30000 x 100)", anchor), ("a9a (CSR: scipy on both)", a9a))
+    for name, (X, y, A) in full_rows:
+        slow, _ = full_evaluation_time(X, y, A, False)
+        fast, gemv = full_evaluation_time(X, y, A, True)
+        lines.append(
+            f"| {name} | {1e3 * slow:.2f} ms | {1e3 * fast:.2f} ms | {1e3 * gemv:.2f} ms | "
+            f"{fast / gemv:.1f} |"
         )
 
     lines += ["", f"## Whole fit (median of {repeats}; FairLogisticClassifier DP 0.02)", ""]

@@ -160,6 +160,8 @@ def test_kernel_source_reads_in_place_or_gathers():
 FULL_CASES = CASES + [
     dict(sparse=False, intercept=True, m=2, separate=True),
     dict(sparse=True, intercept=False, m=3, separate=True, scale="vector"),
+    # Unit weights: the kernel sums the logistic loss's log1p terms as one log of a product.
+    dict(sparse=False, intercept=True, m=3, unit_weights=True),
 ]
 
 
@@ -169,13 +171,17 @@ def test_compiled_full_evaluation_matches_numpy_path(case):
     """Value, gradient, constraints and J^T (all m columns) agree with the numpy path."""
     case = dict(case)
     separate = case.pop("separate", False)
+    unit_weights = case.pop("unit_weights", False)
     pb = _problem(**case)
+    if unit_weights:
+        pb = pb.with_objective_weights(np.ones(pb.n_objective_samples))
     if separate:
         # Constraint rows from a different matrix (a row-permuted copy of the same data).
         A = pb.A_con.A
         pb.A_con = type(pb.A_con)(A[::-1].copy())
     x = np.random.default_rng(5).standard_normal(pb.n_params) * 0.5
-    in_place = pb.A_obj.in_place() and pb.A_con.in_place()
+    # Compiled on dense float64 data in memory; sparse data takes the numpy path.
+    in_place = pb.A_obj.in_place() and pb.A_con.in_place() and not pb.A_obj.sparse
     assert (pb._full_evaluation_compiled(x) is not None) == in_place
     results = []
     for use in (False, True):
@@ -225,3 +231,50 @@ def test_estimator_gives_the_same_model_on_either_path(kind, monkeypatch):
     assert models[0][2:] == models[1][2:]
     np.testing.assert_allclose(models[1][0], models[0][0], rtol=0, atol=1e-9)
     np.testing.assert_allclose(models[1][1], models[0][1], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("weights", ["classes", "sample"])
+def test_gram_sums_equal_the_weighted_products(sparse, weights, monkeypatch):
+    """One sum per class of equal weight rows (or per weight column with sample weights)
+    gives ``A^T diag(w) A``, ``A^T w`` and ``sum w`` of each weight column, in the solver's
+    units, computed here directly on the rows."""
+    from sklearn_ialm.problems import linear
+
+    pb = _problem(sparse, True, 3, scale="vector")  # sample weights on the objective rows
+    if weights == "classes":
+        pb = pb.with_objective_weights(np.ones(60))
+    found = []
+    classes_of = linear._weight_classes
+    monkeypatch.setattr(
+        linear, "_weight_classes", lambda *a, **k: found.append(classes_of(*a, **k)) or found[-1]
+    )
+    X = pb.A_obj.A.toarray() if sparse else pb.A_obj.A
+    S = X * pb._inv_scale
+    rows_o = pb.A_obj.rows
+    G, mu, total, estimated = pb._gram_sums()
+    absW = np.abs(pb.W)
+    cols = [(S[rows_o], pb.u), (S, np.ones(len(S)))]
+    cols += [
+        (S, absW[:, k]) for k in range(pb.n_constraints) if pb._distinct_weight_columns()[k] == k
+    ]
+    assert len(G) == len(cols) and not estimated
+    # The rows fall into 2 x 2 classes (objective row or not, in the group or not).
+    assert [len(c) if c is not None else None for c, _ in found] == (
+        [4] if weights == "classes" else [None]
+    )
+    for Gj, mj, tj, (A, w) in zip(G, mu, total, cols, strict=True):
+        np.testing.assert_allclose(Gj, A.T @ (w[:, None] * A), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(mj, A.T @ w, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(tj, w.sum(), rtol=1e-12)
+
+
+def test_signed_columns_rebuild_the_weight_matrix():
+    """Columns equal up to sign share one accumulated column; nearly equal ones do not."""
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal(50), rng.standard_normal(50)
+    zero = np.zeros(50)
+    W = np.column_stack([a, -a, b, a, zero, -b, zero, a + 1e-15])
+    cols, pos, sign = _kernels.signed_columns(W)
+    np.testing.assert_array_equal(cols, [0, 2, 4, 7])
+    np.testing.assert_array_equal(W, W[:, cols[pos]] * sign)

@@ -9,6 +9,13 @@ the next stopping test) in one compiled call. It computes what
 beforehand by the caller with the same generator calls, so a seed gives the same iterates on
 either path (up to rounding: sums are taken in a different order).
 
+The block reads its data source as four arguments ``(dense, data, indices, indptr)``: a
+C-ordered float64 matrix and three ``None``, or ``None`` and a CSR triple. numba removes the
+branch of the other layout when it compiles (an ``is None`` test on an argument typed ``None``
+is decided at compile time), so a fit compiles only the code its data needs. The full-data
+passes (stopping tests, power iterations) are compiled for dense data only: on sparse rows
+scipy's products beat compiled loops.
+
 numba is optional: without it :func:`available` is false and the solver keeps the numpy path.
 Compiled code is cached on disk (``cache=True``), so the compile cost is paid once per
 installation and argument types, not once per process.
@@ -33,58 +40,37 @@ def available() -> bool:
     return numba is not None
 
 
+# Reassociation lets the row loops vectorise; no finite-math or approximate-function flags,
+# which would change results beyond rounding.
 FM = {"reassoc", "contract", "nsz", "arcp"}
 
 
 def _jit(fn):
     if numba is None:
         return fn
-    # No fastmath: the kernel must agree with the numpy path to rounding.
     return numba.njit(cache=True, nogil=True, fastmath=FM)(fn)
 
 
-@_jit
-def _expit(t):
-    if t >= 0.0:
-        return 1.0 / (1.0 + math.exp(-t))
-    e = math.exp(t)
-    return e / (1.0 + e)
+def _helper(fn):
+    """A function called only from compiled code: no Python entry point to build (each one
+    costs about 0.05 s of the first, uncached compile)."""
+    if numba is None:
+        return fn
+    return numba.njit(cache=True, fastmath=FM, no_cpython_wrapper=True, no_cfunc_wrapper=True)(fn)
 
 
-@_jit
-def _loss_derivative(code, alpha, m):
-    if code == 0:
-        return -_expit(-m)
-    if code == 1:
-        # log(1 + exp(-m)) without overflow.
-        soft = max(-m, 0.0) + math.log1p(math.exp(-abs(m)))
-        return -_expit(-m) / (1.0 + soft / alpha)
-    p = _expit(m)
-    return -p * (1.0 - p)
-
-
-@_jit
-def _loss_value(code, alpha, m):
-    soft = max(-m, 0.0) + math.log1p(math.exp(-abs(m)))  # log(1 + exp(-m))
-    if code == 0:
-        return soft
-    if code == 1:
-        return alpha * math.log1p(soft / alpha)
-    return _expit(-m)
-
-
-@_jit
-def _scores(dense, data, indices, indptr, sparse, row, v1, v2):
+@_helper
+def _dot2(dense, data, indices, indptr, row, v1, v2):
     """``(a_row . v1, a_row . v2)`` in one pass over the row."""
     s1 = 0.0
     s2 = 0.0
-    if sparse:
+    if indptr is not None:
         for k in range(indptr[row], indptr[row + 1]):
             a = data[k]
             j = indices[k]
             s1 += a * v1[j]
             s2 += a * v2[j]
-    else:
+    if dense is not None:
         for j in range(dense.shape[1]):
             a = dense[row, j]
             s1 += a * v1[j]
@@ -92,32 +78,19 @@ def _scores(dense, data, indices, indptr, sparse, row, v1, v2):
     return s1, s2
 
 
-@_jit
-def _dot(dense, data, indices, indptr, sparse, row, v):
-    """``a_row . v``."""
-    s = 0.0
-    if sparse:
-        for k in range(indptr[row], indptr[row + 1]):
-            s += data[k] * v[indices[k]]
-    else:
-        for j in range(dense.shape[1]):
-            s += dense[row, j] * v[j]
-    return s
-
-
-@_jit
-def _add_row(dense, data, indices, indptr, sparse, row, r, g):
+@_helper
+def _add_row(dense, data, indices, indptr, row, r, g):
     """``g += r * a_row``."""
-    if sparse:
+    if indptr is not None:
         for k in range(indptr[row], indptr[row + 1]):
             g[indices[k]] += r * data[k]
-    else:
+    if dense is not None:
         for j in range(dense.shape[1]):
             g[j] += r * dense[row, j]
 
 
-@_jit
-def _touch(dense, data, indptr, sparse, rows):
+@_helper
+def _touch(dense, data, indptr, rows):
     """Read one value per cache line of each row, so that their misses overlap.
 
     The dot products read a row with a chain of dependent additions, which keeps only a
@@ -126,295 +99,332 @@ def _touch(dense, data, indptr, sparse, rows):
     """
     acc = 0.0
     for row in rows:
-        if sparse:
+        if indptr is not None:
             for k in range(indptr[row], indptr[row + 1], 8):
                 acc += data[k]
-        else:
+        if dense is not None:
             for j in range(0, dense.shape[1], 8):
                 acc += dense[row, j]
     return acc
 
 
 @_jit
-def _effective(x, nf, inv_scale, center, intercept):
-    v = x[:nf] * inv_scale
-    b = 0.0
-    if intercept:
-        b = x[nf]
-        for j in range(nf):
-            b -= center[j] * v[j]
-    return v, b
-
-
-@_jit
-def _finish_grad(g, rsum, n, nf, inv_scale, center, intercept, out):
-    """``out[:p] += LinearProblem._grad`` given ``g = sum r_i a_i`` and ``rsum = sum r_i``."""
-    for j in range(nf):
-        gj = g[j]
-        if intercept:
-            gj -= rsum * center[j]
-        out[j] += gj * inv_scale[j] / n
-    if intercept:
-        out[nf] += rsum / n
-
-
-@_jit
-def _constraint_pass(
-    dense, data, indices, indptr, sparse, idx, ridx, W, offset, ineq, s1, s2, v1, b1, v2, b2
-):
-    """Penalty values ``K = C + E s`` at both points, and ``dP = sigmoid'`` per row."""
-    bsz = idx.shape[0]
-    m = W.shape[1]
-    K1 = np.empty((bsz, m))
-    K2 = np.empty((bsz, m))
-    dP = np.empty((bsz, 2))
-    for i in range(bsz):
-        z1, z2 = _scores(dense, data, indices, indptr, sparse, ridx[i], v1, v2)
-        p1 = _expit(z1 + b1)
-        p2 = _expit(z2 + b2)
-        dP[i, 0] = p1 * (1.0 - p1)
-        dP[i, 1] = p2 * (1.0 - p2)
-        slack = 0
-        for k in range(m):
-            wk = W[idx[i], k]
-            K1[i, k] = wk * p1 + offset[k]
-            K2[i, k] = wk * p2 + offset[k]
-            if ineq[k]:
-                K1[i, k] += s1[slack]
-                K2[i, k] += s2[slack]
-                slack += 1
-    return K1, K2, dP
-
-
-@_jit
 def _block(
-    z,
-    d,
-    y,
-    beta,
-    eta,
-    eta_slack,
-    keep,
-    nf,
-    intercept,
-    inv_scale,
-    center,
-    lam,
-    lower,
-    upper,
-    ridge,
-    loss_code,
-    alpha,
-    o_dense,
-    o_data,
-    o_indices,
-    o_indptr,
-    o_sparse,
-    margins,
-    margins_u,
-    idx_o,
-    ridx_o,
-    c_dense,
-    c_data,
-    c_indices,
-    c_indptr,
-    c_sparse,
-    W,
-    offset,
-    ineq,
-    idx_c,
-    ridx_c,
-    idx_c2,
-    ridx_c2,
-):
-    """Run ``idx_o.shape[0]`` PStorm iterations from ``(z, d)``; returns the new ``(z, d)``."""
+    z, d, y, beta, eta, eta_slack, keep, nf, intercept, inv_scale, center,
+    lam, lower, upper, ridge, loss_code, alpha,
+    o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
+    c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches,
+    z_new, V, B, g, out, K, dP, wa,
+):  # fmt: skip
+    """Run ``idx_o.shape[0]`` PStorm iterations from ``(z, d)``, in place.
+
+    The last row of arguments are work buffers (see :func:`pstorm_block`); nothing is
+    allocated here. Index ``pt`` of ``V, B, K, dP`` is the point: 0 the new iterate, 1 the
+    previous one (the STORM correction). Row ``t`` of ``idx_c`` (``ridx_c``) holds the
+    ``n_batches`` constraint minibatches of iteration ``t`` side by side (the second is the
+    independent estimator's); ``K`` and ``dP`` have room for all of them. Returns whether
+    the final point is in ``z_new`` (else in ``z``).
+    """
     p = nf + (1 if intercept else 0)
     dim = z.shape[0]
     m = W.shape[1]
-    independent = idx_c2.shape[0] > 0
-    g = np.empty(nf)
+    bo = idx_o.shape[1]
+    bc = idx_c.shape[1] // n_batches
+    # U-statistic: U_i = A - bcoef K_i with A = (y + ca sum K) / bc; the independent
+    # estimator's A = w / bc comes from its second batch and bcoef = 0.
+    cw = ca = bcoef = 0.0
+    if bc > 0:
+        cw = ca = beta / bc
+    if n_batches == 1 and bc > 1:
+        ca = beta / (bc - 1)
+        bcoef = ca / bc
     touched = 0.0
+    swapped = False
+    z_old = z
     for t in range(idx_o.shape[0]):
-        touched += _touch(o_dense, o_data, o_indptr, o_sparse, ridx_o[t])
+        touched += _touch(o_dense, o_data, o_indptr, ridx_o[t])
         if m > 0:
-            touched += _touch(c_dense, c_data, c_indptr, c_sparse, ridx_c[t])
-            if independent:
-                touched += _touch(c_dense, c_data, c_indptr, c_sparse, ridx_c2[t])
-        # The proximal step: soft-thresholding, the ridge shrink, then the box (each the
-        # identity when off; a prox uses one of them).
-        z_new = np.empty(dim)
-        for j in range(p):
-            u = z[j] - eta * d[j]
-            thr = eta * lam[j]
-            if thr > 0.0:
-                u = math.copysign(max(abs(u) - thr, 0.0), u)
-            u = u / (1.0 + eta * ridge[j])
-            z_new[j] = min(max(u, lower[j]), upper[j])
-        for j in range(p, dim):
-            z_new[j] = max(z[j] - eta_slack * d[j], 0.0)
-        v1, b1 = _effective(z_new, nf, inv_scale, center, intercept)
-        v2, b2 = _effective(z, nf, inv_scale, center, intercept)
-        out = np.zeros(dim)
+            touched += _touch(c_dense, c_data, c_indptr, ridx_c[t])
+        # The proximal step (soft-thresholding, the ridge shrink, then the box: each the
+        # identity when off, a prox uses one of them; the slacks' projection on s >= 0),
+        # and the scores' weights V[pt] and intercepts B[pt] in data units at both points.
+        B[0] = B[1] = 0.0
+        for j in range(dim):
+            u = z_old[j] - (eta if j < p else eta_slack) * d[j]
+            if j < p:
+                thr = eta * lam[j]
+                if thr > 0.0:
+                    u = math.copysign(max(abs(u) - thr, 0.0), u)
+                u = min(max(u / (1.0 + eta * ridge[j]), lower[j]), upper[j])
+            z_new[j] = u if j < p else max(u, 0.0)
+            if j < nf:
+                V[0, j] = z_new[j] * inv_scale[j]
+                V[1, j] = z_old[j] * inv_scale[j]
+                B[0] -= center[j] * V[0, j]
+                B[1] -= center[j] * V[1, j]
+                g[j] = 0.0
+            elif j < p:
+                B[0] += z_new[j]
+                B[1] += z_old[j]
 
-        # Objective: r_i = u_i b_i (loss'(b_i z1_i) - keep loss'(b_i z2_i)).
-        bsz = idx_o.shape[1]
-        g[:] = 0.0
+        # Objective: r_i = u_i b_i (loss'(b_i z_i) - keep loss'(b_i z'_i)) / bo, summed into
+        # g with the constraints' rows (the gradient is linear in the r_i).
         rsum = 0.0
-        for i in range(bsz):
+        for i in range(bo):
             row = ridx_o[t, i]
-            z1, z2 = _scores(o_dense, o_data, o_indices, o_indptr, o_sparse, row, v1, v2)
-            bi = margins[idx_o[t, i]]
-            r = margins_u[idx_o[t, i]] * (
-                _loss_derivative(loss_code, alpha, bi * (z1 + b1))
-                - keep * _loss_derivative(loss_code, alpha, bi * (z2 + b2))
-            )
+            j = idx_o[t, i]
+            z1, z2 = _dot2(o_dense, o_data, o_indices, o_indptr, row, V[0], V[1])
+            r = 0.0
+            for pt in range(2):
+                mi = margins[j] * ((z1 if pt == 0 else z2) + B[pt])
+                e = math.exp(-abs(mi))
+                s = 1.0 / (1.0 + e)
+                slope = -(e * s if mi >= 0.0 else s)  # logistic: -sigmoid(-m)
+                if loss_code == 1:
+                    slope /= 1.0 + (max(-mi, 0.0) + math.log1p(e)) / alpha
+                elif loss_code == 2:
+                    slope = -e * s * s
+                r += slope if pt == 0 else -keep * slope
+            r *= margins_u[j] / bo
             rsum += r
-            _add_row(o_dense, o_data, o_indices, o_indptr, o_sparse, row, r, g)
-        _finish_grad(g, rsum, bsz, nf, inv_scale, center, intercept, out)
+            _add_row(o_dense, o_data, o_indices, o_indptr, row, r, g)
 
         if m > 0:
-            s1 = z_new[p:]
-            s2 = z[p:]
-            bsz = idx_c.shape[1]
-            K1, K2, dP = _constraint_pass(
-                c_dense, c_data, c_indices, c_indptr, c_sparse, idx_c[t], ridx_c[t],
-                W, offset, ineq, s1, s2, v1, b1, v2, b2,
-            )  # fmt: skip
-            # Per-sample cotangents U (see AugmentedLagrangianEstimator.penalty_cotangent)
-            # as U = A_k + B K_ik, and the slack block's w, at both points.
-            w1 = np.empty(m)
-            w2 = np.empty(m)
-            a1 = np.empty(m)
-            a2 = np.empty(m)
-            if independent:
-                D1, D2, _ = _constraint_pass(
-                    c_dense, c_data, c_indices, c_indptr, c_sparse, idx_c2[t], ridx_c2[t],
-                    W, offset, ineq, s1, s2, v1, b1, v2, b2,
-                )  # fmt: skip
-                for k in range(m):
-                    w1[k] = y[k] + beta * (D1[:, k].sum() / bsz)
-                    w2[k] = y[k] + beta * (D2[:, k].sum() / bsz)
-                    a1[k] = w1[k] / bsz
-                    a2[k] = w2[k] / bsz
-                bcoef = 0.0
-            else:
-                for k in range(m):
-                    k1 = K1[:, k].sum()
-                    k2 = K2[:, k].sum()
-                    a1[k] = (y[k] + (beta / (bsz - 1)) * k1) / bsz
-                    a2[k] = (y[k] + (beta / (bsz - 1)) * k2) / bsz
-                    w1[k] = y[k] + (beta / bsz) * k1
-                    w2[k] = y[k] + (beta / bsz) * k2
-                bcoef = beta / (bsz * (bsz - 1))
-            g[:] = 0.0
-            rsum = 0.0
-            for i in range(bsz):
-                j = idx_c[t, i]
-                u1 = 0.0
-                u2 = 0.0
-                for k in range(m):
-                    u1 += (a1[k] - bcoef * K1[i, k]) * W[j, k]
-                    u2 += (a2[k] - bcoef * K2[i, k]) * W[j, k]
-                q = dP[i, 0] * u1 - keep * (dP[i, 1] * u2)
-                rsum += q
-                _add_row(c_dense, c_data, c_indices, c_indptr, c_sparse, ridx_c[t, i], q, g)
-            _finish_grad(g, rsum, 1.0, nf, inv_scale, center, intercept, out)
+            # Penalty values K = C + E s per row and sigmoid' (dP) at both points.
+            for at in range(n_batches * bc):
+                j = idx_c[t, at]
+                z1, z2 = _dot2(c_dense, c_data, c_indices, c_indptr, ridx_c[t, at], V[0], V[1])
+                for pt in range(2):
+                    zz = (z1 if pt == 0 else z2) + B[pt]
+                    e = math.exp(-abs(zz))
+                    s = 1.0 / (1.0 + e)
+                    prob = s if zz >= 0.0 else e * s
+                    dP[pt, at] = e * s * s
+                    x = z_new if pt == 0 else z_old
+                    slack = p
+                    for k in range(m):
+                        K[pt, at, k] = W[j, k] * prob + offset[k]
+                        if ineq[k]:
+                            K[pt, at, k] += x[slack]
+                            slack += 1
+            # wa[pt, 0] = w (the slack block's, whose gradient goes to out), wa[pt, 1] = A
+            # (the cotangents' constant).
             slack = p
             for k in range(m):
+                for pt in range(2):
+                    ksum = 0.0
+                    for i in range((n_batches - 1) * bc, n_batches * bc):
+                        ksum += K[pt, i, k]
+                    wa[pt, 0, k] = y[k] + cw * ksum
+                    wa[pt, 1, k] = (y[k] + ca * ksum) / bc
                 if ineq[k]:
-                    out[slack] = w1[k] - keep * w2[k]
+                    out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
                     slack += 1
+            for i in range(bc):
+                j = idx_c[t, i]
+                q = 0.0
+                for pt in range(2):
+                    uw = 0.0
+                    for k in range(m):
+                        uw += (wa[pt, 1, k] - bcoef * K[pt, i, k]) * W[j, k]
+                    q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
+                rsum += q
+                _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
+        # d = keep d + the gradient of sum_i r_i score_i in x (see LinearProblem._grad) and
+        # the slack block's.
         for j in range(dim):
+            if j < nf:
+                out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
+            elif j < p:
+                out[j] = rsum
             d[j] = keep * d[j] + out[j]
-        z = z_new
-    # Returned so that the compiler keeps the reads (without nnan, 0 * touched is not 0).
-    return z, d, 0.0 * touched
+        z_old, z_new = z_new, z_old
+        swapped = not swapped
+    # touched is returned so that the compiler keeps the reads (without nnan, 0 * touched is
+    # not 0).
+    return swapped, 0.0 * touched
 
 
 @_jit
 def _full_pass(
-    dense, data, indices, indptr, sparse, rows_o, rows_c, shared, v, b,
-    margins, u, loss_code, alpha, W,
+    dense, rows_o, rows_c, n_o, n_c, shared, v, b, margins, u, loss_code, alpha, W, cols,
+    H, csum, gsum, q,
 ):  # fmt: skip
     """One pass over the objective rows and one over the constraint rows (one pass in all
-    when they are the same rows), accumulating everything :meth:`full_evaluation` needs.
+    when they are the same rows) of a dense matrix, accumulating everything
+    :meth:`full_evaluation` needs (sparse data takes the numpy path: see there).
 
-    Returns the sum over objective rows of ``u_i loss(b_i z_i)``, ``sum r_i a_i`` and
-    ``sum r_i`` with ``r_i = u_i b_i loss'(b_i z_i)``, and over constraint rows
-    ``sum_j W_j p_j`` and, per constraint ``k``, ``G[:, k] = sum_j p_j' W_jk a_j`` and its
-    intercept part ``sum_j p_j' W_jk``: ``J^T v`` is then ``G @ v`` for any ``v``, with no
-    further pass over the data.
+    Adds to ``H[0]`` the sum over objective rows of ``r_i a_i`` with
+    ``r_i = u_i b_i loss'(b_i z_i)``, and over constraint rows, for each column ``k = cols[l]``
+    of ``W``: to ``csum[l]`` the sum ``sum_j W_jk p_j``, to ``H[1 + l]`` the sum
+    ``sum_j p_j' W_jk a_j`` and to ``gsum[l]`` its intercept part ``sum_j p_j' W_jk``
+    (``J^T v`` is then ``H[1:].T @ v`` for any ``v``, with no further pass over the data).
+    The objective rows are ``rows_o`` (``n_o`` of them), or the first ``n_o`` rows when
+    ``rows_o`` is None; the same for the constraint rows. ``q`` is a work buffer of
+    ``len(cols) + 1`` values. Returns the sums of ``u_i loss(b_i z_i)`` and of ``r_i``.
+
+    One ``exp`` per row serves the loss, its derivative and the sigmoid when ``b_i = +-1``.
     """
-    nf = v.shape[0]
-    m = W.shape[1]
+    m = cols.shape[0]
     f = 0.0
+    prod = 1.0
     rsum = 0.0
-    # H[0] accumulates the objective's r_i a_i, H[1 + k] constraint k's p_j' W_jk a_j; with
-    # one contiguous row per cotangent each update is a plain (vectorisable) axpy.
-    H = np.zeros((m + 1, nf))
-    csum = np.zeros(m)
-    gsum = np.zeros(m)
-    q = np.zeros(m + 1)
-    n_o = rows_o.shape[0]
-    n_c = 0 if shared else rows_c.shape[0]
-    for i in range(n_o + n_c):
+    for i in range(n_o + (0 if shared else n_c)):
         obj = i < n_o
-        row = rows_o[i] if obj else rows_c[i - n_o]
-        z = b + _dot(dense, data, indices, indptr, sparse, row, v)
-        q[0] = 0.0
+        # No index array for all rows in order (it would cost 8 bytes a row).
+        row = i if obj else i - n_o
+        if rows_o is not None and obj:
+            row = rows_o[i]
+        if rows_c is not None and not obj:
+            row = rows_c[i - n_o]
+        z = b
+        for col in range(dense.shape[1]):
+            z += dense[row, col] * v[col]
+        e = math.exp(-abs(z))
+        se = 1.0 / (1.0 + e)  # sigmoid(|z|)
+        first = 1
         if obj:
-            mi = margins[i] * z
-            f += u[i] * _loss_value(loss_code, alpha, mi)
-            q[0] = u[i] * margins[i] * _loss_derivative(loss_code, alpha, mi)
+            first = 0
+            bi = margins[i]
+            mi = bi * z
+            em, s = e, se  # exp(-|m|) and sigmoid(|m|): those of z for b_i = +-1
+            if abs(bi) != 1.0:
+                em = math.exp(-abs(mi))
+                s = 1.0 / (1.0 + em)
+            neg = em * s if mi >= 0.0 else s  # sigmoid(-m)
+            if loss_code == 2:
+                val = neg
+                der = -em * s * s
+            elif loss_code == 0 and u[i] == 1.0:
+                # log(1 + exp(-m)) = max(-m, 0) + log1p(em): the log1p terms of unit-weight
+                # rows are summed as the log of their product, one multiply a row instead of
+                # a log1p (which cost as much as the rest of the row's arithmetic).
+                val = max(-mi, 0.0)
+                der = -neg
+                prod *= 1.0 + em
+                if prod > 1e300:
+                    f += math.log(prod)
+                    prod = 1.0
+            else:
+                val = max(-mi, 0.0) + math.log1p(em)  # log(1 + exp(-m))
+                der = -neg
+                if loss_code == 1:
+                    der /= 1.0 + val / alpha
+                    val = alpha * math.log1p(val / alpha)
+            f += u[i] * val
+            q[0] = u[i] * bi * der
             rsum += q[0]
-        con = m > 0 and (shared or not obj)
-        if con:
+        last = 1
+        if m > 0 and (shared or not obj):
             j = i if shared else i - n_o
-            p = _expit(z)
-            dp = p * (1.0 - p)
+            prob = se if z >= 0.0 else e * se
+            dp = e * se * se
             for k in range(m):
-                csum[k] += W[j, k] * p
-                q[k + 1] = dp * W[j, k]
+                wk = W[j, cols[k]]
+                csum[k] += wk * prob
+                q[k + 1] = dp * wk
                 gsum[k] += q[k + 1]
-        n_q = m + 1 if con else 1
-        if sparse:
-            for kk in range(indptr[row], indptr[row + 1]):
-                a = data[kk]
-                col = indices[kk]
-                for k in range(n_q):
-                    H[k, col] += q[k] * a
-        else:
-            for k in range(n_q):
-                qk = q[k]
-                for col in range(nf):
-                    H[k, col] += qk * dense[row, col]
-    return f, H[0].copy(), rsum, csum, H[1:].T.copy(), gsum
+            last = m + 1
+        for k in range(first, last):
+            qk = q[k]
+            for col in range(dense.shape[1]):
+                H[k, col] += qk * dense[row, col]
+    return f + math.log(prod), rsum
 
 
 @_jit
-def _gram_pass(dense, data, indices, indptr, sparse, rows, v, b, weights):
-    """``(sum_i r_i a_i, sum_i r_i)`` with ``r_i = weights_i (a_i . v + b)``: one pass."""
-    g = np.zeros(v.shape[0])
+def _gram_pass(dense, rows, v, b, weights, g):
+    """``g += sum_i r_i a_i``; returns ``sum_i r_i`` (``r_i = weights_i (a_i . v + b)``), over
+    rows of a dense matrix."""
     rsum = 0.0
     for i in range(rows.shape[0]):
         row = rows[i]
-        r = weights[i] * (b + _dot(dense, data, indices, indptr, sparse, row, v))
+        r = b
+        for j in range(dense.shape[1]):
+            r += dense[row, j] * v[j]
+        r *= weights[i]
         rsum += r
-        _add_row(dense, data, indices, indptr, sparse, row, r, g)
+        for j in range(dense.shape[1]):
+            g[j] += r * dense[row, j]
+    return rsum
+
+
+def source(dense, data, indices, indptr, sparse):
+    """The kernels' four source arguments from a ``kernel_source`` tuple's first five: the
+    unused layout's arrays become ``None`` (see the module docstring)."""
+    if sparse:
+        return None, data, indices, indptr
+    return dense, None, None, None
+
+
+def gram_pass(dense, rows, v, b, weights):
+    """``(sum_i r_i a_i, sum_i r_i)`` with ``r_i = weights_i (a_i . v + b)``: one pass."""
+    g = np.zeros(v.shape[0])
+    rsum = _gram_pass(dense, rows, v, float(b), weights, g)
     return g, rsum
 
 
-def gram_pass(*args):
-    """Run the compiled product ``A^T diag(weights) A v`` (see ``_gram_pass``)."""
-    return _gram_pass(*args)
+def signed_columns(W):
+    """``(cols, pos, sign)`` with ``W[:, k] == sign[k] * W[:, cols[pos[k]]]``, ``cols`` the
+    first of each set of columns equal up to sign (both sides of a parity gap are one)."""
+    # A random projection of each column screens the pairs, so that only candidates are
+    # compared entry by entry (many constraints over many rows would take m**2 / 2 passes).
+    proj = np.abs(W.T @ np.random.default_rng(0).standard_normal(W.shape[0]))
+    cols, pos, sign = [], [], []
+    for k in range(W.shape[1]):
+        for i, j in enumerate(cols):
+            if not np.isclose(proj[k], proj[j], rtol=1e-9, atol=0.0):
+                continue
+            same = np.array_equal(W[:, k], W[:, j])
+            if same or np.array_equal(W[:, k], -W[:, j]):
+                pos.append(i)
+                sign.append(1.0 if same else -1.0)
+                break
+        else:
+            pos.append(len(cols))
+            sign.append(1.0)
+            cols.append(k)
+    return np.array(cols, dtype=np.intp), np.array(pos, dtype=np.intp), np.array(sign)
 
 
-def full_pass(*args):
-    """Run the compiled full-data pass (see ``_full_pass``)."""
-    return _full_pass(*args)
+def full_pass(
+    dense, rows_o, rows_c, n_o, n_c, shared, v, b, margins, u, code, alpha, W, columns=None
+):  # fmt: skip
+    """Run the compiled full-data pass (see ``_full_pass``).
+
+    Returns ``(f, g, rsum, csum, G, gsum)``: the loss sum, ``sum r_i a_i`` and ``sum r_i``
+    over the objective rows; ``sum_j W_j p_j``, the ``(n_features, m)`` matrix ``G`` of
+    ``sum_j p_j' W_jk a_j`` and ``sum_j p_j' W_jk`` over the constraint rows.
+    ``columns``: :func:`signed_columns` of ``W`` (computed if not given); the pass
+    accumulates only one of each set of columns equal up to sign.
+    """
+    cols, pos, sign = signed_columns(W) if columns is None else columns
+    r = len(cols)
+    H = np.zeros((r + 1, v.shape[0]))
+    csum, gsum, q = np.zeros(r), np.zeros(r), np.zeros(r + 1)
+    f, rsum = _full_pass(
+        dense, rows_o, rows_c, int(n_o), int(n_c), bool(shared), v, float(b), margins, u,
+        int(code), float(alpha), W, cols, H, csum, gsum, q,
+    )  # fmt: skip
+    return f, H[0], rsum, sign * csum[pos], H[1 + pos].T * sign, sign * gsum[pos]
 
 
-def pstorm_block(*args):
-    """Run the compiled block (see ``_block`` for the argument order): ``(z, d)``."""
-    z, d, _ = _block(*args)
-    return z, d
+def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args):
+    """Run the compiled block (see ``_block`` for the argument order): the new ``(z, d)``.
+
+    ``z`` and ``d`` are not modified. The minibatch index arrays are ``(T, b)`` int arrays.
+    """
+    z = np.array(z, dtype=float)
+    d = np.array(d, dtype=float)
+    W, idx_c = args[-6], args[-3]
+    m = W.shape[1]
+    rows_c = idx_c.shape[1]
+    bufs = (
+        np.empty_like(z), np.empty((2, nf)), np.empty(2), np.empty(nf), np.zeros_like(z),
+        np.empty((2, rows_c, m)), np.empty((2, rows_c)), np.empty((2, 2, m)),
+    )  # fmt: skip
+    swapped, _ = _block(
+        z, d, np.asarray(y, dtype=float), float(beta), float(eta), float(eta_slack),
+        float(keep), int(nf), bool(intercept), *args, *bufs,
+    )  # fmt: skip
+    return (bufs[0] if swapped else z), d
