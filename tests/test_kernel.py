@@ -245,9 +245,11 @@ def test_gram_sums_equal_the_weighted_products(sparse, weights, monkeypatch):
     if weights == "classes":
         pb = pb.with_objective_weights(np.ones(60))
     found = []
-    classes_of = linear._weight_classes
+    classes_of = linear._block_weight_classes
     monkeypatch.setattr(
-        linear, "_weight_classes", lambda *a, **k: found.append(classes_of(*a, **k)) or found[-1]
+        linear,
+        "_block_weight_classes",
+        lambda *a, **k: found.append(classes_of(*a, **k)) or found[-1],
     )
     X = pb.A_obj.A.toarray() if sparse else pb.A_obj.A
     S = X * pb._inv_scale
@@ -260,7 +262,7 @@ def test_gram_sums_equal_the_weighted_products(sparse, weights, monkeypatch):
     ]
     assert len(G) == len(cols) and not estimated
     # The rows fall into 2 x 2 classes (objective row or not, in the group or not).
-    assert [len(c) if c is not None else None for c, _ in found] == (
+    assert [len(c) if c is not None else None for c in found] == (
         [4] if weights == "classes" else [None]
     )
     for Gj, mj, tj, (A, w) in zip(G, mu, total, cols, strict=True):

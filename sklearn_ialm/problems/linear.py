@@ -146,22 +146,15 @@ _NO_INDEX = np.zeros(0, dtype=np.intp)
 _NO_INDPTR = np.zeros(1, dtype=np.intp)
 
 
-def _weight_classes(weights, limit):
-    """``(classes, labels)``: the distinct rows of ``weights`` and each row's index among
-    them, or ``(None, None)`` when there are more than ``limit`` distinct rows."""
-    labels = np.zeros(len(weights), dtype=np.intp)
-    for j in range(weights.shape[1]):
-        # Column by column: np.unique(axis=0) sorts whole rows, ten times slower.
-        _, col = np.unique(weights[:, j], return_inverse=True)
-        if col.size and col.max() >= limit:
-            return None, None
-        _, labels = np.unique(labels * limit + col.ravel(), return_inverse=True)
-        labels = labels.ravel()
-        if labels.size and labels.max() >= limit:
-            return None, None
-    first = np.zeros(labels.max() + 1 if labels.size else 0, dtype=np.intp)
-    first[labels] = np.arange(len(labels))  # a row of each class (all of its rows are equal)
-    return weights[first], labels
+def _block_weight_classes(blocks, limit):
+    """The distinct rows of the weight blocks ``blocks``, in lexicographic order, or None
+    when there are more than ``limit`` of them. Only one block is held at a time."""
+    seen = np.zeros((0, 0))
+    for Wb in blocks:
+        seen = np.unique(Wb if not seen.size else np.vstack([seen, Wb]), axis=0)
+        if len(seen) > limit:
+            return None
+    return seen
 
 
 def _rms_row_norm(rows, weights) -> float:
@@ -819,33 +812,41 @@ class LinearProblem(FiniteSumProblem):
         """
         rng = np.random.default_rng(0)
         Ao, Ac = self.A_obj, self.A_con
-        absW = np.abs(self.W)
         first = self._distinct_weight_columns()
+        distinct = [k for k in range(self.n_constraints) if first[k] == k]
 
-        def spread(rows_of, values):
+        # The weight columns of given rows are formed for those rows only, as ``(rows, J)``:
+        # an (n, J) matrix of them would be J more n-vectors alive through the sweep. A row
+        # subset spreads its weights over the rows of the matrix first (zero elsewhere).
+        def obj_cols(sel):
+            return self.u[sel][:, None]
+
+        def con_cols(sel):
+            Wb = self.W[sel]
+            return np.column_stack([np.ones(len(sel))] + [np.abs(Wb[:, k]) for k in distinct])
+
+        def spread(rows_of, cols):
             if rows_of.rows is None:
-                return values
+                return cols
+            values = cols(np.arange(rows_of.n_rows))
             full = np.zeros((rows_of.A.shape[0], values.shape[1]))
             np.add.at(full, rows_of.rows, values)
-            return full
+            return full.__getitem__
 
-        obj_w = spread(Ao, self.u[:, None])
-        groups = [(Ao.A, obj_w)]
+        groups = [(Ao.A, spread(Ao, obj_cols), 1)]
         if self.n_constraints:
-            cols = [np.ones(self.n_constraint_samples)]
-            cols += [absW[:, k] for k in range(self.n_constraints) if first[k] == k]
-            con_w = spread(Ac, np.column_stack(cols))
+            con = spread(Ac, con_cols)
             if Ao.A is Ac.A:
-                groups = [(Ao.A, np.hstack([obj_w, con_w]))]
+                obj = groups[0][1]
+                groups = [(Ao.A, lambda sel: np.hstack([obj(sel), con(sel)]), 2 + len(distinct))]
             else:
-                groups.append((Ac.A, con_w))
+                groups.append((Ac.A, con, 1 + len(distinct)))
         G, mu, total, estimated = [], [], [], False
         # The sums are taken in the solver's units (columns divided by feature_scale), block
         # by block: raw sums of a column of 1e200 would overflow.
         inv = np.broadcast_to(self._inv_scale, (self.n_features,)) if self._scaled else None
-        for A, weights in groups:
+        for A, weights_of, J in groups:
             n, d = A.shape
-            J = weights.shape[1]
             # The arithmetic grows like rows * d**2 per weight column: past about 2e10 flops an
             # estimate from fewer rows gives as good a step size.
             max_rows = min(_GRAM_MAX_ROWS, max(20_000, int(2e10 / (d * d * J))))
@@ -857,26 +858,33 @@ class LinearProblem(FiniteSumProblem):
             # the weight columns then combine, reads each row into one product instead of J
             # (the estimators' weights take a few values: ones, a group's constant). Beyond a
             # few classes (e.g. sample weights), one weighted product per column.
-            classes, labels = _weight_classes(weights[order], limit=max(J, 16))
-            if classes is None:
+            step = max(1, min(4096, (1 << 15) // max(d, 1)))  # blocks of about 256 kB
+            blocks = range(0, len(order), step)
+            # The classes are found block by block, and each block's labels in the sweep:
+            # the weights and labels of all rows read would be J + 1 more n-vectors.
+            classes = _block_weight_classes(
+                (weights_of(order[i : i + step]) for i in blocks), limit=max(J, 16)
+            )
+            weighted = classes is None
+            if weighted:
                 classes = np.eye(J)
             K = len(classes)
             g, m_, t_ = np.zeros((K, d, d)), np.zeros((K, d)), np.zeros(K)
             live = [k for k in range(K) if np.any(classes[k])]  # all-zero weights add nothing
-            step = max(1, min(4096, (1 << 15) // max(d, 1)))  # blocks of about 256 kB
-            for start in range(0, len(order), step):
+            for start in blocks:
                 sel = order[start : start + step]
                 B = A[sel[0] : sel[-1] + 1] if len(order) == n else A[sel]
                 if inv is not None:
                     B = B.multiply(inv[None, :]).tocsr() if sp.issparse(B) else B * inv
+                Wb = weights_of(sel)
                 for k in live:
-                    if labels is None:
-                        w = weights[sel, k]
+                    if weighted:
+                        w = Wb[:, k]
                         Bk = B
                         Bw = B.multiply(w[:, None]).tocsr() if sp.issparse(B) else w[:, None] * B
                         t_[k] += w.sum()
                     else:
-                        Bk = Bw = B if K == 1 else B[labels[start : start + step] == k]
+                        Bk = Bw = B if K == 1 else B[np.all(Wb == classes[k], axis=1)]
                         t_[k] += Bk.shape[0]
                     prod = Bk.T @ Bw
                     g[k] += prod.toarray() if sp.issparse(prod) else prod
