@@ -149,12 +149,18 @@ _NO_INDPTR = np.zeros(1, dtype=np.intp)
 def _block_weight_classes(blocks, limit):
     """The distinct rows of the weight blocks ``blocks``, in lexicographic order, or None
     when there are more than ``limit`` of them. Only one block is held at a time."""
-    seen = np.zeros((0, 0))
+    seen = None
     for Wb in blocks:
-        seen = np.unique(Wb if not seen.size else np.vstack([seen, Wb]), axis=0)
+        if seen is not None:
+            # Rows of a class already seen (nearly all of them) need no sort.
+            known = (Wb[:, None, :] == seen[None, :, :]).all(axis=2).any(axis=1)
+            if known.all():
+                continue
+            Wb = np.vstack([seen, Wb[~known]])
+        seen = np.unique(Wb, axis=0)
         if len(seen) > limit:
             return None
-    return seen
+    return np.zeros((0, 0)) if seen is None else seen
 
 
 def _rms_row_norm(rows, weights) -> float:
