@@ -275,3 +275,21 @@ def test_steering_asks_for_less_than_the_soft_value_reached():
     # The second solve's soft bound binds at -shift (with the base offset): below what the
     # first solve reached, by at least the hard excess.
     assert -shift <= soft[violated] - hard[violated] + 1e-12
+
+
+def test_history_of_several_solves_counts_on():
+    """A steered fit's history_ joins its solves: every count column runs on from the first
+    solve (never falls back at a new solve) and ends at the sum of the solves' counts."""
+    X, y, groups = _fair_data(2, seed=3)
+    clf = FairLogisticClassifier(
+        constraint="demographic_parity", bound=0.02, batch_size=100, random_state=0
+    )
+    clf.fit(X, y, sensitive_features=groups)
+    h = clf.history_
+    assert clf.n_rounds_ >= 2 and np.unique(h["round"]).size == clf.n_rounds_
+    for key in ("data_passes", "check_passes", "paper_passes", "oracle_calls", "inner_iter"):
+        assert np.all(np.diff(h[key]) >= 0), key
+    # The stop tests are part of every pass counted; the whole fit adds one scoring of the
+    # constraint rows per solve (its hard-rate check) on top of the solver's passes.
+    assert h["check_passes"][-1] <= h["data_passes"][-1] <= clf.n_data_passes_
+    assert h["inner_iter"][-1] <= clf.n_iter_

@@ -245,17 +245,41 @@ def _select(results) -> int:
 
 
 def _joined_history(results) -> dict:
-    """The histories of successive solves as one, data passes counted from the first."""
-    out, offset = {}, 0.0
+    """The histories of successive solves as one: the counts (passes, stop-test passes, the
+    paper's passes, oracle calls, draws, inner iterations) run on from the first solve."""
+    out = {}
+    offset = dict.fromkeys(_CUMULATIVE, 0.0)
     for rnd, r in enumerate(results):
         for key, val in r.history.items():
             val = np.asarray(val, dtype=float)
-            if key == "data_passes":
-                val = val + offset
+            if key in offset:
+                val = val + offset[key]
             out.setdefault(key, []).append(val)
         out.setdefault("round", []).append(np.full(len(r.history["data_passes"]), rnd))
-        offset += r.n_data_passes
+        totals = dict(
+            data_passes=r.n_data_passes,
+            check_passes=r.n_check_passes,
+            paper_passes=r.n_paper_passes,
+            oracle_calls=r.n_oracle_calls,
+            objective_draws=r.n_draws[0],
+            constraint_draws=r.n_draws[1],
+            inner_iter=r.n_iter,
+        )
+        for key in offset:
+            offset[key] += float(totals[key])
     return {key: np.concatenate(val) for key, val in out.items()}
+
+
+#: History columns that count from the start of a solve (joined solves add them up).
+_CUMULATIVE = (
+    "data_passes",
+    "check_passes",
+    "paper_passes",
+    "oracle_calls",
+    "objective_draws",
+    "constraint_draws",
+    "inner_iter",
+)
 
 
 class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
