@@ -28,6 +28,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from ..problems import LinearProblem
 from ..solver import stoc_ialm
+from ..solver.ialm import HISTORY_COUNTS
 from ..solver.prox import Ridge
 from ._hard_rates import fit_hard_rates
 
@@ -248,7 +249,7 @@ def _joined_history(results) -> dict:
     """The histories of successive solves as one: the counts (passes, stop-test passes, the
     paper's passes, oracle calls, draws, inner iterations) run on from the first solve."""
     out = {}
-    offset = dict.fromkeys(_CUMULATIVE, 0.0)
+    offset = dict.fromkeys(HISTORY_COUNTS, 0.0)
     for rnd, r in enumerate(results):
         for key, val in r.history.items():
             val = np.asarray(val, dtype=float)
@@ -256,30 +257,9 @@ def _joined_history(results) -> dict:
                 val = val + offset[key]
             out.setdefault(key, []).append(val)
         out.setdefault("round", []).append(np.full(len(r.history["data_passes"]), rnd))
-        totals = dict(
-            data_passes=r.n_data_passes,
-            check_passes=r.n_check_passes,
-            paper_passes=r.n_paper_passes,
-            oracle_calls=r.n_oracle_calls,
-            objective_draws=r.n_draws[0],
-            constraint_draws=r.n_draws[1],
-            inner_iter=r.n_iter,
-        )
-        for key in offset:
-            offset[key] += float(totals[key])
+        for key, total in r.count_totals().items():
+            offset[key] += float(total)
     return {key: np.concatenate(val) for key, val in out.items()}
-
-
-#: History columns that count from the start of a solve (joined solves add them up).
-_CUMULATIVE = (
-    "data_passes",
-    "check_passes",
-    "paper_passes",
-    "oracle_calls",
-    "objective_draws",
-    "constraint_draws",
-    "inner_iter",
-)
 
 
 class BaseIALMClassifier(ClassifierMixin, BaseEstimator):

@@ -11,7 +11,20 @@ from .pstorm import AugmentedLagrangianEstimator, Counter, pstorm, pstorm_theory
 from .smoothness import estimate_smoothness
 from .theory import theory_parameters
 
-__all__ = ["PRESETS", "IALMResult", "stoc_ialm"]
+__all__ = ["HISTORY_COUNTS", "PRESETS", "IALMResult", "stoc_ialm"]
+
+#: The columns of ``IALMResult.history`` that count from the start of the run (data passes,
+#: stop-test passes, the paper's passes, oracle calls, draws, inner iterations); the others
+#: are values at each stop test.
+HISTORY_COUNTS = (
+    "data_passes",
+    "check_passes",
+    "paper_passes",
+    "oracle_calls",
+    "objective_draws",
+    "constraint_draws",
+    "inner_iter",
+)
 
 #: ``eval_every="auto"``: growth of the interval between two stop tests within an outer
 #: iteration (see :func:`~sklearn_ialm.solver.pstorm.pstorm`).
@@ -176,6 +189,19 @@ class IALMResult:
     history: dict
     message: str
     settings: dict = field(repr=False)
+
+    def count_totals(self) -> dict:
+        """The run's total of each counting column of ``history`` (:data:`HISTORY_COUNTS`):
+        what a run that follows this one adds its own counts to."""
+        return dict(
+            data_passes=self.n_data_passes,
+            check_passes=self.n_check_passes,
+            paper_passes=self.n_paper_passes,
+            oracle_calls=self.n_oracle_calls,
+            objective_draws=self.n_draws[0],
+            constraint_draws=self.n_draws[1],
+            inner_iter=self.n_iter,
+        )
 
 
 def _check_positive(name, value, *, integer=False, strict=True, upper=None):
@@ -544,14 +570,8 @@ def stoc_ialm(
         check_work = None if check_cost is None else _CHECK_WORK_RATIO * check_cost
     hist = {
         k: []
-        for k in (
-            "data_passes",
-            "check_passes",
-            "paper_passes",
-            "oracle_calls",
-            "objective_draws",
-            "constraint_draws",
-            "inner_iter",
+        for k in HISTORY_COUNTS
+        + (
             "outer_iter",
             "beta",
             "primal_residual",
