@@ -293,3 +293,29 @@ def test_history_of_several_solves_counts_on():
     # constraint rows per solve (its hard-rate check) on top of the solver's passes.
     assert h["check_passes"][-1] <= h["data_passes"][-1] <= clf.n_data_passes_
     assert h["inner_iter"][-1] <= clf.n_iter_
+
+
+@pytest.mark.parametrize("preset, beta0, sigma", [("default", 0.3, 1.25), ("paper", 1.0, 2.5)])
+def test_penalty_schedule_follows_the_preset(preset, beta0, sigma, monkeypatch):
+    """beta0 and sigma left at None: the default preset's small schedule, or the paper's
+    (1 and 2.5 for fairness) with preset="paper"; a value passed wins. Read from the
+    settings each solver run reports."""
+    from sklearn_ialm.estimators import _base
+
+    runs = []
+    solver = _base.stoc_ialm
+    monkeypatch.setattr(
+        _base, "stoc_ialm", lambda *a, **k: runs.append(solver(*a, **k)) or runs[-1]
+    )
+    X, y, groups = _fair_data(2, seed=1, n=1500)
+    kw = dict(constraint="demographic_parity", bound=0.1, max_passes=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        FairLogisticClassifier(preset=preset, **kw).fit(X, y, sensitive_features=groups)
+        chosen = [(r.settings["beta0"], r.settings["sigma"]) for r in runs]
+        runs.clear()
+        FairLogisticClassifier(preset=preset, beta0=2.0, sigma=3.0, **kw).fit(
+            X, y, sensitive_features=groups
+        )
+    assert chosen and set(chosen) == {(beta0, sigma)}
+    assert {(r.settings["beta0"], r.settings["sigma"]) for r in runs} == {(2.0, 3.0)}

@@ -275,8 +275,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         "C": [Interval(Real, 0, None, closed="neither"), None],
         "pos_label": [Integral, str, "boolean", None],
         "tol": [Interval(Real, 0, None, closed="neither")],
-        "beta0": [Interval(Real, 0, None, closed="neither")],
-        "sigma": [Interval(Real, 1, None, closed="neither")],
+        "beta0": [Interval(Real, 0, None, closed="neither"), None],
+        "sigma": [Interval(Real, 1, None, closed="neither"), None],
         "batch_size": [Interval(Integral, 2, None, closed="left")],
         "max_passes": [Interval(Real, 0, None, closed="neither")],
         "preset": [StrOptions({"default", "paper"})],
@@ -287,7 +287,23 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    #: ``(beta0, sigma)`` per ``preset`` where the estimator's defaults differ from the
+    #: solver's (the solver's are 1 and 2.5; the paper preset takes the paper's ``sigma``).
+    _default_schedule: dict = {}
+
     # -- hooks ---------------------------------------------------------------------------------
+    def _penalty_schedule(self) -> dict:
+        """The solver's ``beta0`` and ``sigma``: the parameters, or where one is None the
+        estimator's default for its ``preset`` (else the solver's own)."""
+        defaults = self._default_schedule.get(self.preset, (None, None))
+        out = {}
+        for name, default in zip(("beta0", "sigma"), defaults, strict=True):
+            value = getattr(self, name)
+            value = default if value is None else value
+            if value is not None:
+                out[name] = value
+        return out
+
     def _check_fit_params(self, fit_params: dict, n_samples: int) -> dict:
         """Validate per-row fit parameters against the ``n_samples`` rows of ``X``."""
         return fit_params
@@ -442,8 +458,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             tol=self.tol,
             dual_tol=dual_tol,
             preset=self.preset,
-            beta0=self.beta0,
-            sigma=self.sigma,
+            **self._penalty_schedule(),
             batch_size=self.batch_size,
             max_passes=self.max_passes,
             verbose=self.verbose,
