@@ -324,8 +324,15 @@ def test_lazy_csr_block_gives_the_eager_iterates(prox, m, estimator, monkeypatch
     form over the skipped iterations), give the iterates of updating every coordinate every
     iteration (the eager kernel, and the numpy path), with the same counts and checks."""
     lazy_calls = []
-    block_lazy = _kernels._block_lazy
-    monkeypatch.setattr(_kernels, "_block_lazy", lambda *a: lazy_calls.append(1) or block_lazy(*a))
+    block = _kernels.pstorm_block
+
+    def record(z, *args, lazy=None):
+        # A block with lazy coordinates: fewer eager ones than coordinates.
+        if lazy is not None and len(lazy[0]) < len(z):
+            lazy_calls.append(1)
+        return block(z, *args, lazy=lazy)
+
+    monkeypatch.setattr(_kernels, "pstorm_block", record)
     runs = {}
     # "auto" chooses block by block (the batch grows at t = 20).
     paths = [("numpy", False, False), ("eager", True, False), ("auto", True, "auto")]

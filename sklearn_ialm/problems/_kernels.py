@@ -16,8 +16,8 @@ is decided at compile time), so a fit compiles only the code its data needs. The
 passes (stopping tests, power iterations) are compiled for dense data only: on sparse rows
 scipy's products beat compiled loops.
 
-On wide CSR data (text: many more columns than a minibatch reads) ``_block_lazy`` replaces
-``_block``: the coordinates no row of an iteration reads get no gradient, so with a linear
+On wide CSR data (text: many more columns than a minibatch reads) ``_block`` runs lazy
+updates: the coordinates no row of an iteration reads get no gradient, so with a linear
 prox (none, or the ridge shrink) their iterations are a linear map applied in closed form
 when a row next reads them, and once at the end of the block; an iteration then costs
 O(non-zeros) instead of O(n_features).
@@ -38,7 +38,7 @@ try:  # pragma: no cover - which branch runs depends on the environment
 except ImportError:  # pragma: no cover
     numba = None
 
-__all__ = ["available", "full_pass", "gram_pass", "lazy_plan", "pstorm_block"]
+__all__ = ["available", "eager_plan", "full_pass", "gram_pass", "lazy_plan", "pstorm_block"]
 
 
 def available() -> bool:
@@ -115,171 +115,6 @@ def _touch(dense, data, indptr, rows):
 
 
 @_helper
-def _gradient(
-    t, keep, bo, bc, cw, ca, bcoef, m, p, loss_code, alpha,
-    o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
-    c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches, y,
-    z_new, z_old, V, B, g, out, K, dP, wa,
-):  # fmt: skip
-    """The minibatch part of iteration ``t``: adds ``sum_i r_i a_i`` to ``g``, the slack
-    block's gradient to ``out``, and returns ``sum_i r_i`` (see ``_block``).
-
-    Reads the scores' weights ``V`` and intercepts ``B`` at both points, and the slacks in
-    ``z_new`` and ``z_old``.
-    """
-    # Objective: r_i = u_i b_i (loss'(b_i z_i) - keep loss'(b_i z'_i)) / bo, summed into
-    # g with the constraints' rows (the gradient is linear in the r_i).
-    rsum = 0.0
-    for i in range(bo):
-        row = ridx_o[t, i]
-        j = idx_o[t, i]
-        z1, z2 = _dot2(o_dense, o_data, o_indices, o_indptr, row, V[0], V[1])
-        r = 0.0
-        for pt in range(2):
-            mi = margins[j] * ((z1 if pt == 0 else z2) + B[pt])
-            e = math.exp(-abs(mi))
-            s = 1.0 / (1.0 + e)
-            slope = -(e * s if mi >= 0.0 else s)  # logistic: -sigmoid(-m)
-            if loss_code == 1:
-                slope /= 1.0 + (max(-mi, 0.0) + math.log1p(e)) / alpha
-            elif loss_code == 2:
-                slope = -e * s * s
-            r += slope if pt == 0 else -keep * slope
-        r *= margins_u[j] / bo
-        rsum += r
-        _add_row(o_dense, o_data, o_indices, o_indptr, row, r, g)
-    if m == 0:
-        return rsum
-    # Penalty values K = C + E s per row and sigmoid' (dP) at both points.
-    for at in range(n_batches * bc):
-        j = idx_c[t, at]
-        z1, z2 = _dot2(c_dense, c_data, c_indices, c_indptr, ridx_c[t, at], V[0], V[1])
-        for pt in range(2):
-            zz = (z1 if pt == 0 else z2) + B[pt]
-            e = math.exp(-abs(zz))
-            s = 1.0 / (1.0 + e)
-            prob = s if zz >= 0.0 else e * s
-            dP[pt, at] = e * s * s
-            x = z_new if pt == 0 else z_old
-            slack = p
-            for k in range(m):
-                K[pt, at, k] = W[j, k] * prob + offset[k]
-                if ineq[k]:
-                    K[pt, at, k] += x[slack]
-                    slack += 1
-    # wa[pt, 0] = w (the slack block's, whose gradient goes to out), wa[pt, 1] = A
-    # (the cotangents' constant).
-    slack = p
-    for k in range(m):
-        for pt in range(2):
-            ksum = 0.0
-            for i in range((n_batches - 1) * bc, n_batches * bc):
-                ksum += K[pt, i, k]
-            wa[pt, 0, k] = y[k] + cw * ksum
-            wa[pt, 1, k] = (y[k] + ca * ksum) / bc
-        if ineq[k]:
-            out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
-            slack += 1
-    for i in range(bc):
-        j = idx_c[t, i]
-        q = 0.0
-        for pt in range(2):
-            uw = 0.0
-            for k in range(m):
-                uw += (wa[pt, 1, k] - bcoef * K[pt, i, k]) * W[j, k]
-            q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
-        rsum += q
-        _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
-    return rsum
-
-
-@_helper
-def _coefficients(beta, n_batches, bc):
-    """``(cw, ca, bcoef)`` of the U-statistic: ``U_i = A - bcoef K_i`` with
-    ``A = (y + ca sum K) / bc``; the independent estimator's ``A = w / bc`` comes from its
-    second batch and ``bcoef = 0``."""
-    cw = ca = bcoef = 0.0
-    if bc > 0:
-        cw = ca = beta / bc
-    if n_batches == 1 and bc > 1:
-        ca = beta / (bc - 1)
-        bcoef = ca / bc
-    return cw, ca, bcoef
-
-
-@_jit
-def _block(
-    z, d, y, beta, eta, eta_slack, keep, nf, intercept, inv_scale, center,
-    lam, lower, upper, ridge, loss_code, alpha,
-    o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
-    c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches,
-    z_new, V, B, g, out, K, dP, wa,
-):  # fmt: skip
-    """Run ``idx_o.shape[0]`` PStorm iterations from ``(z, d)``, in place.
-
-    The last row of arguments are work buffers (see :func:`pstorm_block`); nothing is
-    allocated here. Index ``pt`` of ``V, B, K, dP`` is the point: 0 the new iterate, 1 the
-    previous one (the STORM correction). Row ``t`` of ``idx_c`` (``ridx_c``) holds the
-    ``n_batches`` constraint minibatches of iteration ``t`` side by side (the second is the
-    independent estimator's); ``K`` and ``dP`` have room for all of them. Returns whether
-    the final point is in ``z_new`` (else in ``z``).
-    """
-    p = nf + (1 if intercept else 0)
-    dim = z.shape[0]
-    m = W.shape[1]
-    bo = idx_o.shape[1]
-    bc = idx_c.shape[1] // n_batches
-    cw, ca, bcoef = _coefficients(beta, n_batches, bc)
-    touched = 0.0
-    swapped = False
-    z_old = z
-    for t in range(idx_o.shape[0]):
-        touched += _touch(o_dense, o_data, o_indptr, ridx_o[t])
-        if m > 0:
-            touched += _touch(c_dense, c_data, c_indptr, ridx_c[t])
-        # The scores' weights V[pt] and intercepts B[pt] in data units at both points.
-        B[0] = B[1] = 0.0
-        for j in range(dim):
-            # The proximal step (soft-thresholding, the ridge shrink, then the box: each the
-            # identity when off, a prox uses one of them; the slacks' projection on s >= 0).
-            u = z_old[j] - (eta if j < p else eta_slack) * d[j]
-            if j < p:
-                thr = eta * lam[j]
-                if thr > 0.0:
-                    u = math.copysign(max(abs(u) - thr, 0.0), u)
-                u = min(max(u / (1.0 + eta * ridge[j]), lower[j]), upper[j])
-            z_new[j] = u if j < p else max(u, 0.0)
-            if j < nf:
-                V[0, j] = z_new[j] * inv_scale[j]
-                V[1, j] = z_old[j] * inv_scale[j]
-                B[0] -= center[j] * V[0, j]
-                B[1] -= center[j] * V[1, j]
-                g[j] = 0.0
-            elif j < p:
-                B[0] += z_new[j]
-                B[1] += z_old[j]
-        rsum = _gradient(
-            t, keep, bo, bc, cw, ca, bcoef, m, p, loss_code, alpha,
-            o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
-            c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches, y,
-            z_new, z_old, V, B, g, out, K, dP, wa,
-        )  # fmt: skip
-        # d = keep d + the gradient of sum_i r_i score_i in x (see LinearProblem._grad) and
-        # the slack block's.
-        for j in range(dim):
-            if j < nf:
-                out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
-            elif j < p:
-                out[j] = rsum
-            d[j] = keep * d[j] + out[j]
-        z_old, z_new = z_new, z_old
-        swapped = not swapped
-    # touched is returned so that the compiler keeps the reads (without nnan, 0 * touched is
-    # not 0).
-    return swapped, 0.0 * touched
-
-
-@_helper
 def _bring_up(data, indices, indptr, row, t, eta, a, inv_scale, z, d, last, powers, V,
               touched, n_touched):  # fmt: skip
     """Bring the lazy coordinates of a CSR row to iteration ``t`` and take their step.
@@ -328,45 +163,67 @@ def _powers(a, keep, eta, powers):
 
 
 @_jit
-def _block_lazy(
+def _block(
     z, d, y, beta, eta, eta_slack, keep, nf, intercept, inv_scale, center,
     lam, lower, upper, ridge, loss_code, alpha,
-    o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
-    c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches,
-    eager, last, a, z_new, V, B, g, out, K, dP, wa, touched, powers,
+    o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
+    c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches,
+    z_new, V, B, g, out, K, dP, wa, eager, last, a, touched, powers,
 ):  # fmt: skip
-    """``_block`` on CSR data in O(non-zeros of the minibatches) per iteration ("just in time"
-    updates), plus one pass over the coordinates per block.
+    """Run ``idx_o.shape[0]`` PStorm iterations from ``(z, d)``, in place.
 
-    The coordinates ``eager`` (the intercept, centred columns, those whose prox is not the
-    ridge shrink ``1 / (1 + eta ridge)`` with ``ridge == a``'s, the slacks) are updated every
-    iteration as in ``_block``. The others (``last[j] >= 0`` on entry, ``0``; ``-1`` for the
-    eager ones) get no dense gradient term, so an iteration whose rows do not read them is
-    linear in ``(z_j, d_j)``: they are brought up to date only when a row reads them
-    (``_bring_up``) and at the end. ``a = 1 / (1 + eta ridge)`` of the lazy coordinates;
-    ``touched`` (``nf`` entries) and ``powers`` (``(3, T + 1)``) are work buffers, and ``g``
-    must be zero on entry. Lazy coordinates live in ``z`` during the block (``z_new`` holds
-    only the eager ones). Returns as ``_block`` does.
+    The last row of arguments are work buffers (see :func:`pstorm_block`); nothing is
+    allocated here. Index ``pt`` of ``V, B, K, dP`` is the point: 0 the new iterate, 1 the
+    previous one (the STORM correction). Row ``t`` of ``idx_c`` (``ridx_c``) holds the
+    ``n_batches`` constraint minibatches of iteration ``t`` side by side (the second is the
+    independent estimator's); ``K`` and ``dP`` have room for all of them. Returns whether
+    the final point is in ``z_new`` (else in ``z``).
+
+    Lazy updates (CSR data; ``eager, last, touched, powers`` are None for dense data, and
+    numba then compiles none of their code): only the coordinates ``eager`` (the intercept,
+    centred columns, those whose prox is not the ridge shrink ``1 / (1 + eta ridge)`` with
+    the lazy coordinates' ``a``, the slacks) are updated every iteration. The others
+    (``last[j] >= 0`` on entry, ``0``; ``-1`` for the eager ones) get no dense gradient
+    term, so an iteration whose rows do not read them is linear in ``(z_j, d_j)``: they are
+    brought up to date when a row reads them (``_bring_up``) and at the end; they live in
+    ``z`` during the block. ``touched`` (``nf`` entries) and ``powers`` (``(3, T + 1)``) are
+    work buffers, and ``g`` must be zero on entry.
     """
     p = nf + (1 if intercept else 0)
+    dim = z.shape[0]
     m = W.shape[1]
-    T = idx_o.shape[0]
     bo = idx_o.shape[1]
     bc = idx_c.shape[1] // n_batches
-    cw, ca, bcoef = _coefficients(beta, n_batches, bc)
-    _powers(a, keep, eta, powers)
+    # U-statistic: U_i = A - bcoef K_i with A = (y + ca sum K) / bc; the independent
+    # estimator's A = w / bc comes from its second batch and bcoef = 0.
+    cw = ca = bcoef = 0.0
+    if bc > 0:
+        cw = ca = beta / bc
+    if n_batches == 1 and bc > 1:
+        ca = beta / (bc - 1)
+        bcoef = ca / bc
+    T = idx_o.shape[0]
+    n_eager = dim
+    lazy = False  # whether any coordinate is lazy (not with an eager_plan)
+    if last is not None:
+        n_eager = eager.shape[0]
+        lazy = n_eager < dim
+        _powers(a, keep, eta, powers)
     acc = 0.0
     swapped = False
     z_old = z
     for t in range(T):
-        acc += _touch(None, o_data, o_indptr, ridx_o[t])
+        acc += _touch(o_dense, o_data, o_indptr, ridx_o[t])
         if m > 0:
-            acc += _touch(None, c_data, c_indptr, ridx_c[t])
+            acc += _touch(c_dense, c_data, c_indptr, ridx_c[t])
+        # The proximal step (soft-thresholding, the ridge shrink, then the box: each the
+        # identity when off, a prox uses one of them; the slacks' projection on s >= 0),
+        # and the scores' weights V[pt] and intercepts B[pt] in data units at both points.
         B[0] = B[1] = 0.0
-        for e in range(eager.shape[0]):
-            j = eager[e]
-            # The proximal step (soft-thresholding, the ridge shrink, then the box: each the
-            # identity when off, a prox uses one of them; the slacks' projection on s >= 0).
+        for e in range(n_eager):
+            j = e
+            if last is not None and lazy:
+                j = eager[e]
             u = z_old[j] - (eta if j < p else eta_slack) * d[j]
             if j < p:
                 thr = eta * lam[j]
@@ -384,43 +241,109 @@ def _block_lazy(
                 B[0] += z_new[j]
                 B[1] += z_old[j]
         n_touched = 0
+        if last is not None and lazy:
+            for i in range(bo):
+                n_touched = _bring_up(
+                    o_data, o_indices, o_indptr, ridx_o[t, i], t, eta, a, inv_scale, z, d,
+                    last, powers, V, touched, n_touched,
+                )  # fmt: skip
+            for i in range(idx_c.shape[1]):
+                n_touched = _bring_up(
+                    c_data, c_indices, c_indptr, ridx_c[t, i], t, eta, a, inv_scale, z, d,
+                    last, powers, V, touched, n_touched,
+                )  # fmt: skip
+
+        # Objective: r_i = u_i b_i (loss'(b_i z_i) - keep loss'(b_i z'_i)) / bo, summed into
+        # g with the constraints' rows (the gradient is linear in the r_i).
+        rsum = 0.0
         for i in range(bo):
-            n_touched = _bring_up(
-                o_data, o_indices, o_indptr, ridx_o[t, i], t, eta, a, inv_scale, z, d,
-                last, powers, V, touched, n_touched,
-            )  # fmt: skip
-        for i in range(idx_c.shape[1]):
-            n_touched = _bring_up(
-                c_data, c_indices, c_indptr, ridx_c[t, i], t, eta, a, inv_scale, z, d,
-                last, powers, V, touched, n_touched,
-            )  # fmt: skip
-        rsum = _gradient(
-            t, keep, bo, bc, cw, ca, bcoef, m, p, loss_code, alpha,
-            None, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
-            None, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches, y,
-            z_new, z_old, V, B, g, out, K, dP, wa,
-        )  # fmt: skip
-        for e in range(eager.shape[0]):
-            j = eager[e]
+            row = ridx_o[t, i]
+            j = idx_o[t, i]
+            z1, z2 = _dot2(o_dense, o_data, o_indices, o_indptr, row, V[0], V[1])
+            r = 0.0
+            for pt in range(2):
+                mi = margins[j] * ((z1 if pt == 0 else z2) + B[pt])
+                e = math.exp(-abs(mi))
+                s = 1.0 / (1.0 + e)
+                slope = -(e * s if mi >= 0.0 else s)  # logistic: -sigmoid(-m)
+                if loss_code == 1:
+                    slope /= 1.0 + (max(-mi, 0.0) + math.log1p(e)) / alpha
+                elif loss_code == 2:
+                    slope = -e * s * s
+                r += slope if pt == 0 else -keep * slope
+            r *= margins_u[j] / bo
+            rsum += r
+            _add_row(o_dense, o_data, o_indices, o_indptr, row, r, g)
+
+        if m > 0:
+            # Penalty values K = C + E s per row and sigmoid' (dP) at both points.
+            for at in range(n_batches * bc):
+                j = idx_c[t, at]
+                z1, z2 = _dot2(c_dense, c_data, c_indices, c_indptr, ridx_c[t, at], V[0], V[1])
+                for pt in range(2):
+                    zz = (z1 if pt == 0 else z2) + B[pt]
+                    e = math.exp(-abs(zz))
+                    s = 1.0 / (1.0 + e)
+                    prob = s if zz >= 0.0 else e * s
+                    dP[pt, at] = e * s * s
+                    x = z_new if pt == 0 else z_old
+                    slack = p
+                    for k in range(m):
+                        K[pt, at, k] = W[j, k] * prob + offset[k]
+                        if ineq[k]:
+                            K[pt, at, k] += x[slack]
+                            slack += 1
+            # wa[pt, 0] = w (the slack block's, whose gradient goes to out), wa[pt, 1] = A
+            # (the cotangents' constant).
+            slack = p
+            for k in range(m):
+                for pt in range(2):
+                    ksum = 0.0
+                    for i in range((n_batches - 1) * bc, n_batches * bc):
+                        ksum += K[pt, i, k]
+                    wa[pt, 0, k] = y[k] + cw * ksum
+                    wa[pt, 1, k] = (y[k] + ca * ksum) / bc
+                if ineq[k]:
+                    out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
+                    slack += 1
+            for i in range(bc):
+                j = idx_c[t, i]
+                q = 0.0
+                for pt in range(2):
+                    uw = 0.0
+                    for k in range(m):
+                        uw += (wa[pt, 1, k] - bcoef * K[pt, i, k]) * W[j, k]
+                    q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
+                rsum += q
+                _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
+        # d = keep d + the gradient of sum_i r_i score_i in x (see LinearProblem._grad) and
+        # the slack block's.
+        for e in range(n_eager):
+            j = e
+            if last is not None and lazy:
+                j = eager[e]
             if j < nf:
                 out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
             elif j < p:
                 out[j] = rsum
             d[j] = keep * d[j] + out[j]
-        for i in range(n_touched):
-            j = touched[i]
-            d[j] = keep * d[j] + g[j] * inv_scale[j]
-            g[j] = 0.0
+        if last is not None:
+            for i in range(n_touched):
+                j = touched[i]
+                d[j] = keep * d[j] + g[j] * inv_scale[j]
+                g[j] = 0.0
         z_old, z_new = z_new, z_old
         swapped = not swapped
-    # The one pass over the coordinates: the lazy ones to the end of the block, in the
-    # buffer that holds the final point.
-    for j in range(nf):
-        s = last[j]
-        if s >= 0:
-            n = T - s
-            z_old[j] = powers[0, n] * z[j] - powers[1, n] * d[j]
-            d[j] = powers[2, n] * d[j]
+    if last is not None and lazy:
+        # The one pass over the coordinates: the lazy ones to the end of the block, in the
+        # buffer that holds the final point.
+        for j in range(nf):
+            s = last[j]
+            if s >= 0:
+                n = T - s
+                z_old[j] = powers[0, n] * z[j] - powers[1, n] * d[j]
+                d[j] = powers[2, n] * d[j]
+    # acc is returned so that the compiler keeps the reads (without nnan, 0 * acc is not 0).
     return swapped, 0.0 * acc
 
 
@@ -589,7 +512,7 @@ def full_pass(
 
 
 def lazy_plan(nf, dim, center, lam, lower, upper, ridge):
-    """Which coordinates a CSR block may update lazily (see ``_block_lazy``).
+    """Which coordinates a CSR block may update lazily (see ``_block``).
 
     Lazy: the features with no centring and whose prox is the ridge shrink (or none) with
     the same ridge weight as the first of them; the iterations that do not read them are
@@ -607,12 +530,19 @@ def lazy_plan(nf, dim, center, lam, lower, upper, ridge):
     return eager, ridge0
 
 
+def eager_plan(dim):
+    """The plan of a CSR block that updates every coordinate at every iteration."""
+    return np.arange(dim, dtype=np.intp), 0.0
+
+
 def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy=None):
     """Run the compiled block (see ``_block`` for the argument order): the new ``(z, d)``.
 
     ``z`` and ``d`` are not modified. The minibatch index arrays are ``(T, b)`` int arrays.
-    ``lazy``: a :func:`lazy_plan`, for CSR data (both sources): the block then runs
-    ``_block_lazy``, whose cost per iteration does not grow with the number of features.
+    ``lazy``: for CSR data (both sources) a :func:`lazy_plan`: the block then updates only
+    the coordinates its rows read, and its cost per iteration does not grow with the number
+    of features; or :func:`eager_plan`, all coordinates every iteration (one compiled
+    version serves both). None for dense data.
     """
     z = np.array(z, dtype=float)
     d = np.array(d, dtype=float)
@@ -623,22 +553,16 @@ def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy
         np.empty_like(z), np.empty((2, nf)), np.empty(2), np.zeros(nf), np.zeros_like(z),
         np.empty((2, rows_c, m)), np.empty((2, rows_c)), np.empty((2, 2, m)),
     )  # fmt: skip
-    head = (
-        z, d, np.asarray(y, dtype=float), float(beta), float(eta), float(eta_slack),
-        float(keep), int(nf), bool(intercept),
-    )  # fmt: skip
-    if lazy is None:
-        swapped, _ = _block(*head, *args, *bufs)
-    else:
+    lazy_bufs = (None,) * 5
+    if lazy is not None:
         eager, ridge0 = lazy
         last = np.zeros(nf, dtype=np.intp)
         last[eager[eager < nf]] = -1
         T = args[14].shape[0]  # idx_o
-        # The dense halves of the sources (None) are left out: one signature.
-        data_args = args[:16] + args[17:]
-        data_args = data_args[:8] + data_args[9:]
-        swapped, _ = _block_lazy(
-            *head, *data_args, eager, last, 1.0 / (1.0 + float(eta) * ridge0), *bufs,
-            np.empty(nf, dtype=np.intp), np.empty((3, T + 1)),
-        )  # fmt: skip
+        a = 1.0 / (1.0 + float(eta) * ridge0)
+        lazy_bufs = (eager, last, a, np.empty(nf, dtype=np.intp), np.empty((3, T + 1)))
+    swapped, _ = _block(
+        z, d, np.asarray(y, dtype=float), float(beta), float(eta), float(eta_slack),
+        float(keep), int(nf), bool(intercept), *args, *bufs, *lazy_bufs,
+    )  # fmt: skip
     return (bufs[0] if swapped else z), d
