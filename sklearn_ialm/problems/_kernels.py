@@ -38,7 +38,7 @@ try:  # pragma: no cover - which branch runs depends on the environment
 except ImportError:  # pragma: no cover
     numba = None
 
-__all__ = ["available", "eager_plan", "full_pass", "gram_pass", "lazy_plan", "pstorm_block"]
+__all__ = ["available", "full_pass", "gram_pass", "lazy_plan", "pstorm_block"]
 
 
 def available() -> bool:
@@ -168,7 +168,7 @@ def _block(
     lam, lower, upper, ridge, loss_code, alpha,
     o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
     c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches,
-    z_new, V, B, g, out, K, dP, wa, eager, last, a, touched, powers,
+    z_new, V, B, g, out, K, dP, wa, runs, last, a, touched, powers,
 ):  # fmt: skip
     """Run ``idx_o.shape[0]`` PStorm iterations from ``(z, d)``, in place.
 
@@ -179,10 +179,11 @@ def _block(
     independent estimator's); ``K`` and ``dP`` have room for all of them. Returns whether
     the final point is in ``z_new`` (else in ``z``).
 
-    Lazy updates (CSR data; ``eager, last, touched, powers`` are None for dense data, and
-    numba then compiles none of their code): only the coordinates ``eager`` (the intercept,
-    centred columns, those whose prox is not the ridge shrink ``1 / (1 + eta ridge)`` with
-    the lazy coordinates' ``a``, the slacks) are updated every iteration. The others
+    Lazy updates (CSR data; ``runs, last, a, touched, powers`` are None for dense data, and
+    numba then compiles none of their code): only the coordinates in the ranges
+    ``runs[r, 0] <= j < runs[r, 1]`` (the intercept, centred columns, those whose prox is
+    not the ridge shrink ``1 / (1 + eta ridge)`` with the lazy coordinates' ``a``, the
+    slacks) are updated every iteration. The others
     (``last[j] >= 0`` on entry, ``0``; ``-1`` for the eager ones) get no dense gradient
     term, so an iteration whose rows do not read them is linear in ``(z_j, d_j)``: they are
     brought up to date when a row reads them (``_bring_up``) and at the end; they live in
@@ -203,11 +204,9 @@ def _block(
         ca = beta / (bc - 1)
         bcoef = ca / bc
     T = idx_o.shape[0]
-    n_eager = dim
-    lazy = False  # whether any coordinate is lazy (not with an eager_plan)
+    n_runs = 1
     if last is not None:
-        n_eager = eager.shape[0]
-        lazy = n_eager < dim
+        n_runs = runs.shape[0]
         _powers(a, keep, eta, powers)
     acc = 0.0
     swapped = False
@@ -220,28 +219,29 @@ def _block(
         # identity when off, a prox uses one of them; the slacks' projection on s >= 0),
         # and the scores' weights V[pt] and intercepts B[pt] in data units at both points.
         B[0] = B[1] = 0.0
-        for e in range(n_eager):
-            j = e
-            if last is not None and lazy:
-                j = eager[e]
-            u = z_old[j] - (eta if j < p else eta_slack) * d[j]
-            if j < p:
-                thr = eta * lam[j]
-                if thr > 0.0:
-                    u = math.copysign(max(abs(u) - thr, 0.0), u)
-                u = min(max(u / (1.0 + eta * ridge[j]), lower[j]), upper[j])
-            z_new[j] = u if j < p else max(u, 0.0)
-            if j < nf:
-                V[0, j] = z_new[j] * inv_scale[j]
-                V[1, j] = z_old[j] * inv_scale[j]
-                B[0] -= center[j] * V[0, j]
-                B[1] -= center[j] * V[1, j]
-                g[j] = 0.0
-            elif j < p:
-                B[0] += z_new[j]
-                B[1] += z_old[j]
+        for r in range(n_runs):
+            lo, hi = 0, dim
+            if last is not None:
+                lo, hi = runs[r, 0], runs[r, 1]
+            for j in range(lo, hi):
+                u = z_old[j] - (eta if j < p else eta_slack) * d[j]
+                if j < p:
+                    thr = eta * lam[j]
+                    if thr > 0.0:
+                        u = math.copysign(max(abs(u) - thr, 0.0), u)
+                    u = min(max(u / (1.0 + eta * ridge[j]), lower[j]), upper[j])
+                z_new[j] = u if j < p else max(u, 0.0)
+                if j < nf:
+                    V[0, j] = z_new[j] * inv_scale[j]
+                    V[1, j] = z_old[j] * inv_scale[j]
+                    B[0] -= center[j] * V[0, j]
+                    B[1] -= center[j] * V[1, j]
+                    g[j] = 0.0
+                elif j < p:
+                    B[0] += z_new[j]
+                    B[1] += z_old[j]
         n_touched = 0
-        if last is not None and lazy:
+        if last is not None:
             for i in range(bo):
                 n_touched = _bring_up(
                     o_data, o_indices, o_indptr, ridx_o[t, i], t, eta, a, inv_scale, z, d,
@@ -318,15 +318,16 @@ def _block(
                 _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
         # d = keep d + the gradient of sum_i r_i score_i in x (see LinearProblem._grad) and
         # the slack block's.
-        for e in range(n_eager):
-            j = e
-            if last is not None and lazy:
-                j = eager[e]
-            if j < nf:
-                out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
-            elif j < p:
-                out[j] = rsum
-            d[j] = keep * d[j] + out[j]
+        for r in range(n_runs):
+            lo, hi = 0, dim
+            if last is not None:
+                lo, hi = runs[r, 0], runs[r, 1]
+            for j in range(lo, hi):
+                if j < nf:
+                    out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
+                elif j < p:
+                    out[j] = rsum
+                d[j] = keep * d[j] + out[j]
         if last is not None:
             for i in range(n_touched):
                 j = touched[i]
@@ -334,7 +335,7 @@ def _block(
                 g[j] = 0.0
         z_old, z_new = z_new, z_old
         swapped = not swapped
-    if last is not None and lazy:
+    if last is not None:
         # The one pass over the coordinates: the lazy ones to the end of the block, in the
         # buffer that holds the final point.
         for j in range(nf):
@@ -511,14 +512,20 @@ def full_pass(
     return f, H[0], rsum, sign * csum[pos], H[1 + pos].T * sign, sign * gsum[pos]
 
 
+def _runs(mask):
+    """The ``(R, 2)`` array of the ``[start, stop)`` ranges where ``mask`` is true."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], mask, [False]]).astype(np.int8)))
+    return edges.reshape(-1, 2).astype(np.intp)
+
+
 def lazy_plan(nf, dim, center, lam, lower, upper, ridge):
     """Which coordinates a CSR block may update lazily (see ``_block``).
 
     Lazy: the features with no centring and whose prox is the ridge shrink (or none) with
     the same ridge weight as the first of them; the iterations that do not read them are
-    then linear maps. Returns ``(eager, ridge0)``, the indices of the other coordinates (the
-    intercept and slacks included) of a ``dim``-vector and that ridge weight, or None when
-    no feature qualifies.
+    then linear maps. Returns ``(runs, ridge0)``: the ranges of the other coordinates (the
+    intercept and slacks included) of a ``dim``-vector, as an ``(R, 2)`` array of
+    ``[start, stop)``, and that ridge weight; or None when no feature qualifies.
     """
     free = (center == 0.0) & (lam[:nf] == 0.0) & np.isneginf(lower[:nf])
     free &= np.isposinf(upper[:nf])
@@ -526,13 +533,7 @@ def lazy_plan(nf, dim, center, lam, lower, upper, ridge):
         return None
     ridge0 = float(ridge[np.flatnonzero(free)[0]])
     free &= ridge[:nf] == ridge0
-    eager = np.concatenate([np.flatnonzero(~free), np.arange(nf, dim)]).astype(np.intp)
-    return eager, ridge0
-
-
-def eager_plan(dim):
-    """The plan of a CSR block that updates every coordinate at every iteration."""
-    return np.arange(dim, dtype=np.intp), 0.0
+    return _runs(np.concatenate([~free, np.ones(dim - nf, dtype=bool)])), ridge0
 
 
 def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy=None):
@@ -541,8 +542,8 @@ def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy
     ``z`` and ``d`` are not modified. The minibatch index arrays are ``(T, b)`` int arrays.
     ``lazy``: for CSR data (both sources) a :func:`lazy_plan`: the block then updates only
     the coordinates its rows read, and its cost per iteration does not grow with the number
-    of features; or :func:`eager_plan`, all coordinates every iteration (one compiled
-    version serves both). None for dense data.
+    of features (a second compiled version of ``_block``: the one without, for dense data
+    or every coordinate every iteration, keeps its own code).
     """
     z = np.array(z, dtype=float)
     d = np.array(d, dtype=float)
@@ -555,12 +556,13 @@ def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy
     )  # fmt: skip
     lazy_bufs = (None,) * 5
     if lazy is not None:
-        eager, ridge0 = lazy
+        runs, ridge0 = lazy
         last = np.zeros(nf, dtype=np.intp)
-        last[eager[eager < nf]] = -1
+        for lo, hi in runs:
+            last[lo:hi] = -1  # (slices past nf are empty)
         T = args[14].shape[0]  # idx_o
         a = 1.0 / (1.0 + float(eta) * ridge0)
-        lazy_bufs = (eager, last, a, np.empty(nf, dtype=np.intp), np.empty((3, T + 1)))
+        lazy_bufs = (runs, last, a, np.empty(nf, dtype=np.intp), np.empty((3, T + 1)))
     swapped, _ = _block(
         z, d, np.asarray(y, dtype=float), float(beta), float(eta), float(eta_slack),
         float(keep), int(nf), bool(intercept), *args, *bufs, *lazy_bufs,

@@ -748,8 +748,6 @@ class LinearProblem(FiniteSumProblem):
             if plan is not None and self.lazy_updates == "auto":
                 nnz_it = draws.shape[0] * draws.shape[2] * nnz_row
                 lazy = plan if nf > self.LAZY_RATIO * nnz_it else None
-            if sparse and lazy is None:
-                lazy = _kernels.eager_plan(est.dim)
             z, d = _kernels.pstorm_block(
                 z, d, np.asarray(y, dtype=float).reshape(self.n_constraints),
                 beta, eta, eta_slack, keep, nf, self.fit_intercept, inv_scale, center, *prox,
