@@ -122,7 +122,8 @@ def _bring_up(data, indices, indptr, row, t, eta, a, inv_scale, z, d, last, powe
     A lazy coordinate ``j`` (``last[j] >= 0``) holds in ``z[j], d[j]`` its state at the start
     of iteration ``last[j]``; no row read it since, so each iteration in between was the
     linear map ``z <- a (z - eta d), d <- keep d`` (``a = 1 / (1 + eta ridge)``), applied
-    here ``k`` times at once from the tables ``powers[:, k]`` (see :func:`_powers`). Then
+    here ``n = t - last[j]`` times at once from the tables ``powers[:, n]`` (see
+    :func:`_powers`). Then
     the step of iteration ``t`` itself (by the same map): ``z[j]`` becomes the new
     point, ``d[j]`` stays the old direction (the iteration's end adds the gradient) and ``j``
     is listed in ``touched``. Returns the new length of that list.
