@@ -14,6 +14,9 @@ Measured (CPU time, ``time.process_time``, under ``threadpool_limits(1)``):
 * time per PStorm inner iteration, numpy path and kernel, on the anchor (dense 30000 x 100)
   and a9a (CSR 32561 x 123), by running ``pstorm`` for a fixed number of iterations with a
   check that never stops (minibatch 60, the size the anchor fit grows to);
+* kernel time per inner iteration on text-like CSR data (20 non-zeros a row, 1e3 to 1e5
+  columns, minibatch 30, with a demographic-parity constraint and without) beside dense
+  ``d = 100``;
 * time of one full evaluation (a stopping test: objective value and gradient, constraint
   values and ``J^T``) on the same data, numpy path and kernel, beside one product ``X @ v``
   (the floor: every row read once);
@@ -101,13 +104,16 @@ def _fair_problem(X, A):
     return X, np.column_stack([col, -col]), np.array([-0.02, -0.02])
 
 
-def per_iteration(X, y, A, n_iter, use, batch_size=60):
+def per_iteration(X, y, A, n_iter, use, batch_size=60, constrained=True, lazy="auto"):
     """CPU seconds per PStorm inner iteration: ``n_iter`` iterations, then one (free) check."""
     X, W, offset = _fair_problem(X, A)
+    if not constrained:
+        W, offset = np.zeros((X.shape[0], 0)), np.zeros(0)
     pb = LinearProblem(
         X, np.where(y == 1, 1.0, -1.0), _logistic(), X, W, offset, fit_intercept=True
     )
     pb.use_kernel = use
+    pb.lazy_updates = lazy
     est = AugmentedLagrangianEstimator(pb, "ustat")
     z = np.zeros(est.dim)
     d = np.zeros(est.dim)
@@ -117,10 +123,48 @@ def per_iteration(X, y, A, n_iter, use, batch_size=60):
     for n, seed in ((2, 1), (n_iter, 0)):
         t0 = time.process_time()
         pstorm(
-            est, z, d, np.zeros(2), 1.0, rng=np.random.default_rng(seed), counter=Counter(),
-            check=never, eval_every=n, **kw,
+            est, z, d, np.zeros(W.shape[1]), 1.0, rng=np.random.default_rng(seed),
+            counter=Counter(), check=never, eval_every=n, **kw,
         )  # fmt: skip
     return (time.process_time() - t0) / n_iter
+
+
+def sparse_task(n_features, n_samples=20_000, nnz_per_row=20, seed=0):
+    """Text-like CSR data: ``nnz_per_row`` non-zeros per row at random columns, random labels
+    and a random binary group."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    cols = rng.integers(n_features, size=(n_samples, nnz_per_row))
+    X = sp.csr_matrix(
+        (
+            rng.standard_normal(n_samples * nnz_per_row),
+            cols.ravel(),
+            np.arange(0, n_samples * nnz_per_row + 1, nnz_per_row),
+        ),
+        shape=(n_samples, n_features),
+    )
+    X.sum_duplicates()
+    return X, rng.integers(2, size=n_samples), rng.integers(2, size=n_samples)
+
+
+def sparse_scaling(n_iter):
+    """Per-iteration CPU seconds of the kernel on CSR data of growing width (20 non-zeros a
+    row, minibatch 30), with a demographic-parity constraint and without, beside dense
+    ``d = 100``: ``{(label, constrained, lazy): seconds}``, ``lazy`` False (every coordinate
+    every iteration) or "auto" (the default)."""
+    out = {}
+    rng = np.random.default_rng(0)
+    Xd = rng.standard_normal((20_000, 100))
+    tasks = [("dense d=100", (Xd, rng.integers(2, size=20_000), rng.integers(2, size=20_000)))]
+    tasks += [(f"CSR d={d:.0e}", sparse_task(d)) for d in (1000, 10_000, 100_000)]
+    for label, (X, y, A) in tasks:
+        for constrained in (True, False):
+            for lazy in (False, "auto") if label.startswith("CSR") else ("auto",):
+                out[label, constrained, lazy] = per_iteration(
+                    X, y, A, n_iter, True, batch_size=30, constrained=constrained, lazy=lazy
+                )
+    return out
 
 
 def full_evaluation_time(X, y, A, use, repeats=20):
@@ -218,6 +262,22 @@ def main(argv=None):
         lines.append(
             f"| {name} | {1e6 * slow:.0f} us | {1e6 * fast:.1f} us | {slow / fast:.0f}x |"
         )
+
+    lines += ["", "## Kernel time per inner iteration on wide CSR data (20 non-zeros a row)", ""]
+    lines += [
+        "Minibatch 30, U-statistic; 20000 rows. Eager: every coordinate every iteration (as",
+        "dense data); default: lazy updates (only the coordinates a row reads) when there are",
+        "more than `LinearProblem.LAZY_RATIO` (3) times as many features as non-zeros in an",
+        "iteration's rows (30 x 20 without constraint, 60 x 20 with).",
+        "",
+        "| data | DP, eager | DP, default | no constraint, eager | no constraint, default |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    scaling = sparse_scaling(n_iter)
+    for name in dict.fromkeys(k[0] for k in scaling):
+        cells = [scaling.get((name, c, lazy)) for c in (True, False) for lazy in (False, "auto")]
+        cells = ["-" if v is None else f"{1e6 * v:.1f} us" for v in cells]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
 
     lines += ["", "## One full evaluation (a stopping test; median of 20)", ""]
     lines += [

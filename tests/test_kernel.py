@@ -280,3 +280,85 @@ def test_signed_columns_rebuild_the_weight_matrix():
     cols, pos, sign = _kernels.signed_columns(W)
     np.testing.assert_array_equal(cols, [0, 2, 4, 7])
     np.testing.assert_array_equal(W, W[:, cols[pos]] * sign)
+
+
+def _wide_problem(m, h):
+    """CSR data with many more columns than a minibatch reads (60 columns, 3 non-zeros a
+    row), two centred columns, per-column scales and an intercept."""
+    rng = np.random.default_rng(7)
+    n, nf = 200, 60
+    cols = rng.integers(nf, size=(n, 3))
+    X = sp.csr_matrix(
+        (rng.standard_normal(3 * n), cols.ravel(), np.arange(0, 3 * n + 1, 3)), shape=(n, nf)
+    )
+    X.sum_duplicates()
+    b = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    group = rng.random(n) < 0.3
+    col = group / group.mean() - ~group / (~group).mean()
+    W = np.column_stack([col, -col])[:, :m]
+    center = np.zeros(nf)
+    center[[4, 31]] = [0.3, -1.2]
+    return LinearProblem(
+        X, b, Logistic(), X, W, np.full(m, -0.05), inequality=[True] * m,
+        fit_intercept=True, h=h, feature_scale=rng.uniform(0.5, 2.0, nf),
+        feature_center=center, objective_weights=rng.uniform(0.5, 1.5, n),
+    )  # fmt: skip
+
+
+WIDE_PROXES = {
+    "none": None,
+    "ridge": Ridge(0.7, mask=[True] * 60 + [False]),
+    # Two ridge weights: the columns of the second one stay on the eager path.
+    "two ridges": Ridge(0.7, mask=[True] * 40 + [False] * 21),
+    # Thresholded columns are eager, the others (lam = 0) lazy.
+    "partial L1": L1(0.3, mask=[True] * 10 + [False] * 51),
+}
+
+
+@needs_numba
+@pytest.mark.parametrize("prox", list(WIDE_PROXES))
+@pytest.mark.parametrize("m", [0, 2])
+@pytest.mark.parametrize("estimator", ["ustat", "independent"])
+def test_lazy_csr_block_gives_the_eager_iterates(prox, m, estimator, monkeypatch):
+    """Coordinates no row of an iteration reads, brought up to date only when read (closed
+    form over the skipped iterations), give the iterates of updating every coordinate every
+    iteration (the eager kernel, and the numpy path), with the same counts and checks."""
+    lazy_calls = []
+    block = _kernels.pstorm_block
+
+    def record(z, *args, lazy=None):
+        if lazy is not None:
+            lazy_calls.append(1)
+        return block(z, *args, lazy=lazy)
+
+    monkeypatch.setattr(_kernels, "pstorm_block", record)
+    runs = {}
+    # "auto" chooses block by block (the batch grows at t = 20).
+    paths = [("numpy", False, False), ("eager", True, False), ("auto", True, "auto")]
+    for name, use, lazy in paths + [("lazy", True, True)]:
+        pb = _wide_problem(m, WIDE_PROXES[prox])
+        pb.lazy_updates = lazy
+        n_calls = len(lazy_calls)
+        runs[name] = _run(pb, estimator, use, n_iter=57)
+        if lazy != "auto":
+            assert (len(lazy_calls) > n_calls) == lazy
+    (z0, d0, *rest0), c0, checks0 = runs["eager"]
+    for name in ("numpy", "auto", "lazy"):
+        (z1, d1, *rest1), c1, checks1 = runs[name]
+        assert (rest1, c1, checks1) == (rest0, c0, checks0)
+        np.testing.assert_allclose(z1, z0, rtol=0, atol=1e-12 * (1.0 + np.abs(z0).max()))
+        np.testing.assert_allclose(d1, d0, rtol=0, atol=1e-12 * (1.0 + np.abs(d0).max()))
+
+
+@needs_numba
+def test_lazy_plan_keeps_dense_data_and_non_linear_proxes_eager():
+    """Dense data, or a prox that is not a ridge shrink on every feature, centred columns
+    and the intercept: those coordinates are updated every iteration."""
+    pb = _wide_problem(2, Box(-1.0, 1.0))
+    est = AugmentedLagrangianEstimator(pb)
+    assert _kernels.lazy_plan(60, est.dim, pb.feature_center, *pb._kernel_prox()) is None
+    pb = _wide_problem(2, WIDE_PROXES["two ridges"])
+    est = AugmentedLagrangianEstimator(pb)
+    runs, ridge0 = _kernels.lazy_plan(60, est.dim, pb.feature_center, *pb._kernel_prox())
+    assert ridge0 == 0.7
+    np.testing.assert_array_equal(runs, [[4, 5], [31, 32], [40, est.dim]])

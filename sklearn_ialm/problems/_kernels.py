@@ -16,6 +16,12 @@ is decided at compile time), so a fit compiles only the code its data needs. The
 passes (stopping tests, power iterations) are compiled for dense data only: on sparse rows
 scipy's products beat compiled loops.
 
+On wide CSR data (text: many more columns than a minibatch reads) ``_block`` runs lazy
+updates: the coordinates no row of an iteration reads get no gradient, so with a linear
+prox (none, or the ridge shrink) their iterations are a linear map applied in closed form
+when a row next reads them, and once at the end of the block; an iteration then costs
+O(non-zeros) instead of O(n_features).
+
 numba is optional: without it :func:`available` is false and the solver keeps the numpy path.
 Compiled code is cached on disk (``cache=True``), so the compile cost is paid once per
 installation and argument types, not once per process.
@@ -32,7 +38,7 @@ try:  # pragma: no cover - which branch runs depends on the environment
 except ImportError:  # pragma: no cover
     numba = None
 
-__all__ = ["available", "full_pass", "gram_pass", "pstorm_block"]
+__all__ = ["available", "full_pass", "gram_pass", "lazy_plan", "pstorm_block"]
 
 
 def available() -> bool:
@@ -108,13 +114,62 @@ def _touch(dense, data, indptr, rows):
     return acc
 
 
+@_helper
+def _bring_up(data, indices, indptr, row, t, eta, a, inv_scale, z, d, last, powers, V,
+              touched, n_touched):  # fmt: skip
+    """Bring the lazy coordinates of a CSR row to iteration ``t`` and take their step.
+
+    A lazy coordinate ``j`` (``last[j] >= 0``) holds in ``z[j], d[j]`` its state at the start
+    of iteration ``last[j]``; no row read it since, so each iteration in between was the
+    linear map ``z <- a (z - eta d), d <- keep d`` (``a = 1 / (1 + eta ridge)``), applied
+    here ``n = t - last[j]`` times at once from the tables ``powers[:, n]`` (see
+    :func:`_powers`). Then
+    the step of iteration ``t`` itself (by the same map): ``z[j]`` becomes the new
+    point, ``d[j]`` stays the old direction (the iteration's end adds the gradient) and ``j``
+    is listed in ``touched``. Returns the new length of that list.
+    """
+    for k in range(indptr[row], indptr[row + 1]):
+        j = indices[k]
+        s = last[j]
+        if s < 0 or s > t:  # eager, or already stepped in this iteration
+            continue
+        n = t - s
+        zt = powers[0, n] * z[j] - powers[1, n] * d[j]
+        dt = powers[2, n] * d[j]
+        zn = a * (zt - eta * dt)
+        V[0, j] = zn * inv_scale[j]
+        V[1, j] = zt * inv_scale[j]
+        z[j] = zn
+        d[j] = dt
+        last[j] = t + 1
+        touched[n_touched] = j
+        n_touched += 1
+    return n_touched
+
+
+@_helper
+def _powers(a, keep, eta, powers):
+    """``powers[:, k] = (a^k, eta a S_k, keep^k)``, ``S_k = sum_{i<k} a^(k-1-i) keep^i``: ``k``
+    iterations without data from ``(z, d)`` give ``(a^k z - eta a S_k d, keep^k d)``. The
+    recurrence ``S_(k+1) = a S_k + keep^k`` has no cancellation, ``a == keep`` included."""
+    powers[0, 0] = 1.0
+    powers[2, 0] = 1.0
+    s = 0.0
+    powers[1, 0] = 0.0
+    for k in range(1, powers.shape[1]):
+        s = a * s + powers[2, k - 1]
+        powers[0, k] = a * powers[0, k - 1]
+        powers[1, k] = eta * a * s
+        powers[2, k] = keep * powers[2, k - 1]
+
+
 @_jit
 def _block(
     z, d, y, beta, eta, eta_slack, keep, nf, intercept, inv_scale, center,
     lam, lower, upper, ridge, loss_code, alpha,
     o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
     c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches,
-    z_new, V, B, g, out, K, dP, wa,
+    z_new, V, B, g, out, K, dP, wa, runs, last, a, touched, powers,
 ):  # fmt: skip
     """Run ``idx_o.shape[0]`` PStorm iterations from ``(z, d)``, in place.
 
@@ -124,6 +179,17 @@ def _block(
     ``n_batches`` constraint minibatches of iteration ``t`` side by side (the second is the
     independent estimator's); ``K`` and ``dP`` have room for all of them. Returns whether
     the final point is in ``z_new`` (else in ``z``).
+
+    Lazy updates (CSR data; ``runs, last, a, touched, powers`` are None for dense data, and
+    numba then compiles none of their code): only the coordinates in the ranges
+    ``runs[r, 0] <= j < runs[r, 1]`` (the intercept, centred columns, those whose prox is
+    not the ridge shrink ``1 / (1 + eta ridge)`` with the lazy coordinates' ``a``, the
+    slacks) are updated every iteration. The others
+    (``last[j] >= 0`` on entry, ``0``; ``-1`` for the eager ones) get no dense gradient
+    term, so an iteration whose rows do not read them is linear in ``(z_j, d_j)``: they are
+    brought up to date when a row reads them (``_bring_up``) and at the end; they live in
+    ``z`` during the block. ``touched`` (``nf`` entries) and ``powers`` (``(3, T + 1)``) are
+    work buffers, and ``g`` must be zero on entry.
     """
     p = nf + (1 if intercept else 0)
     dim = z.shape[0]
@@ -138,34 +204,55 @@ def _block(
     if n_batches == 1 and bc > 1:
         ca = beta / (bc - 1)
         bcoef = ca / bc
-    touched = 0.0
+    T = idx_o.shape[0]
+    n_runs = 1
+    if last is not None:
+        n_runs = runs.shape[0]
+        _powers(a, keep, eta, powers)
+    acc = 0.0
     swapped = False
     z_old = z
-    for t in range(idx_o.shape[0]):
-        touched += _touch(o_dense, o_data, o_indptr, ridx_o[t])
+    for t in range(T):
+        acc += _touch(o_dense, o_data, o_indptr, ridx_o[t])
         if m > 0:
-            touched += _touch(c_dense, c_data, c_indptr, ridx_c[t])
+            acc += _touch(c_dense, c_data, c_indptr, ridx_c[t])
         # The proximal step (soft-thresholding, the ridge shrink, then the box: each the
         # identity when off, a prox uses one of them; the slacks' projection on s >= 0),
         # and the scores' weights V[pt] and intercepts B[pt] in data units at both points.
         B[0] = B[1] = 0.0
-        for j in range(dim):
-            u = z_old[j] - (eta if j < p else eta_slack) * d[j]
-            if j < p:
-                thr = eta * lam[j]
-                if thr > 0.0:
-                    u = math.copysign(max(abs(u) - thr, 0.0), u)
-                u = min(max(u / (1.0 + eta * ridge[j]), lower[j]), upper[j])
-            z_new[j] = u if j < p else max(u, 0.0)
-            if j < nf:
-                V[0, j] = z_new[j] * inv_scale[j]
-                V[1, j] = z_old[j] * inv_scale[j]
-                B[0] -= center[j] * V[0, j]
-                B[1] -= center[j] * V[1, j]
-                g[j] = 0.0
-            elif j < p:
-                B[0] += z_new[j]
-                B[1] += z_old[j]
+        for r in range(n_runs):
+            lo, hi = 0, dim
+            if last is not None:
+                lo, hi = runs[r, 0], runs[r, 1]
+            for j in range(lo, hi):
+                u = z_old[j] - (eta if j < p else eta_slack) * d[j]
+                if j < p:
+                    thr = eta * lam[j]
+                    if thr > 0.0:
+                        u = math.copysign(max(abs(u) - thr, 0.0), u)
+                    u = min(max(u / (1.0 + eta * ridge[j]), lower[j]), upper[j])
+                z_new[j] = u if j < p else max(u, 0.0)
+                if j < nf:
+                    V[0, j] = z_new[j] * inv_scale[j]
+                    V[1, j] = z_old[j] * inv_scale[j]
+                    B[0] -= center[j] * V[0, j]
+                    B[1] -= center[j] * V[1, j]
+                    g[j] = 0.0
+                elif j < p:
+                    B[0] += z_new[j]
+                    B[1] += z_old[j]
+        n_touched = 0
+        if last is not None:
+            for i in range(bo):
+                n_touched = _bring_up(
+                    o_data, o_indices, o_indptr, ridx_o[t, i], t, eta, a, inv_scale, z, d,
+                    last, powers, V, touched, n_touched,
+                )  # fmt: skip
+            for i in range(idx_c.shape[1]):
+                n_touched = _bring_up(
+                    c_data, c_indices, c_indptr, ridx_c[t, i], t, eta, a, inv_scale, z, d,
+                    last, powers, V, touched, n_touched,
+                )  # fmt: skip
 
         # Objective: r_i = u_i b_i (loss'(b_i z_i) - keep loss'(b_i z'_i)) / bo, summed into
         # g with the constraints' rows (the gradient is linear in the r_i).
@@ -232,17 +319,34 @@ def _block(
                 _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
         # d = keep d + the gradient of sum_i r_i score_i in x (see LinearProblem._grad) and
         # the slack block's.
-        for j in range(dim):
-            if j < nf:
-                out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
-            elif j < p:
-                out[j] = rsum
-            d[j] = keep * d[j] + out[j]
+        for r in range(n_runs):
+            lo, hi = 0, dim
+            if last is not None:
+                lo, hi = runs[r, 0], runs[r, 1]
+            for j in range(lo, hi):
+                if j < nf:
+                    out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
+                elif j < p:
+                    out[j] = rsum
+                d[j] = keep * d[j] + out[j]
+        if last is not None:
+            for i in range(n_touched):
+                j = touched[i]
+                d[j] = keep * d[j] + g[j] * inv_scale[j]
+                g[j] = 0.0
         z_old, z_new = z_new, z_old
         swapped = not swapped
-    # touched is returned so that the compiler keeps the reads (without nnan, 0 * touched is
-    # not 0).
-    return swapped, 0.0 * touched
+    if last is not None:
+        # The one pass over the coordinates: the lazy ones to the end of the block, in the
+        # buffer that holds the final point.
+        for j in range(nf):
+            s = last[j]
+            if s >= 0:
+                n = T - s
+                z_old[j] = powers[0, n] * z[j] - powers[1, n] * d[j]
+                d[j] = powers[2, n] * d[j]
+    # acc is returned so that the compiler keeps the reads (without nnan, 0 * acc is not 0).
+    return swapped, 0.0 * acc
 
 
 @_jit
@@ -409,10 +513,38 @@ def full_pass(
     return f, H[0], rsum, sign * csum[pos], H[1 + pos].T * sign, sign * gsum[pos]
 
 
-def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args):
+def _runs(mask):
+    """The ``(R, 2)`` array of the ``[start, stop)`` ranges where ``mask`` is true."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], mask, [False]]).astype(np.int8)))
+    return edges.reshape(-1, 2).astype(np.intp)
+
+
+def lazy_plan(nf, dim, center, lam, lower, upper, ridge):
+    """Which coordinates a CSR block may update lazily (see ``_block``).
+
+    Lazy: the features with no centring and whose prox is the ridge shrink (or none) with
+    the same ridge weight as the first of them; the iterations that do not read them are
+    then linear maps. Returns ``(runs, ridge0)``: the ranges of the other coordinates (the
+    intercept and slacks included) of a ``dim``-vector, as an ``(R, 2)`` array of
+    ``[start, stop)``, and that ridge weight; or None when no feature qualifies.
+    """
+    free = (center == 0.0) & (lam[:nf] == 0.0) & np.isneginf(lower[:nf])
+    free &= np.isposinf(upper[:nf])
+    if not free.any():
+        return None
+    ridge0 = float(ridge[np.flatnonzero(free)[0]])
+    free &= ridge[:nf] == ridge0
+    return _runs(np.concatenate([~free, np.ones(dim - nf, dtype=bool)])), ridge0
+
+
+def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy=None):
     """Run the compiled block (see ``_block`` for the argument order): the new ``(z, d)``.
 
     ``z`` and ``d`` are not modified. The minibatch index arrays are ``(T, b)`` int arrays.
+    ``lazy``: for CSR data (both sources) a :func:`lazy_plan`: the block then updates only
+    the coordinates its rows read, and its cost per iteration does not grow with the number
+    of features (a second compiled version of ``_block``: the one without, for dense data
+    or every coordinate every iteration, keeps its own code).
     """
     z = np.array(z, dtype=float)
     d = np.array(d, dtype=float)
@@ -420,11 +552,20 @@ def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args):
     m = W.shape[1]
     rows_c = idx_c.shape[1]
     bufs = (
-        np.empty_like(z), np.empty((2, nf)), np.empty(2), np.empty(nf), np.zeros_like(z),
+        np.empty_like(z), np.empty((2, nf)), np.empty(2), np.zeros(nf), np.zeros_like(z),
         np.empty((2, rows_c, m)), np.empty((2, rows_c)), np.empty((2, 2, m)),
     )  # fmt: skip
+    lazy_bufs = (None,) * 5
+    if lazy is not None:
+        runs, ridge0 = lazy
+        last = np.zeros(nf, dtype=np.intp)
+        for lo, hi in runs:
+            last[lo:hi] = -1  # (slices past nf are empty)
+        T = args[14].shape[0]  # idx_o
+        a = 1.0 / (1.0 + float(eta) * ridge0)
+        lazy_bufs = (runs, last, a, np.empty(nf, dtype=np.intp), np.empty((3, T + 1)))
     swapped, _ = _block(
         z, d, np.asarray(y, dtype=float), float(beta), float(eta), float(eta_slack),
-        float(keep), int(nf), bool(intercept), *args, *bufs,
+        float(keep), int(nf), bool(intercept), *args, *bufs, *lazy_bufs,
     )  # fmt: skip
     return (bufs[0] if swapped else z), d

@@ -604,6 +604,15 @@ class LinearProblem(FiniteSumProblem):
     # -- a block of PStorm iterations in compiled code ----------------------------------------
     #: Set to False (on the class or an instance) to keep PStorm on the numpy path.
     use_kernel = True
+    #: On CSR data the compiled block may bring the coordinates no minibatch row reads up to
+    #: date only when read (an iteration then costs O(non-zeros) instead of O(n_features)).
+    #: "auto": when there are more than ``LAZY_RATIO`` times as many features as non-zeros in
+    #: an iteration's rows (below that, the bookkeeping per non-zero costs more than the
+    #: dense pass saves); True: whenever it applies; False: never.
+    lazy_updates = "auto"
+    #: Measured crossover (``benchmarks/kernel.py``): the lazy block costs about 12 ns more per
+    #: non-zero read, the eager one about 5 ns per feature.
+    LAZY_RATIO = 3.0
 
     def _kernel_loss_code(self):
         """The kernel's code of the loss, or None when the compiled path does not apply."""
@@ -712,6 +721,12 @@ class LinearProblem(FiniteSumProblem):
         offset = self.offset
         ineq = np.asarray(est.ineq, dtype=bool)
         no_rows = np.zeros((0, 0), dtype=np.intp)
+        sparse = self.A_obj.sparse and (not self.n_constraints or self.A_con.sparse)
+        plan = nnz_row = None
+        if sparse and self.lazy_updates:
+            plan = _kernels.lazy_plan(nf, est.dim, center, *prox)
+            As = [self.A_obj.A] + ([self.A_con.A] if self.n_constraints else [])
+            nnz_row = max(A.nnz / max(A.shape[0], 1) for A in As)
 
         def run(z, d, y, beta, *, eta, eta_slack, keep, batch_size, n_iter, rng, counter, budget):
             draws = self._block_draws(est, batch_size, n_iter, rng, counter, budget)
@@ -729,12 +744,16 @@ class LinearProblem(FiniteSumProblem):
                 idx_c = np.concatenate(draws[1:], axis=1) if len(draws) > 2 else draws[1]
                 c_src = self.A_con.kernel_source(idx_c)
                 ridx_c = c_src[5]
+            lazy = plan
+            if plan is not None and self.lazy_updates == "auto":
+                nnz_it = draws.shape[0] * draws.shape[2] * nnz_row
+                lazy = plan if nf > self.LAZY_RATIO * nnz_it else None
             z, d = _kernels.pstorm_block(
                 z, d, np.asarray(y, dtype=float).reshape(self.n_constraints),
                 beta, eta, eta_slack, keep, nf, self.fit_intercept, inv_scale, center, *prox,
                 loss_code, alpha, *_kernels.source(*o_src[:5]), self.b, self.bu, idx_o,
                 o_src[5], *_kernels.source(*c_src[:5]), self.W, offset, ineq, idx_c, ridx_c,
-                max(len(draws) - 1, 1),
+                max(len(draws) - 1, 1), lazy=lazy,
             )  # fmt: skip
             return z, d, draws.shape[1]
 
