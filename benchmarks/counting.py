@@ -37,8 +37,8 @@ from sklearn_ialm.solver import stoc_ialm
 
 class Tally:
     def __init__(self):
-        self.scored = 0
-        self.read = 0
+        self.scored = 0  # rows times points of forward products of a whole matrix
+        self.read = 0  # rows sliced out of a matrix
 
 
 def _points(A, other):
@@ -46,7 +46,11 @@ def _points(A, other):
 
 
 class CountedArray(np.ndarray):
-    """Dense matrix counting its forward products and the row blocks sliced from it."""
+    """A dense matrix that counts its forward products and the row blocks sliced from it.
+
+    Arrays derived from it (row blocks, transposes, minibatches) carry no tally: their own
+    products are not counted twice. Also used by tests/test_counting.py.
+    """
 
     def __array_finalize__(self, obj):
         self.tally = None
@@ -63,6 +67,8 @@ class CountedArray(np.ndarray):
 
 
 class CountedCSR(sp.csr_matrix):
+    """The same for CSR (minibatches read its arrays directly and are counted elsewhere)."""
+
     tally = None
 
     def __matmul__(self, other):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from benchmarks.counting import Tally, wrap
 from sklearn_ialm.problems import LinearProblem, fairness_problem, neyman_pearson_problem
 from sklearn_ialm.problems.losses import SigmoidLoss
 from sklearn_ialm.solver import stoc_ialm
@@ -25,58 +26,8 @@ def _numpy_path(monkeypatch):
     monkeypatch.setattr(LinearProblem, "use_kernel", False)
 
 
-class Tally:
-    def __init__(self):
-        self.scored = 0  # rows times points of forward products of a whole matrix
-        self.read = 0  # rows sliced out of a matrix
-
-
-def _forward_points(A, other):
-    other = np.asarray(other) if not sp.issparse(other) else other
-    return A.shape[0] * (1 if other.ndim == 1 else other.shape[1])
-
-
-class CountedArray(np.ndarray):
-    """A dense matrix that counts its forward products and the row blocks sliced from it.
-
-    Arrays derived from it (row blocks, transposes, minibatches) carry no tally: their own
-    products are not counted twice.
-    """
-
-    def __array_finalize__(self, obj):
-        self.tally = None
-
-    def __matmul__(self, other):
-        if self.tally is not None:
-            self.tally.scored += _forward_points(self, other)
-        return np.asarray(self) @ other
-
-    def __getitem__(self, key):
-        if self.tally is not None and isinstance(key, slice):
-            self.tally.read += len(range(*key.indices(self.shape[0])))
-        return np.asarray(self)[key]
-
-
-class CountedCSR(sp.csr_matrix):
-    """The same for CSR (minibatches read its arrays directly and are counted elsewhere)."""
-
-    tally = None
-
-    def __matmul__(self, other):
-        if self.tally is not None:
-            self.tally.scored += _forward_points(self, other)
-        return sp.csr_matrix(self) @ other
-
-    def __getitem__(self, key):
-        if self.tally is not None and isinstance(key, slice):
-            self.tally.read += len(range(*key.indices(self.shape[0])))
-        return sp.csr_matrix(self)[key]
-
-
 def _wrap(X, tally, sparse):
-    A = CountedCSR(X) if sparse else np.ascontiguousarray(X).view(CountedArray)
-    A.tally = tally
-    return A
+    return wrap(sp.csr_matrix(X) if sparse else X, tally)
 
 
 def _count_minibatches(problem):

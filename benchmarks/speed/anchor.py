@@ -65,16 +65,6 @@ def fairness_rows(data, repeats, slow_repeats, log, label):
             repeats,
         ),
         (
-            # With C=1 (the default) h is a Ridge prox, which the compiled PStorm block does
-            # not take: the fit runs the numpy loop. C=None drops h, so this row shows what
-            # the block gives (a slightly different model: no penalty).
-            "supplement: FairLogisticClassifier C=None",
-            lambda: FairLogisticClassifier(
-                constraint="demographic_parity", bound=BOUND, C=None, random_state=0
-            ).fit(X, y, sensitive_features=A),
-            repeats,
-        ),
-        (
             "ExponentiatedGradient",
             lambda: ExponentiatedGradient(
                 LogisticRegression(), DemographicParity(difference_bound=BOUND)
@@ -117,11 +107,6 @@ def np_rows(data, repeats, slow_repeats, log, label):
         (
             "NeymanPearsonClassifier",
             lambda: NeymanPearsonClassifier(random_state=0).fit(X, y),
-            repeats,
-        ),
-        (
-            "supplement: NeymanPearsonClassifier C=None",  # the compiled block (see above)
-            lambda: NeymanPearsonClassifier(C=None, random_state=0).fit(X, y),
             repeats,
         ),
         ("nproc (logistic)", lambda: NprocLogistic().fit(X, y), slow_repeats),

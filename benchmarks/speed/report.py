@@ -292,7 +292,7 @@ def profile_section(saved):
     out.append(
         f"Run: {_facts(saved)}. `FairLogisticClassifier(constraint='demographic_parity', "
         f"bound={BOUND}, random_state=0)` on the anchor, one thread, after a warm-up fit (the "
-        "kernel loaded), with the default C=1 and with C=None."
+        "kernel loaded)."
     )
     out.append("")
     for label, p in saved["rows"].items():
@@ -328,10 +328,9 @@ def bounds_lines(saved):
     rows = [r for r in saved["anchor"]["rows"] if r["threads"] == "1 thread"]
     lr = _get(rows, task="fairness", method="LogisticRegression")
     ours = _get(rows, task="fairness", method="FairLogisticClassifier")
-    plain = _get(rows, task="fairness", method="supplement: FairLogisticClassifier C=None")
-    prof = saved["profile"]["rows"].get("C=None", {})
+    prof = saved["profile"]["rows"].get("defaults", {})
     parts = prof.get("parts", {})
-    if not (lr and ours and plain and parts):
+    if not (lr and ours and parts):
         return []
     full = parts.get("_full_pass", (0.0, 0))
     block = parts.get("_block", (0.0, 0))
@@ -340,16 +339,15 @@ def bounds_lines(saved):
         [
             "## What bounds the targets (figures of the saved parts above, one thread)",
             "",
-            f"- The defaults (C=1, a Ridge prox, run by the compiled block): "
-            f"{ours['cpu']:.2f} s = {ours['cpu'] / lr['cpu']:.0f}x LR; the same fit with C=None: "
-            f"{plain['cpu']:.2f} s = {plain['cpu'] / lr['cpu']:.0f}x LR ({plain['work']}).",
-            f"- In the C=None profile the full-data passes (`_full_pass`: {full[1]} calls, the "
+            f"- The defaults: {ours['cpu']:.2f} s = {ours['cpu'] / lr['cpu']:.1f}x LR "
+            f"({ours['work']}).",
+            f"- In the profile the full-data passes (`_full_pass`: {full[1]} calls, the "
             f"stop tests and the final scores) take {full[0]:.2f} s, {each * 1e3:.1f} ms each; "
             f"the compiled minibatch blocks {block[0]:.2f} s; LogisticRegression's whole fit "
             f"({lr['work']}) is {lr['cpu']:.3f} s, i.e. {lr['cpu'] / each:.1f} of our full "
             "passes.",
-            "- cProfile adds a per-call cost: the numpy-loop profile (C=1) runs several times "
-            "slower than the unprofiled fit; its shares, not its seconds, are the evidence.",
+            "- cProfile adds a per-call cost: the profile's shares, not its seconds, are the "
+            "evidence.",
         ]
         + _more_bounds(saved)
         + [""]
@@ -357,18 +355,8 @@ def bounds_lines(saved):
 
 
 def _more_bounds(saved):
-    """The Neyman-Pearson ratio with the compiled block, and where the passes go."""
+    """Where the passes go, and what the first fit compiles."""
     out = []
-    rows = [r for r in saved["anchor"]["rows"] if r["threads"] == "1 thread"]
-    for data in ("anchor", "spambase"):
-        npc = _get(rows, data=data, method="nproc (logistic)")
-        ours = _get(rows, data=data, method="NeymanPearsonClassifier")
-        plain = _get(rows, data=data, method="supplement: NeymanPearsonClassifier C=None")
-        if npc and ours and plain:
-            out.append(
-                f"- {data}, Neyman-Pearson: nproc / ours = {npc['cpu'] / ours['cpu']:.1f}x with "
-                f"C=1, {npc['cpu'] / plain['cpu']:.1f}x with C=None."
-            )
     if saved["passes"]:
         from benchmarks.speed.passes import summary
 
