@@ -241,7 +241,8 @@ def test_convergence_warning_when_max_passes_is_tiny(data, kind):
     with pytest.warns(ConvergenceWarning, match=r"did not converge.*max_passes=1\b"):
         clf.fit(X, y, **kw)
     # Every row touched counts: the budget is overshot by at most the set-up, the first
-    # momentum batch, the last stop test and the hard-rate checks, each at most one pass here.
+    # momentum batch, the last stop test, the hard-rate checks and the final scoring, each at
+    # most one pass here.
     assert not clf.converged_ and clf.n_data_passes_ < 1 + 4
     assert max(clf.primal_residual_, clf.dual_residual_) > clf.tol
 

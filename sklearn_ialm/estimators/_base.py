@@ -489,6 +489,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         results, best = first["results"], first["best"]
 
         coef, intercept = problem.coef(x)
+        # The report below scores every row of X once more: part of the fit's work.
+        report_passes = X.shape[0] / problem.n_samples
         # The problem's per-row arrays (margins, weights, W) are not needed for the report
         # below, which scores X again: freed first, they do not add to its n-vectors.
         del problem
@@ -502,7 +504,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self.kkt_dual_residual_ = float(result.kkt_dual_residual)
         self.n_iter_ = int(sum(r.n_iter for r in (fit.results if fit else [result])))
         self.n_outer_iter_ = int(sum(r.n_outer_iter for r in (fit.results if fit else [result])))
-        self.n_data_passes_ = float(n_passes)
+        self.n_data_passes_ = float(n_passes + report_passes)
         self.objective_ = float(result.objective)
         self.history_ = {key: np.asarray(val).copy() for key, val in history.items()}
         if len(results) > 1:

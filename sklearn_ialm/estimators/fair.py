@@ -336,6 +336,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         Outer (augmented Lagrangian) iterations.
     n_data_passes_ : float
         Per-sample evaluations divided by the number of objective plus constraint rows.
+        Every row the fit reads counts: the set-up, the minibatches, the stop tests, each
+        solve's check of the predictions and the final scoring of the training rows.
     history_ : dict of ndarray
         One entry per evaluation of the stopping rule, at least ``data_passes``,
         ``primal_residual``, ``dual_residual``, ``constraint`` (largest constraint value in

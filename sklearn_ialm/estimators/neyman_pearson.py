@@ -220,6 +220,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         Outer (augmented Lagrangian) iterations.
     n_data_passes_ : float
         Per-sample evaluations divided by the number of training rows (with nonzero weight).
+        Every row the fit reads counts: the set-up, the minibatches, the stop tests, each
+        solve's check of the predictions and the final scoring of the training rows.
     history_ : dict of ndarray
         One entry per evaluation of the stopping rule, at least ``data_passes``,
         ``primal_residual``, ``dual_residual``, ``constraint`` (largest constraint value,
