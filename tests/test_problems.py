@@ -110,6 +110,14 @@ def test_fairness_constraint_values_match_the_definitions():
     r = {g: p[groups == g].mean() for g in (0, 1, 2)}
     expected = [r[a] - r[b] - bound for a, b in itertools.permutations((0, 1, 2), 2)]
     np.testing.assert_allclose(c, expected)
+    # Four groups and more: each group's rate in a band of width bound around a free level,
+    # which starts centred on the overall rate (2k constraints instead of k (k - 1)).
+    four = np.where(np.arange(len(groups)) % 7 == 0, 3, groups)
+    dp = fairness_problem(X, y, X, four, bound=bound, constraint="demographic_parity")
+    c = dp.constraints(x, slice(None))[0].mean(axis=0)
+    r = {g: p[four == g].mean() for g in range(4)}
+    expected = [v for g in range(4) for v in (r[g] - p.mean(), p.mean() - r[g])]
+    np.testing.assert_allclose(c, np.array(expected) - bound / 2)
 
 
 def test_neyman_pearson_values():

@@ -168,6 +168,7 @@ def _standardised(problem, X, sample_weight, C):
         feature_center=mean,
         rows_objective=problem.A_obj.rows,
         rows_constraint=problem.A_con.rows,
+        levels=problem.levels,
     )
 
 

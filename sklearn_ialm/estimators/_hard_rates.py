@@ -53,6 +53,59 @@ class HardRateFit:
     toward_constant: bool = False  # met by moving towards the constant model (no solve met it)
 
 
+class _Units:
+    """The constraints of a problem as the steering sees them: one unit per free level (a
+    band of constraints whose position the solver chooses, see
+    :func:`~sklearn_ialm.problems.fairness_problem`) and one per other constraint.
+
+    A unit's value is the largest of its constraints' values at the best position of the
+    level, ``min_t max_k (v_k + levels[k] t)``: ``<= 0`` exactly when some level meets every
+    constraint of the unit. A shift of the unit moves all its constraints' offsets alike,
+    and its value by the same amount.
+    """
+
+    def __init__(self, problem):
+        levels = getattr(problem, "levels", None)
+        m = len(problem.offset)
+        self.members, self.slopes = [], []
+        free = np.ones(m, bool)
+        if levels is not None:
+            for j in range(levels.shape[1]):
+                rows = np.flatnonzero(levels[:, j])
+                free[rows] = False
+                e = levels[rows, j]
+                # (Within a band every upper constraint has one slope, every lower one too.)
+                self.members.append(rows)
+                self.slopes.append((-e[e < 0][0], e[e > 0][0], e < 0))
+        for k in np.flatnonzero(free):
+            self.members.append(np.array([k]))
+            self.slopes.append(None)
+        self.spread = np.zeros((m, len(self.members)))
+        for u, rows in enumerate(self.members):
+            self.spread[rows, u] = 1.0
+
+    def __len__(self):
+        return len(self.members)
+
+    def values(self, V):
+        """Unit values of constraint values ``V`` (shape ``(..., m)``)."""
+        V = np.asarray(V, dtype=float)
+        out = np.empty(V.shape[:-1] + (len(self),))
+        for u, (rows, slopes) in enumerate(zip(self.members, self.slopes, strict=True)):
+            if slopes is None:
+                out[..., u] = V[..., rows[0]]
+                continue
+            a, e, upper = slopes
+            hi = V[..., rows[upper]].max(axis=-1)  # falls as a * t with the level t
+            lo = V[..., rows[~upper]].max(axis=-1)  # rises as e * t
+            out[..., u] = (e * hi + a * lo) / (a + e)
+        return out
+
+    def any_positive(self, multipliers):
+        """Whether each unit has a constraint with a positive multiplier."""
+        return np.array([np.any(multipliers[rows] > 0) for rows in self.members])
+
+
 def _secant_slope(trace, default, low, high):
     """Slope of the last two ``(argument, value)`` points of ``trace``, clipped to
     ``[low, high]``; ``default`` until there are two distinct points."""
@@ -64,7 +117,7 @@ def _secant_slope(trace, default, low, high):
     return float(np.clip((v2 - v1) / (a2 - a1), low, high))
 
 
-def _segment_point(problem, z_in, z_out, offset):
+def _segment_point(problem, units, z_in, z_out, offset):
     """The first stretch of the segment from ``z_in`` to ``z_out`` where every hard value is
     ``<= 0``, and its midpoint ``t`` (``z_out`` at ``t = 1`` is feasible).
 
@@ -85,7 +138,7 @@ def _segment_point(problem, z_in, z_out, offset):
     hard = problem.rate_constraints(z_in, offset=offset) + np.vstack(
         [np.zeros((1, problem.W.shape[1])), np.cumsum(steps, axis=0)]
     )  # hard[i]: after the first i events
-    ok = np.flatnonzero(np.all(hard <= _EPS, axis=1))
+    ok = np.flatnonzero(np.all(units.values(hard) <= _EPS, axis=1))
     i = int(ok[0]) if len(ok) else len(moving)
     bounds = np.concatenate([[0.0], t_event, [1.0]])
     return 0.5 * (bounds[i] + bounds[i + 1]) if i > 0 else 0.0
@@ -110,9 +163,10 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
         Data passes for all rounds together.
     """
     base = problem.offset.copy()
-    m = len(base)
+    units = _Units(problem)
+    m = len(units)
     shift = np.zeros(m)
-    trace = [[] for _ in range(m)]  # (soft value, hard value) per constraint, for the secant
+    trace = [[] for _ in range(m)]  # (soft value, hard value) per unit, for the secant
     results, passes = [], 0.0
     # (x, scores, hard values, solver result) of the best solve on each side of the bound:
     # the scores are kept, so the segment between the two costs no further data pass.
@@ -121,18 +175,19 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
     for rnd in range(max_rounds):
         if passes >= budget:
             break
-        result = solve(problem.with_offset(base + shift), rnd, warm, budget - passes)
+        offset = base + units.spread @ shift
+        result = solve(problem.with_offset(offset), rnd, warm, budget - passes)
         results.append(result)
         passes += result.n_data_passes + _pass_share(problem)  # the solve and its hard check
         scores = problem.constraint_scores(result.x)
-        hard = problem.rate_constraints(scores, offset=base)
+        hard = units.values(problem.rate_constraints(scores, offset=base))
         if np.any(shift < 0) and not result.converged:
             break  # a looser bound the solver could not reach: keep what was feasible
-        active = (result.multipliers > 0) | (shift != 0)
+        active = units.any_positive(result.multipliers) | (shift != 0)
         if np.all(hard <= _EPS):
             unused = np.where(active, hard, 0.0)
             if np.all(unused >= -bound_tol):
-                return _finish(problem, result.x, scores, results, [result], 0.0, passes)
+                return _finish(problem, units, result.x, scores, results, [result], 0.0, passes)
             if feasible is None or np.min(unused) > np.min(feasible[2]):
                 feasible = (result.x, scores, unused, result)
         elif infeasible is None or np.max(hard) < np.max(infeasible[2]):
@@ -144,7 +199,7 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
         # base offset), not to the shift asked for: a solve that ends inside its soft bound
         # moved the hard value less than its shift, and a secant on the shift would read
         # that as a flat relation and overshoot (e.g. ask for the reverse gap: infeasible).
-        soft = problem.rate_constraints(scores, hard=False, offset=base)
+        soft = units.values(problem.rate_constraints(scores, hard=False, offset=base))
         for k in range(m):
             if not (hard[k] > _EPS or (active[k] and hard[k] < -bound_tol)):
                 continue
@@ -160,7 +215,7 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
     if infeasible is None:
         # Every solve met the bound with room to spare (a looser one failed): keep the best.
         x, scores, _, result = feasible
-        return _finish(problem, x, scores, results, [result], 0.0, passes)
+        return _finish(problem, units, x, scores, results, [result], 0.0, passes)
     x_in, z_in, _, result_in = infeasible
     used = [result_in]
     if feasible is not None:
@@ -168,18 +223,23 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
         used.append(result_out)
     else:
         # The constant model with the infeasible solution's intercept: every prediction the
-        # same, so every parity gap is zero.
+        # same, so every gap between groups' selection rates (and TPR, FPR) is zero.
         coef, intercept = problem.coef(x_in)
         x_out = problem.point(np.zeros_like(coef), intercept)
         z_out = problem.constraint_scores(x_out)
         passes += _pass_share(problem)
-    t = _segment_point(problem, z_in, z_out, base)
+        if np.any(units.values(problem.rate_constraints(z_out, offset=base)) > _EPS):
+            # Not every bound holds at a constant (error rates differ between groups with
+            # their base rates): moving towards it would only lose accuracy. The solve
+            # nearest the bound is returned, and the fit says the bound is not met.
+            return _finish(problem, units, x_in, z_in, results, [result_in], 0.0, passes)
+    t = _segment_point(problem, units, z_in, z_out, base)
     # Scores are linear in x: those of the point on the segment need no data pass. They are
     # formed in the two ends' arrays (no longer needed), not in two new n-vectors.
     x = (1 - t) * x_in + t * x_out
     z = np.multiply(z_in, 1 - t, out=z_in)
     z += np.multiply(z_out, t, out=z_out)
-    fit = _finish(problem, x, z, results, used, float(t), passes)
+    fit = _finish(problem, units, x, z, results, used, float(t), passes)
     fit.toward_constant = feasible is None
     return fit
 
@@ -189,7 +249,7 @@ def _pass_share(problem):
     return problem.n_constraint_samples / problem.n_samples
 
 
-def _finish(problem, x, scores, results, used, t, passes):
+def _finish(problem, units, x, scores, results, used, t, passes):
     """The fit at ``x``, whose constraint-row ``scores`` are given."""
     positive = scores > 0
     return HardRateFit(
@@ -197,7 +257,7 @@ def _finish(problem, x, scores, results, used, t, passes):
         result=used[0],
         results=results,
         converged=all(r.converged for r in used),
-        met=bool(np.all(problem.rate_constraints(scores) <= _EPS)),
+        met=bool(np.all(units.values(problem.rate_constraints(scores)) <= _EPS)),
         interpolated=t,
         degenerate=bool(positive.all() or not positive.any()),
         n_data_passes=passes,
@@ -288,6 +348,6 @@ def fit_negative_weight(
         # Kept in best if needed; the next round's scores do not come on top.
         del scores
     _, x, scores, result, log_w = best
-    fit = _finish(problem, x, scores, results, [result], 0.0, passes)
+    fit = _finish(problem, _Units(problem), x, scores, results, [result], 0.0, passes)
     fit.negative_weight = float(np.exp(log_w))
     return fit

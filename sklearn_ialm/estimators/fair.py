@@ -746,6 +746,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             constraint_sample_weight=sample_weight,
             **DEFERRED_SCALING,
             constraint_scale=self._constraint_scale(y01, sample_weight),
+            balance_groups=True,
         )
         context = dict(
             codes=codes,
@@ -765,11 +766,17 @@ class FairLogisticClassifier(BaseIALMClassifier):
         total = np.sum(sample_weight * negative)
         # The new column is formed in its place in W: no n-vector temporaries besides W.
         m = problem.n_constraints
-        W = np.empty((len(y01), m + 1))
+        rows = problem.A_con.rows
+        W = np.empty((len(y01) if rows is None else len(rows), m + 1))
         W[:, :m] = problem.W
-        col = np.multiply(sample_weight, len(y01), out=W[:, m])
+        col = np.multiply(sample_weight, len(y01), out=W[:, m] if rows is None else None)
         col *= negative
         col /= total
+        if rows is not None:
+            # Balanced constraint rows (see fairness_problem): a row listed r times carries
+            # 1/r of its weight in each copy, scaled to the longer list.
+            copies = np.bincount(rows, minlength=len(y01))
+            W[:, m] = col[rows] * (len(rows) / len(y01)) / copies[rows]
         return LinearProblem(
             problem.A_obj.A,
             problem.b,
@@ -781,6 +788,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
             inequality=True,
             fit_intercept=problem.fit_intercept,
             constraint_names=list(problem.constraint_names or []) + ["false_positive_rate"],
+            levels=None
+            if problem.levels is None
+            else np.vstack([problem.levels, np.zeros((1, problem.levels.shape[1]))]),
+            rows_constraint=rows,
             **DEFERRED_SCALING,
         )
 

@@ -367,6 +367,94 @@ def _parity_rows(groups, weights, protected, kind, form, bound, y):
     return columns, offsets, names
 
 
+def _level_rows(groups, weights, kind, form, bound, y):
+    """``(columns, offsets, names, levels)`` of the parity constraints with a free level.
+
+    A largest gap ``max_g r_g - min_g r_g <= bound`` holds exactly when some level ``t``
+    has ``t <= r_g <= t + bound`` for every group, and a smallest ratio ``min_g r_g /
+    max_g r_g >= bound`` when some ``t`` has ``bound t <= r_g <= t``: two constraints per
+    group and one free level per rate, where the pairs of groups take ``k (k - 1)``. The
+    level is written relative to the overall rate ``r`` (over the same rows), ``t = r -
+    bound / 2 + tau`` (difference) or ``t = 2 r / (1 + bound) + tau`` (ratio), so that
+    ``tau = 0`` centres the band on ``r`` and ``tau`` moves little as the model does.
+    ``levels[k, j]`` is the coefficient of ``tau_j`` in constraint ``k``: the solver
+    minimises over ``tau`` (see :func:`~sklearn_ialm.solver.stoc_ialm`).
+    """
+    n = len(groups)
+    labels = np.unique(groups)
+    offsets, names, coef, spec = [], [], [], []
+    kappa = 1.0 if form == "difference" else 2.0 / (1.0 + bound)
+    totals = {}
+    for j, rate in enumerate(_PARITY_RATES[kind]):
+        cond, c, _ = _rate_terms(rate, y)
+        rows_all = np.ones(n, bool) if cond is None else cond
+        w_all = float(np.sum(weights * rows_all))
+        totals[rate, None] = w_all
+        const_all = float(np.sum(weights * rows_all * c)) / w_all
+        tag = kind if len(_PARITY_RATES[kind]) == 1 else f"{kind}.{_SHORT[rate]}"
+        for i, g in enumerate(labels):
+            m = (groups == g) & rows_all
+            wg = float(np.sum(weights * m))
+            if wg <= 0:
+                what = {"true_positive_rate": " with y=1", "false_positive_rate": " with y=0"}
+                raise ValueError(
+                    f"Group {_label(g)!r} has no constraint rows{what.get(rate, '')} (or zero "
+                    f"total weight): its {rate} is undefined for constraint={kind!r}."
+                )
+            totals[rate, i] = wg
+            const_g = float(np.sum(weights * m * c)) / wg
+            if form == "difference":
+                # r_g - r - bound/2 - tau <= 0 and r - r_g - bound/2 + tau <= 0
+                spec += [(rate, i, 1.0, -1.0), (rate, i, -1.0, 1.0)]
+                offsets += [const_g - const_all - bound / 2, const_all - const_g - bound / 2]
+                names += [f"{tag}[{g}-level]<=", f"{tag}[level-{g}]<="]
+                coef += [(j, -1.0), (j, 1.0)]
+            else:
+                # r_g - kappa r - tau <= 0 and bound (kappa r + tau) - r_g <= 0
+                spec += [(rate, i, 1.0, -kappa), (rate, i, -1.0, bound * kappa)]
+                offsets += [const_g - kappa * const_all, bound * kappa * const_all - const_g]
+                names += [f"{tag}[{g}/level]<=", f"{tag}[{g}/level]>="]
+                coef += [(j, -1.0), (j, bound)]
+    levels = np.zeros((len(offsets), len(_PARITY_RATES[kind])))
+    for k, (j, v) in enumerate(coef):
+        levels[k, j] = v
+
+    def columns(rows):
+        w, grp = weights[rows], groups[rows]
+        lin = {}
+        for rate in _PARITY_RATES[kind]:
+            cond, _, s = _rate_terms(rate, None if y is None else y[rows])
+            rows_all = 1.0 if cond is None else cond
+            lin[rate, None] = n * w * rows_all * s / totals[rate, None]
+        for rate, i, a, b in spec:
+            cond, _, s = _rate_terms(rate, None if y is None else y[rows])
+            m = grp == labels[i] if cond is None else (grp == labels[i]) & cond
+            yield a * (n * w * m * s / totals[rate, i]) + b * lin[rate, None]
+
+    return columns, offsets, names, levels
+
+
+def _balanced_rows(groups, W):
+    """``(rows, W')``: constraint rows with each group listed about ``n / k`` times.
+
+    Row ``j`` of group ``g`` appears ``r_g`` times with weights ``W[j] (N / n) / r_g``
+    (``N`` rows in all): the mean over the ``N`` rows of ``W' q`` is the mean over the ``n``
+    rows of ``W q`` for any per-row ``q``, so the constraints are the same functions, and a
+    uniform minibatch of the ``N`` rows is a minibatch stratified towards equal groups.
+    """
+    n = len(groups)
+    labels, codes, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    reps = np.maximum(1, np.rint(n / (len(labels) * counts))).astype(np.intp)
+    if np.all(reps == 1):
+        return None, W
+    per_row = reps[codes.reshape(-1)]
+    rows = np.repeat(np.arange(n), per_row)
+    total = len(rows)
+    W = W[rows]
+    W *= (total / n / per_row[rows])[:, None]
+    return rows, W
+
+
 def fairness_problem(
     X,
     y,
@@ -386,6 +474,7 @@ def fairness_problem(
     smoothness: tuple[float, float] | None = None,
     feature_scale: float | str = 1.0,
     constraint_scale: float = 1.0,
+    balance_groups: bool = False,
 ) -> LinearProblem:
     """Build the fairness-constrained problem.
 
@@ -432,6 +521,12 @@ def fairness_problem(
         ``mean_S p * (bound - share)``: dividing by a typical positive rate puts their
         residuals, and so ``tol``, in the units of the bound. Parity differences are
         already in the bound's units.
+    balance_groups : bool, default=False
+        Draw the constraint minibatches with every group about equally often: the rows of a
+        group of ``n_g`` rows are listed ``r_g = max(1, round(n_s / (k n_g)))`` times among
+        the constraint rows, each copy with ``1 / r_g`` of the row's weight, so every
+        constraint value is unchanged while a group of a hundred rows is no longer a
+        lottery in a minibatch of thirty (the penalty gradient's variance falls with it).
     feature_scale : float or "auto", default=1.0
         See :class:`LinearProblem`; ``"auto"`` makes ``tol`` independent of the scale of ``X``.
 
@@ -492,6 +587,7 @@ def fairness_problem(
     if not (np.isfinite(constraint_scale) and constraint_scale > 0):
         raise ValueError(f"constraint_scale must be a number > 0, got {constraint_scale!r}.")
     n_s = X_constraint.shape[0]
+    levels = rows_constraint = None
     if protected is not None and len(protected) == 0:
         # No protected group: the unconstrained model (groups and labels are not read).
         W, offset, names = np.zeros((n_s, 0)), np.zeros(0), []
@@ -525,13 +621,25 @@ def fairness_problem(
                         )
                     y_constraint = y
                 yc = _binary("y_constraint", y_constraint, n_s)
-            columns, offsets, names = _parity_rows(
-                groups, cw, protected, constraint, form, bound, yc
-            )
+            if len(present) >= 4 and set(protected) == present and (form, bound) != ("ratio", 0):
+                # Every pair of groups: a free level keeps the constraints linear in k, 2k
+                # where the pairs are k (k - 1) (as many at k = 3: the pairs are kept there,
+                # as they are for a ratio of at least 0, which holds anyway).
+                columns, offsets, names, levels = _level_rows(
+                    groups, cw, constraint, form, bound, yc
+                )
+            else:
+                columns, offsets, names = _parity_rows(
+                    groups, cw, protected, constraint, form, bound, yc
+                )
         else:
             columns, offsets, names = _share_rows(groups, cw, protected, constraint, bound)
         W = _fill_weights(n_s, columns, len(offsets), constraint_scale)
+        if balance_groups:
+            rows_constraint, W = _balanced_rows(groups, W)
         offset = np.array(offsets) / constraint_scale
+        if levels is not None:
+            levels = levels / constraint_scale
     loss_obj = TruncatedLogistic(truncation) if loss == "truncated_logistic" else LOSSES[loss]()
     problem = LinearProblem(
         X,
@@ -546,6 +654,8 @@ def fairness_problem(
         smoothness=smoothness,
         feature_scale=feature_scale,
         constraint_names=names,
+        levels=levels,
+        rows_constraint=rows_constraint,
     )
     problem.paper_settings = None
     if constraint == "positive_share" and loss == "truncated_logistic" and truncation == 2.0:

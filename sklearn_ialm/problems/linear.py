@@ -232,6 +232,11 @@ class LinearProblem(FiniteSumProblem):
     smoothness : (L0, LJ), optional
         Defaults to the bound of :meth:`smoothness_bound`.
     constraint_names : list of str, optional
+    levels : ndarray of shape (m, n_levels), optional
+        Free levels of the constraints: ``c(x) + levels @ tau <= 0`` for some ``tau``, over
+        which :func:`~sklearn_ialm.solver.stoc_ialm` minimises too (see
+        :func:`~sklearn_ialm.problems.fairness_problem`, whose between-groups gaps are a band
+        of free position). Each constraint has at most one nonzero entry.
     rows_objective, rows_constraint : array of int, optional
         Use only these rows of ``A_objective`` / ``A_constraint`` (both may be the same
         matrix): the subsets are read in place, never copied.
@@ -283,6 +288,7 @@ class LinearProblem(FiniteSumProblem):
         feature_center=None,
         rows_objective=None,
         rows_constraint=None,
+        levels=None,
     ):
         W = np.asarray(W, dtype=float)
         if W.ndim == 1:
@@ -307,6 +313,19 @@ class LinearProblem(FiniteSumProblem):
         self.offset = np.asarray(offset, dtype=float).reshape(W.shape[1])
         self.n_constraints = W.shape[1]
         self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (W.shape[1],))
+        if levels is not None:
+            levels = np.asarray(levels, dtype=float)
+            if levels.ndim != 2 or levels.shape[0] != W.shape[1]:
+                raise ValueError(
+                    f"levels must have shape ({W.shape[1]}, n_levels), got {levels.shape}."
+                )
+            if np.any(np.count_nonzero(levels, axis=1) > 1) or np.any(
+                np.any(levels != 0, axis=1) & ~self.inequality
+            ):
+                raise ValueError(
+                    "levels: each constraint has at most one level, and only inequalities."
+                )
+        self.levels = levels
         self.h = NoProx() if h is None else h
         sums = None
         if isinstance(feature_scale, str) and feature_scale == "auto":
@@ -806,6 +825,10 @@ class LinearProblem(FiniteSumProblem):
     def _distinct_weight_columns(self):
         """``first[k]``: the first constraint column with the same ``|W_k|`` as column ``k``."""
         W = self.W
+        m = self.n_constraints
+        cached = getattr(self, "_distinct", None)
+        if cached is not None and cached[0] is W:
+            return cached[1]
 
         def same(j, k):
             # By blocks of rows: |W| whole would be a copy of W (8 bytes per row and column).
@@ -815,11 +838,23 @@ class LinearProblem(FiniteSumProblem):
                 for i in range(0, len(W), step)
             )
 
-        # Compared pairwise (the two sides of a parity constraint share one): np.unique(axis=1)
-        # on long columns takes seconds.
-        first = []
-        for k in range(self.n_constraints):
-            first.append(next((j for j in range(k) if first[j] == j and same(j, k)), k))
+        # Only columns with equal fingerprints (|W| against a fixed random vector, one pass)
+        # are compared entry by entry: pairwise comparisons of all columns took minutes with
+        # thousands of constraints (np.unique(axis=1) on long columns takes seconds too).
+        probe = np.random.default_rng(0).random(len(W))
+        prints = np.zeros(m)
+        for i in range(0, len(W), _BLOCK_ROWS):
+            prints += probe[i : i + _BLOCK_ROWS] @ np.abs(W[i : i + _BLOCK_ROWS])
+        # (Equal columns can still differ in the last bits of a BLAS product: near, not equal.)
+        near = 1e-9 * max(float(np.max(prints, initial=0.0)), 1e-300)
+        first, reps = [], []
+        for k in range(m):
+            close = np.flatnonzero(np.abs(prints[reps] - prints[k]) <= near) if reps else ()
+            match = next((reps[i] for i in close if same(reps[i], k)), k)
+            if match == k:
+                reps.append(k)
+            first.append(match)
+        self._distinct = (W, first)
         return first
 
     def _gram_sums(self):

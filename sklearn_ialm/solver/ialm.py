@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kkt import original_residuals, slack_residuals
+from .kkt import level_shift, original_residuals, slack_residuals
 from .pstorm import AugmentedLagrangianEstimator, Counter, pstorm, pstorm_theory
 from .smoothness import estimate_smoothness
 from .theory import theory_parameters
@@ -522,6 +523,12 @@ def stoc_ialm(
     settings["m0"] = m0
 
     rng = np.random.default_rng(random_state)
+    levels = getattr(problem, "levels", None)
+    if levels is not None:
+        # The free levels move the constraint offsets: on a copy of the problem, so that the
+        # caller's problem (shared by seeds and later solves) keeps its own.
+        problem = copy.copy(problem)
+        problem.offset = np.array(problem.offset, dtype=float)
     est = AugmentedLagrangianEstimator(problem, settings["estimator"])
     p, m, ineq = est.p, est.m, est.ineq
     h = problem.h
@@ -629,6 +636,13 @@ def stoc_ialm(
             counter.check_evaluations += check_cost
         f0, grad, c, jac_t = problem.full_evaluation(xk, rng, batches)
         _check_oracle_values(f0, grad, c, p, m)
+        if levels is not None:
+            # The levels minimise the AL given x exactly (as the slacks below): the
+            # constraints move by ``shift``, and the momentum estimate with them (check).
+            shift = level_shift(levels, c, y, beta)
+            c = c + shift
+            problem.offset += shift
+            state["level_moved"] = shift
         if settings["slack_projection"]:
             # Postprocessing of the slack block with its exact gradient: s minimises the AL
             # given x in closed form. The iterate's own slack tracks the minibatch estimates
@@ -710,6 +724,13 @@ def stoc_ialm(
                 zc = est.step(zc, est.gradient(zc, y, beta, batches, counter), eta, eta_s, h)
             dres = evaluate(zc, y, beta, k, base + t)[1]
             zc = state["z"]
+            moved = state.pop("level_moved", None)
+            if moved is not None and np.any(moved):
+                # A level step is a change of multipliers y -> y + beta * shift as far as the
+                # gradient in x is concerned: the momentum estimate follows it unbiasedly.
+                bc = problem.sample(rng, b, "constraint")
+                counter.constraint_draws += b
+                dc = dc + est.multiplier_change(zc, y, beta, y + beta * moved, beta, bc, counter)
             if settings["slack_projection"]:
                 dc = dc.copy()
                 dc[p:] = state["grad_phi"][p:]  # the slack block's gradient is known exactly

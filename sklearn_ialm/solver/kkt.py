@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import nnls
 
-__all__ = ["optimal_dual", "original_residuals", "slack_residuals"]
+__all__ = ["level_shift", "optimal_dual", "original_residuals", "slack_residuals"]
 
 
 def slack_residuals(x, s, y, grad_g, c, jac_t, h, inequality):
@@ -179,3 +179,55 @@ def original_residuals(x, grad_g, jac, c, h, inequality):
     g = grad_g + (jac.T @ z if z.size else 0.0)
     dres = float(np.linalg.norm(h.dist_subdiff(x, g)))
     return pres, dres, z
+
+
+def _level_root(e, a, beta):
+    """The root nearest 0 of ``F(t) = sum_k e_k max(a_k + beta e_k t, 0)``.
+
+    ``F`` is the derivative in ``t`` of the augmented Lagrangian with the slacks minimised
+    out; it is nondecreasing and piecewise linear, with a kink where a term turns on, so the
+    root is exact by interpolation between the kinks that bracket it. Rows with ``e < 0``
+    make ``F`` fall without bound to the left, rows with ``e > 0`` rise to the right.
+    """
+
+    def F(t):
+        return np.sum(e[:, None] * np.maximum(a[:, None] + beta * e[:, None] * t, 0.0), axis=0)
+
+    f0 = float(F(np.zeros(1))[0])
+    if f0 == 0.0:
+        return 0.0
+    kinks = -a / (beta * e)
+    side = kinks[kinks < 0] if f0 > 0 else kinks[kinks > 0]
+    pts = np.concatenate([[0.0], np.unique(side)])
+    pts = np.sort(pts)[::-1] if f0 > 0 else np.sort(pts)  # walking away from 0
+    vals = F(pts)
+    cross = np.flatnonzero(vals <= 0) if f0 > 0 else np.flatnonzero(vals >= 0)
+    if len(cross):
+        i = int(cross[0])
+        t0, t1, v0, v1 = pts[i - 1], pts[i], vals[i - 1], vals[i]
+        return float(t1 + (0.0 - v1) * (t0 - t1) / (v0 - v1)) if v0 != v1 else float(t1)
+    # Past the last kink F is linear with the slope of the terms on there.
+    far = pts[-1]
+    on = a + beta * e * (far - np.sign(f0)) > 0
+    slope = beta * float(np.sum(e[on] ** 2))
+    return float(far - vals[-1] / slope) if slope > 0 else 0.0
+
+
+def level_shift(levels, c, y, beta):
+    """The change of the constraint values when the free levels minimise the AL given ``x``.
+
+    With constraints ``c_k + levels[k] @ tau <= 0`` (slacks minimised out), each level
+    ``tau_j`` enters only its own constraints, so each is a one-dimensional convex problem:
+    its derivative ``sum_k levels[k, j] max(y_k + beta (c_k + levels[k, j] t), 0)`` is set to
+    zero (the root nearest the current level). Returns ``levels @ t``, to add to ``c`` (and
+    to the offsets); then ``levels.T @ (y + beta k)`` is zero: the levels are stationary.
+    """
+    shift = np.zeros(len(c))
+    for j in range(levels.shape[1]):
+        rows = np.flatnonzero(levels[:, j])
+        if not len(rows):
+            continue
+        e = levels[rows, j]
+        t = _level_root(e, y[rows] + beta * c[rows], beta)
+        shift[rows] = e * t
+    return shift
