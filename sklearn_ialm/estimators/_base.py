@@ -525,7 +525,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             # A stale record of an earlier multi-seed fit would describe another model.
             del self.seeds_
 
-        scores = self._score(X)
+        scores = self._away_from_ties(self._score(X), y01, sw, context)
         threshold = self._decision_threshold(scores, y01, sw)
         self.constraint_values_ = self._constraint_report(expit(scores), y01, sw, context)
         self.hard_constraint_values_ = self._constraint_report(
@@ -538,7 +538,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if fit is None:
             self.converged_ = bool(result.converged)
         else:
-            self.converged_ = fit.converged and fit.met
+            self.converged_ = fit.converged and self.bound_met_
         self._warn_if_not_converged(result, context, fit)
         return self
 
@@ -556,6 +556,40 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _steer(self, problem, solve, context, budget):
         """The solves that steer the surrogate (a :class:`HardRateFit`)."""
         return fit_hard_rates(problem, solve, bound_tol=self.bound_tol, budget=budget)
+
+    def _away_from_ties(self, scores, y01, sample_weight, context):
+        """The training scores with no row on the decision boundary (the intercept moved).
+
+        A row whose score is zero up to rounding (identical rows of one-hot data, at a
+        boundary placed on them) is predicted by the last bit of a product, which another
+        layout of ``X`` can flip, and with it a rate on the bound. The intercept moves by a
+        hair to the side where the bound holds (else the more accurate one), so that
+        ``predict`` and the fit's report agree on every training row.
+        """
+        if not self._steers_hard_rates_after_fit(context):
+            return scores
+        big = max(1.0, float(np.max(np.abs(scores), initial=0.0)))
+        if not np.any(np.abs(scores) <= 1e-9 * big):
+            return scores
+        best = None
+        for step in (1e-8 * big, -1e-8 * big):
+            moved = scores + step
+            pred = moved > 0
+            hard = self._constraint_report(pred.astype(float), y01, sample_weight, context)
+            accuracy = float(np.average(pred == (y01 == 1), weights=sample_weight))
+            key = (self._meets(hard, context), accuracy)
+            if best is None or key > best[0]:
+                best = (key, step, moved)
+        self.intercept_ = self.intercept_ + best[1]
+        return best[2]
+
+    def _steers_hard_rates_after_fit(self, context) -> bool:
+        """Whether the fit's bound is on hard predictions (see :meth:`_away_from_ties`)."""
+        return False
+
+    def _meets(self, values, context) -> bool:
+        """Whether constraint report ``values`` (of :meth:`_constraint_report`) meet the bound."""
+        return True
 
     def _decision_threshold(self, scores, y01, sample_weight) -> float:
         """The threshold of :meth:`predict` on the raw score (0 unless a subclass sets one)."""
@@ -578,7 +612,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def _warn_if_not_converged(self, result, context, fit=None):
         name = type(self).__name__
-        if fit is not None and fit.degenerate and fit.met:
+        if fit is not None and fit.degenerate and self.bound_met_:
             warnings.warn(
                 f"{name}: the bound is met on the training rows only by a model that predicts "
                 f"the same class for every row ({self._rates_reached(context)}). Loosen the "
@@ -609,7 +643,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 f"constant model until it did ({fit.interpolated:.0%} of the way): the bound "
                 "holds at a cost in accuracy."
             )
-        if fit is not None and not fit.met:
+        if fit is not None and not self.bound_met_:
             parts.append(
                 "The bound is NOT met on the training predictions; check "
                 "hard_constraint_values_ before using this model."

@@ -842,6 +842,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             neg = y01 == 0
             self.train_fpr_ = float(np.average(scores[neg] > 0, weights=w[neg]))
             self.train_soft_fpr_ = float(np.average(expit(scores[neg]), weights=w[neg]))
+        self._fit_context = {"bound": context["bound"]}
         self.bound_ = context["bound"]
         self.groups_ = context["groups"]
         labels = context["labels"]
@@ -851,6 +852,28 @@ class FairLogisticClassifier(BaseIALMClassifier):
 
     def _steers_hard_rates(self, problem):
         return self.rate == "hard" and problem.n_constraints > 0
+
+    def _steers_hard_rates_after_fit(self, context):
+        return self.rate == "hard" and len(context["protected"]) > 0
+
+    def _meets(self, values, context):
+        """The bound on fairlearn's metric: ``nan`` (a ratio of rates that are all zero, as
+        fairlearn computes it) does not meet it."""
+        values = np.asarray(values, dtype=float)
+        bound = context["bound"]
+        if self._form() == "difference":
+            return bool(np.all(values <= bound + 1e-12))
+        return bool(np.all(values >= bound - 1e-12))
+
+    def _bound_met(self, result, fit):
+        if fit is None:
+            return super()._bound_met(result, fit)
+        # fairlearn's verdict on predict: the report's metric of the training predictions
+        # (the steering's own check reads scores in the solver's coordinates).
+        ok = self._meets(self.hard_constraint_values_, self._fit_context)
+        if self.max_fpr is not None:
+            ok = ok and self.train_fpr_ <= self.max_fpr + 1e-12
+        return ok
 
     def _bound_text(self, context):
         return f"{self.constraint} bound {context['bound']:g} for groups " + str(
