@@ -664,6 +664,16 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: MatrixLike) -> np.ndarray:
         """Soft predictions: the sigmoid of the score (deterministic; not calibrated).
 
+        The bound is on :meth:`predict`, not on these probabilities. A wrapper that
+        recalibrates them, such as :class:`~sklearn.calibration.CalibratedClassifierCV`,
+        predicts by its own rule (its calibrated probability against 0.5, from models fitted
+        on parts of the data) and carries no bound: wrapping a
+        ``FairLogisticClassifier(constraint="demographic_parity", bound=0.05)`` of the quick
+        start, its predictions' parity gap is 0.21 (sigmoid) or 0.18 (isotonic) on the
+        training rows, where the estimator's own is 0.048. Use the estimator's
+        :meth:`predict` where the bound must hold, and measure any other rule built on its
+        scores (see the user guide's "What the bound means").
+
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
