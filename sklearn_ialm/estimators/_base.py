@@ -554,7 +554,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def _steer(self, problem, solve, context, budget):
         """The solves that steer the surrogate (a :class:`HardRateFit`)."""
-        return fit_hard_rates(problem, solve, bound_tol=self.bound_tol, budget=budget)
+        return fit_hard_rates(
+            problem, solve, bound_tol=self.bound_tol, budget=budget, verbose=self.verbose
+        )
 
     def _decision_threshold(self, scores, y01, sample_weight) -> float:
         """The threshold of :meth:`predict` on the raw score (0 unless a subclass sets one)."""

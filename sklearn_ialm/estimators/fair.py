@@ -280,7 +280,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
         Start from the weights, multipliers and slacks of the previous fit instead of from
         zero (the penalty schedule restarts at ``beta0``).
     verbose : int, default=0
-        ``> 0`` prints one line per outer iteration of the solver.
+        ``> 0`` prints one line per outer iteration of the solver, a line at a stop test
+        whenever 2 seconds passed without one, and (``rate="hard"``) a ``[steering]`` line
+        before each solve saying which solve it is and why it is needed (the solver's
+        count restarts at ``k=0`` with each).
 
     Attributes
     ----------

@@ -169,7 +169,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         Start from the weights, multipliers and slacks of the previous fit instead of from
         zero (the penalty schedule restarts at ``beta0``).
     verbose : int, default=0
-        ``> 0`` prints one line per outer iteration of the solver.
+        ``> 0`` prints one line per outer iteration of the solver, a line at a stop test
+        whenever 2 seconds passed without one, and (``rate="hard"``) a ``[steering]`` line
+        before each solve saying which solve it is and why it is needed (the solver's
+        count restarts at ``k=0`` with each).
 
     Attributes
     ----------
@@ -594,8 +597,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
 
     def _steer(self, problem, solve, context, budget):
         return fit_negative_weight(
-            problem, solve, context["negatives"], context["weights"], self.max_fpr, budget=budget
-        )
+            problem, solve, context["negatives"], context["weights"], self.max_fpr,
+            budget=budget, verbose=self.verbose,
+        )  # fmt: skip
 
     def _constraint_report(self, proba, y01, sample_weight, context):
         neg = y01 == 0
