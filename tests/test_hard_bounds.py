@@ -350,3 +350,23 @@ def test_calibrated_wrapper_is_another_rule():
     assert wrapped_gap > 0.05, wrapped_gap
     doc = BaseIALMClassifier.predict_proba.__doc__
     assert "CalibratedClassifierCV" in doc and "carries no bound" in doc
+
+
+def test_default_constraint_is_fairlearns_demographic_parity():
+    """Issue 23.13: FairLogisticClassifier() bounds what a fairlearn user measures first,
+    demographic_parity_difference of predict, at 0.1; the paper's constraint is named."""
+    from fairlearn.metrics import demographic_parity_difference
+
+    X, y = make_classification(
+        n_samples=2000, n_features=10, n_informative=5, shuffle=False, random_state=0
+    )
+    noise = np.random.default_rng(0).normal(scale=0.5, size=len(X))
+    groups = (X[:, 0] + noise > 0.5).astype(int)
+    clf = FairLogisticClassifier(random_state=0).fit(X, y, sensitive_features=groups)
+    assert clf.constraint == "demographic_parity" and clf.bound_ == 0.1
+    gap = demographic_parity_difference(y, clf.predict(X), sensitive_features=groups)
+    assert clf.hard_constraint_values_[0] == pytest.approx(gap, abs=1e-12)
+    assert clf.bound_met_ and 0.1 - clf.bound_tol <= gap <= 0.1
+    paper = FairLogisticClassifier(constraint="positive_share", random_state=0)
+    paper.fit(X, y, sensitive_features=groups)
+    assert paper.constraint_values_.shape == (1,) and paper.bound_ == 0.1

@@ -97,7 +97,9 @@ def test_neyman_pearson_in_units_of_the_bound(np_clf):
 
 def test_positive_share_in_solver_units(data):
     X, y, groups = data
-    clf = FairLogisticClassifier(bound=0.2, max_passes=1000, random_state=0)
+    clf = FairLogisticClassifier(
+        constraint="positive_share", bound=0.2, max_passes=1000, random_state=0
+    )
     clf.fit(X, y, sensitive_features=groups)
     display = ConvergenceDisplay.from_estimator(clf)
     assert display.bound == 0.0
@@ -127,7 +129,9 @@ def test_unconstrained_fit_is_drawn(data):
     X, y, _ = data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        clf = FairLogisticClassifier(random_state=0, max_passes=50).fit(X, y)
+        clf = FairLogisticClassifier(
+            constraint="positive_share", random_state=0, max_passes=50
+        ).fit(X, y)
     display = ConvergenceDisplay.from_estimator(clf)
     assert display.note is None
     assert display.lines_["constraint"] is None  # nothing to draw, said in text

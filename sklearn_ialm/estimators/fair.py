@@ -115,7 +115,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
     """Logistic classifier whose predictions meet a group-fairness bound.
 
     The fairness-constrained model of the paper (Section 5.1), fitted by Stoc-iALM with
-    PStorm, with the constraints of fairlearn's metrics. With the score
+    PStorm, with the constraints of fairlearn's metrics (by default demographic parity, a
+    gap of at most 0.1; the paper's constraint is ``constraint="positive_share"``). With the score
     ``s(x) = x @ coef_.T + intercept_`` and the groups given by ``sensitive_features``:
 
     ``min  mean of loss(y, s(x))   s.t.   the fairness metric of predict meets bound``
@@ -137,7 +138,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
 
     or one of two constraints per protected group ``g``:
 
-    ``"positive_share"`` (the paper's)
+    ``"positive_share"`` (the paper's model; not the default)
         group ``g`` receives at least the share ``bound`` of the positive predictions;
     ``"disparate_impact"``
         ``g``'s selection rate is at least ``bound`` times the overall selection rate.
@@ -152,8 +153,12 @@ class FairLogisticClassifier(BaseIALMClassifier):
 
     Parameters
     ----------
-    constraint : str, default="positive_share"
-        The fairness constraint, see above.
+    constraint : str, default="demographic_parity"
+        The fairness constraint, see above. The default is what a fairlearn user expects
+        (``demographic_parity_difference`` of :meth:`predict` at most ``bound``, 0.1 by
+        default). Until this release the default was ``"positive_share"``, the paper's
+        model, which stays a named option: pass ``constraint="positive_share"`` for it (with
+        ``preset="paper"`` for the paper's solver settings too).
     bound : float, default=None
         The bound: a largest gap in [0, 1) (difference form), a smallest ratio in (0, 1]
         (ratio form, ``"disparate_impact"``), a smallest share in (0, 1)
@@ -386,7 +391,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
     >>> from sklearn_ialm import FairLogisticClassifier
     >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
     >>> groups = np.where(X[:, 2] < -0.5, "b", "a")  # "b": 137 rows, 5 positives
-    >>> clf = FairLogisticClassifier(bound=0.2, max_passes=1000, random_state=0)
+    >>> clf = FairLogisticClassifier(
+    ...     constraint="positive_share", bound=0.2, max_passes=1000, random_state=0
+    ... )
     >>> clf = clf.fit(X, y, sensitive_features=groups)
     >>> clf.protected_groups_
     array(['b'], dtype='<U1')
@@ -420,7 +427,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
     def __init__(
         self,
         *,
-        constraint="positive_share",
+        constraint="demographic_parity",
         bound=None,
         form=None,
         protected_groups=None,

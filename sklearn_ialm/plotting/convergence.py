@@ -452,7 +452,9 @@ class ConvergenceDisplay:
         >>> from sklearn_ialm.plotting import ConvergenceDisplay
         >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
         >>> groups = np.where(X[:, 2] < -0.5, "b", "a")
-        >>> clf = FairLogisticClassifier(bound=0.2, max_passes=1000, random_state=0)
+        >>> clf = FairLogisticClassifier(
+        ...     constraint="positive_share", bound=0.2, max_passes=1000, random_state=0
+        ... )
         >>> clf = clf.fit(X, y, sensitive_features=groups)
         >>> display = ConvergenceDisplay.from_estimator(clf)
         >>> print(display.note)
