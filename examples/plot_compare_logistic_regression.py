@@ -42,9 +42,9 @@ logreg = LogisticRegression(max_iter=1000).fit(X, y)
 fair = {"LogisticRegression": share_and_accuracy(logreg.predict(X_test))}
 bounds = [0.1, 0.12, 0.14]
 for bound in bounds:
-    clf = FairLogisticClassifier(bound=bound, random_state=0).fit(
-        X, y, sensitive_features=g
-    )
+    clf = FairLogisticClassifier(
+        constraint="positive_share", bound=bound, random_state=0
+    ).fit(X, y, sensitive_features=g)
     fair[f"share >= {bound}"] = share_and_accuracy(clf.predict(X_test))
 
 try:  # fairlearn is optional

@@ -88,7 +88,9 @@ display = ConvergenceDisplay.from_estimator(share_clf)
 # A larger share: ``bound=0.12``
 # ------------------------------
 # The bound is a dial: a larger share for the group, at some accuracy.
-larger = FairLogisticClassifier(bound=0.12, random_state=0)
+larger = FairLogisticClassifier(
+    constraint="positive_share", bound=0.12, random_state=0
+)
 larger.fit(X, y, sensitive_features=groups)
 print(
     f"converged: {larger.converged_} after {larger.n_data_passes_:.0f} data passes; "

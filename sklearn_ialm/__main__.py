@@ -12,6 +12,12 @@ and prints, for each bound, the rate that ``predict`` gives on the training rows
 rows the model has not seen (the rest of spambase; the a9a test file), whether the bound is
 met on each, the smooth ("soft") rate the solver worked with beside them, the model's
 accuracy next to :class:`~sklearn.linear_model.LogisticRegression`'s, and the cost.
+
+Then, because one split at one bound shows one side of the story, Neyman-Pearson against
+``LogisticRegression`` thresholded at the same training false-positive rate over
+``--splits`` random splits of spambase at ``max_fpr`` 0.05, 0.1 and 0.2, with the
+preprocessing a user reaches for first (``StandardScaler``): how often each has the lower
+false-negative rate on the new rows. At 0.05 and 0.1 LogisticRegression usually wins.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import warnings
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 from . import FairLogisticClassifier, NeymanPearsonClassifier, __version__
 from .datasets import load_a9a, load_spambase
@@ -75,16 +82,66 @@ def neyman_pearson(seed: int, max_fpr: float = 0.2) -> bool:
     print(f"  soft rate        {clf.train_soft_fpr_:.4f} (mean sigmoid score of the ham rows)")
     # The baseline a user would try: logistic regression, thresholded on the training ham so
     # that it flags the same share.
-    lr = LogisticRegression(max_iter=1000).fit(X_tr, y_tr)
-    s_tr = lr.decision_function(X_tr)
-    t = np.quantile(s_tr[y_tr == 0], 1 - clf.train_fpr_, method="higher")
-    pred = lr.decision_function(X_te) > t
+    pred = _lr_at_training_fpr(X_tr, y_tr, clf.train_fpr_)(X_te)
     print(
         f"  LogisticRegression at the same training FPR: new rows FPR "
         f"{np.mean(pred[y_te == 0]):.4f}, FNR {np.mean(~pred[y_te == 1]):.4f}"
     )
     _cost(clf, seconds)
     return clf.converged_ and clf.train_fpr_ <= max_fpr
+
+
+def _lr_at_training_fpr(X_tr, y_tr, fpr):
+    """LogisticRegression thresholded so that it flags the share ``fpr`` of the training
+    negatives: the baseline a user would try."""
+    lr = LogisticRegression(max_iter=1000).fit(X_tr, y_tr)
+    s_tr = lr.decision_function(X_tr)
+    t = np.quantile(s_tr[y_tr == 0], 1 - fpr, method="higher")
+    return lambda X: lr.decision_function(X) > t
+
+
+def neyman_pearson_both_ways(seed: int, splits: int = 10, max_fprs=(0.05, 0.1, 0.2)) -> dict:
+    """Win counts of Neyman-Pearson and of LogisticRegression (same training FPR) on the new
+    rows' false-negative rate, over ``splits`` splits of spambase, standardised."""
+    X, y = load_spambase(return_X_y=True)
+    print(
+        f"Neyman-Pearson against LogisticRegression at the same training FPR: spambase, "
+        f"StandardScaler, {splits} random 70/30 splits per bound; lower false-negative rate "
+        "on the new rows wins"
+    )
+    print(
+        "  max_fpr  NP wins  LR wins  ties  new rows: NP FNR  LR FNR  NP FPR  LR FPR"
+    )  # fmt: skip
+    counts = {}
+    for max_fpr in max_fprs:
+        rows = []
+        for split in range(splits):
+            X_tr, X_te, y_tr, y_te = train_test_split(
+                X, y, test_size=0.3, stratify=y, random_state=seed + 1000 * split + 1
+            )
+            scaler = StandardScaler().fit(X_tr)
+            X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
+            clf = NeymanPearsonClassifier(max_fpr=max_fpr, random_state=seed + split)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # judged below on the new rows
+                clf.fit(X_tr, y_tr)
+            lr = _lr_at_training_fpr(X_tr, y_tr, clf.train_fpr_)
+            np_pred, lr_pred = clf.predict(X_te) == 1, lr(X_te)
+            rows.append([
+                np.mean(~np_pred[y_te == 1]), np.mean(~lr_pred[y_te == 1]),
+                np.mean(np_pred[y_te == 0]), np.mean(lr_pred[y_te == 0]),
+            ])  # fmt: skip
+        r = np.array(rows)
+        won = int(np.sum(r[:, 0] < r[:, 1]))
+        lost = int(np.sum(r[:, 0] > r[:, 1]))
+        counts[max_fpr] = (won, lost, splits - won - lost)
+        mean = r.mean(axis=0)
+        tied = splits - won - lost
+        print(
+            f"  {max_fpr:<7g}  {won:>3}/{splits:<3}  {lost:>3}/{splits:<3}  {tied:>4}"
+            f"  {mean[0]:15.4f}  {mean[1]:.4f}  {mean[2]:.4f}  {mean[3]:.4f}"
+        )
+    return counts
 
 
 def fairness(seed: int, bound: float = 0.1) -> bool:
@@ -120,9 +177,14 @@ def fairness(seed: int, bound: float = 0.1) -> bool:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sklearn_ialm", description=__doc__)
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--splits", type=int, default=10, help="splits per bound of the comparison (default 10)"
+    )
     args = parser.parse_args(argv)
     print(f"sklearn-ialm {__version__}: default settings, seed {args.seed}\n")
     ok = neyman_pearson(args.seed)
+    print()
+    neyman_pearson_both_ways(args.seed, args.splits)
     print()
     ok &= fairness(args.seed)
     return 0 if ok else 1

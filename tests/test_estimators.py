@@ -31,7 +31,7 @@ from sklearn_ialm.solver import stoc_ialm
 # The paper's model (soft constraint, one multiplier) at the paper's tol; the default
 # logistic model is tested in tests/test_hard_bounds.py.
 NP_KW = dict(max_fpr=0.2, max_passes=1000, loss="sigmoid", tol=1e-2)
-FAIR_KW = dict(bound=0.2, max_passes=1000)
+FAIR_KW = dict(constraint="positive_share", bound=0.2, max_passes=1000)
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +135,9 @@ def test_fair_two_groups_protects_the_minority_and_meets_the_bound(data):
     X, y, groups = data
     # Unconstrained, group "b" gets under 10% of the positive predictions.
     with pytest.warns(UserWarning, match="void"):
-        free = FairLogisticClassifier(max_passes=1000, random_state=0).fit(X, y)
+        free = FairLogisticClassifier(
+            constraint="positive_share", max_passes=1000, random_state=0
+        ).fit(X, y)
     assert _soft_share(free, X, groups, "b") < 0.1
     # "a" has 163 rows, "b" 137: the rule protects "b" only, one constraint.
     clf = FairLogisticClassifier(**FAIR_KW, random_state=0).fit(X, y, sensitive_features=groups)
@@ -156,7 +158,9 @@ def test_fair_two_groups_protects_the_minority_and_meets_the_bound(data):
 def test_fair_three_groups_one_multiplier_per_group_and_every_constraint_met(data):
     X, y, _ = data
     groups = np.digitize(X[:, 0], np.quantile(X[:, 0], [0.3, 0.65]))  # 90 / 105 / 105 rows
-    clf = FairLogisticClassifier(bound=0.3, max_passes=1000, random_state=0)
+    clf = FairLogisticClassifier(
+        constraint="positive_share", bound=0.3, max_passes=1000, random_state=0
+    )
     clf.fit(X, y, sensitive_features=groups)
     assert_array_equal(clf.protected_groups_, [0, 1, 2])
     assert clf.multipliers_.shape == (3,) and clf.constraint_values_.shape == (3,)
@@ -172,7 +176,9 @@ def test_fair_three_groups_one_multiplier_per_group_and_every_constraint_met(dat
 def test_fair_three_groups_with_an_active_constraint(data):
     X, y, _ = data
     groups = np.digitize(X[:, 1], np.quantile(X[:, 1], [0.3, 0.65]))  # shares .14/.32/.54
-    clf = FairLogisticClassifier(bound=0.18, max_passes=1000, random_state=0)
+    clf = FairLogisticClassifier(
+        constraint="positive_share", bound=0.18, max_passes=1000, random_state=0
+    )
     clf.fit(X, y, sensitive_features=groups)
     p = expit(X @ clf.coef_[0] + clf.intercept_[0])
     for k in range(3):
@@ -236,7 +242,7 @@ def test_convergence_warning_when_max_passes_is_tiny(data, kind):
     if kind == "np":
         clf, kw = NeymanPearsonClassifier(max_passes=1, random_state=0), {}
     else:
-        clf = FairLogisticClassifier(max_passes=1, random_state=0)
+        clf = FairLogisticClassifier(constraint="positive_share", max_passes=1, random_state=0)
         kw = dict(sensitive_features=groups)
     with pytest.warns(ConvergenceWarning, match=r"did not converge.*max_passes=1\b"):
         clf.fit(X, y, **kw)
@@ -253,7 +259,9 @@ def test_infeasible_bound_is_reported_not_hidden():
     X, y = make_classification(n_samples=200, n_features=4, random_state=1)
     groups = (np.random.default_rng(0).random(200) < 0.3).astype(int)
     # (The paper's soft model: on predictions a model with very few positives meets it.)
-    clf = FairLogisticClassifier(bound=0.9, rate="soft", max_passes=100, random_state=0)
+    clf = FairLogisticClassifier(
+        constraint="positive_share", bound=0.9, rate="soft", max_passes=100, random_state=0
+    )
     with pytest.warns(ConvergenceWarning) as record:
         clf.fit(X, y, sensitive_features=groups)
     (msg,) = [str(w.message) for w in record if issubclass(w.category, ConvergenceWarning)]
@@ -266,6 +274,7 @@ def test_infeasible_bound_is_reported_not_hidden():
 # -- bad input ---------------------------------------------------------------------------------
 def _fit_fair(X, y, **kw):
     params = {k: kw.pop(k) for k in list(kw) if k not in ("sensitive_features", "sample_weight")}
+    params.setdefault("constraint", "positive_share")
     return FairLogisticClassifier(max_passes=5, random_state=0, **params).fit(X, y, **kw)
 
 
@@ -370,9 +379,13 @@ def test_more_bad_input(data):
     with pytest.raises(ValueError, match="The 'sigma' parameter"):
         NeymanPearsonClassifier(sigma=1.0).fit(X, y)
     with pytest.raises(ValueError, match="The 'batch_size' parameter"):
-        FairLogisticClassifier(batch_size=1).fit(X, y, sensitive_features=groups)
+        FairLogisticClassifier(constraint="positive_share", batch_size=1).fit(
+            X, y, sensitive_features=groups
+        )
     with pytest.raises(ValueError, match="The 'preset' parameter"):
-        FairLogisticClassifier(preset="fast").fit(X, y, sensitive_features=groups)
+        FairLogisticClassifier(constraint="positive_share", preset="fast").fit(
+            X, y, sensitive_features=groups
+        )
     # Demographic parity at bound 0 (exact parity) is a valid request.
     with pytest.warns(ConvergenceWarning):
         _fit_fair(X, y, sensitive_features=groups, constraint="demographic_parity", bound=0.0)
@@ -381,7 +394,7 @@ def test_more_bad_input(data):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_void_constraint_warns_and_fits_the_unconstrained_model(data):
     X, y, groups = data
-    kw = dict(max_passes=50, random_state=0)
+    kw = dict(constraint="positive_share", max_passes=50, random_state=0)
     with pytest.warns(UserWarning, match="sensitive_features is None: the fairness constraint"):
         free = FairLogisticClassifier(**kw).fit(X, y)
     with pytest.warns(UserWarning, match=r"a single group \('a'\).*void"):
@@ -415,7 +428,9 @@ def test_integer_weights_define_the_repeated_problem(data, captured, kind):
         est.fit(X, y, sample_weight=sw)
         est.fit(X[rep], y[rep])
     else:
-        est = FairLogisticClassifier(max_passes=1, random_state=0, protected_groups=["a", "b"])
+        est = FairLogisticClassifier(
+            constraint="positive_share", max_passes=1, random_state=0, protected_groups=["a", "b"]
+        )
         est.fit(X, y, sensitive_features=groups, sample_weight=sw)
         est.fit(X[rep], y[rep], sensitive_features=groups[rep])
     weighted, repeated = captured[0].problem, captured[1].problem
@@ -427,7 +442,7 @@ def test_integer_weights_define_the_repeated_problem(data, captured, kind):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_class_weight_is_a_sample_weight_in_objective_and_constraints(data, captured):
     X, y, groups = data
-    kw = dict(max_passes=20, random_state=0)
+    kw = dict(constraint="positive_share", max_passes=20, random_state=0)
     cw = FairLogisticClassifier(class_weight={0: 3.0, 1: 1.0}, **kw)
     cw.fit(X, y, sensitive_features=groups)
     sw = FairLogisticClassifier(**kw).fit(
@@ -465,7 +480,7 @@ def test_zero_weight_is_the_same_as_removing_the_row(data):
     sw = np.ones(300)
     sw[::7] = 0.0
     keep = sw > 0
-    kw = dict(max_passes=30, random_state=0)
+    kw = dict(constraint="positive_share", max_passes=30, random_state=0)
     a = FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups, sample_weight=sw)
     b = FairLogisticClassifier(**kw).fit(X[keep], y[keep], sensitive_features=groups[keep])
     assert_array_equal(a.coef_, b.coef_)
@@ -550,7 +565,9 @@ def test_sparse_and_dense_give_the_same_model(data, kind):
         make = lambda: NeymanPearsonClassifier(max_passes=200, random_state=0)  # noqa: E731
         kw = {}
     else:
-        make = lambda: FairLogisticClassifier(max_passes=200, random_state=0)  # noqa: E731
+        make = lambda: FairLogisticClassifier(  # noqa: E731
+            constraint="positive_share", max_passes=200, random_state=0
+        )
         kw = dict(sensitive_features=groups)
     dense, sparse = make().fit(X, y, **kw), make().fit(Xs, y, **kw)
     assert_allclose(sparse.coef_, dense.coef_, rtol=1e-9, atol=1e-12)
@@ -566,7 +583,9 @@ def test_sparse_and_dense_give_the_same_model(data, kind):
 def test_sparse_input_is_not_densified(data, captured):
     X, y, groups = data
     Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
-    FairLogisticClassifier(max_passes=1, random_state=0).fit(Xs, y, sensitive_features=groups)
+    FairLogisticClassifier(constraint="positive_share", max_passes=1, random_state=0).fit(
+        Xs, y, sensitive_features=groups
+    )
     NeymanPearsonClassifier(max_passes=1, random_state=0).fit(Xs, y)
     for call in captured:
         assert sp.issparse(call.problem.A_obj.A) and sp.issparse(call.problem.A_con.A)
@@ -579,7 +598,7 @@ def test_pickle_round_trip(data, kind):
     if kind == "np":
         clf = NeymanPearsonClassifier(max_passes=50, random_state=0).fit(X, y)
     else:
-        clf = FairLogisticClassifier(max_passes=50, random_state=0)
+        clf = FairLogisticClassifier(constraint="positive_share", max_passes=50, random_state=0)
         clf.fit(X, y, sensitive_features=groups)
     clone = pickle.loads(pickle.dumps(clf))
     assert_array_equal(clone.predict(X), clf.predict(X))
@@ -626,7 +645,9 @@ def test_warm_start_continues_from_the_previous_solution(data, captured):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_warm_start_with_changed_problem(data, captured):
     X, y, groups = data
-    clf = FairLogisticClassifier(max_passes=20, random_state=0, warm_start=True)
+    clf = FairLogisticClassifier(
+        constraint="positive_share", max_passes=20, random_state=0, warm_start=True
+    )
     with pytest.warns(UserWarning, match="void"):
         clf.fit(X, y)
     # Now constrained: the weights carry over, the (absent) multipliers cannot.
@@ -660,7 +681,7 @@ def test_pandas_input_and_intersectional_groups(data):
     # (X[:, 3] would leave an intersection of 1 row, which sensitive_features refuses.)
     age = np.where(X[:, 0] > 0, "old", "young")
     sens = pd.DataFrame({"group": groups, "age": age})
-    kw = dict(max_passes=20, random_state=0)
+    kw = dict(constraint="positive_share", max_passes=20, random_state=0)
     clf = FairLogisticClassifier(**kw).fit(df, pd.Series(y), sensitive_features=sens["group"])
     assert_array_equal(clf.feature_names_in_, df.columns)
     assert_array_equal(clf.protected_groups_, ["b"])
@@ -690,7 +711,7 @@ def test_pandas_input_and_intersectional_groups(data):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_explicit_protected_groups_and_minority_rule(data):
     X, y, groups = data
-    kw = dict(max_passes=10, random_state=0)
+    kw = dict(constraint="positive_share", max_passes=10, random_state=0)
     both = FairLogisticClassifier(protected_groups=["a", "b"], **kw)
     both.fit(X, y, sensitive_features=groups)
     assert_array_equal(both.protected_groups_, ["a", "b"])
@@ -722,7 +743,9 @@ def test_grid_search_routes_sensitive_features_per_fold():
     groups = np.random.default_rng(0).integers(0, 3, size=150)
     X[:, -1] = groups  # the scaled column tells which group a row is in
     RecordingFair.received.clear()
-    pipe = make_pipeline(StandardScaler(), RecordingFair(max_passes=20, random_state=0))
+    pipe = make_pipeline(
+        StandardScaler(), RecordingFair(constraint="positive_share", max_passes=20, random_state=0)
+    )
     search = GridSearchCV(pipe, {"recordingfair__bound": [0.2, 0.3]}, cv=3)
     with config_context(enable_metadata_routing=True):
         search.fit(X, y, sensitive_features=groups)
@@ -769,7 +792,9 @@ def test_no_global_rng_is_touched(data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         NeymanPearsonClassifier(max_passes=5, random_state=0).fit(X, y)
-        FairLogisticClassifier(max_passes=5, random_state=0).fit(X, y, sensitive_features=groups)
+        FairLogisticClassifier(constraint="positive_share", max_passes=5, random_state=0).fit(
+            X, y, sensitive_features=groups
+        )
     assert_array_equal(np.random.get_state()[1], state)  # noqa: NPY002
 
 

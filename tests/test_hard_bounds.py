@@ -319,3 +319,54 @@ def test_penalty_schedule_follows_the_preset(preset, beta0, sigma, monkeypatch):
         )
     assert chosen and set(chosen) == {(beta0, sigma)}
     assert {(r.settings["beta0"], r.settings["sigma"]) for r in runs} == {(2.0, 3.0)}
+
+
+def test_calibrated_wrapper_is_another_rule():
+    """The bound is on the estimator's predict. CalibratedClassifierCV predicts by its own
+    rule (recalibrated probability > 0.5, models refitted on folds): its predictions are a
+    different classifier with no bound (fairlearn's gap 0.21 here), as the docs say."""
+    from fairlearn.metrics import demographic_parity_difference
+    from sklearn.calibration import CalibratedClassifierCV
+
+    from sklearn_ialm.estimators._base import BaseIALMClassifier
+
+    X, y = make_classification(
+        n_samples=2000, n_features=10, n_informative=5, shuffle=False, random_state=0
+    )
+    noise = np.random.default_rng(0).normal(scale=0.5, size=len(X))
+    groups = (X[:, 0] + noise > 0.5).astype(int)
+    kw = dict(constraint="demographic_parity", bound=0.05, random_state=0)
+    fair = FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups)
+    gap = demographic_parity_difference(y, fair.predict(X), sensitive_features=groups)
+    assert fair.bound_met_ and 0.05 - 0.005 <= gap <= 0.05
+    wrapped = CalibratedClassifierCV(FairLogisticClassifier(**kw), method="sigmoid", cv=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wrapped.fit(X, y, sensitive_features=groups)
+    pred = wrapped.predict(X)
+    wrapped_gap = demographic_parity_difference(y, pred, sensitive_features=groups)
+    # Another rule: it disagrees with predict on many rows, and nothing bounds its gap.
+    assert np.mean(pred != fair.predict(X)) > 0.02
+    assert wrapped_gap > 0.05, wrapped_gap
+    doc = BaseIALMClassifier.predict_proba.__doc__
+    assert "CalibratedClassifierCV" in doc and "carries no bound" in doc
+
+
+def test_default_constraint_is_fairlearns_demographic_parity():
+    """Issue 23.13: FairLogisticClassifier() bounds what a fairlearn user measures first,
+    demographic_parity_difference of predict, at 0.1; the paper's constraint is named."""
+    from fairlearn.metrics import demographic_parity_difference
+
+    X, y = make_classification(
+        n_samples=2000, n_features=10, n_informative=5, shuffle=False, random_state=0
+    )
+    noise = np.random.default_rng(0).normal(scale=0.5, size=len(X))
+    groups = (X[:, 0] + noise > 0.5).astype(int)
+    clf = FairLogisticClassifier(random_state=0).fit(X, y, sensitive_features=groups)
+    assert clf.constraint == "demographic_parity" and clf.bound_ == 0.1
+    gap = demographic_parity_difference(y, clf.predict(X), sensitive_features=groups)
+    assert clf.hard_constraint_values_[0] == pytest.approx(gap, abs=1e-12)
+    assert clf.bound_met_ and 0.1 - clf.bound_tol <= gap <= 0.1
+    paper = FairLogisticClassifier(constraint="positive_share", random_state=0)
+    paper.fit(X, y, sensitive_features=groups)
+    assert paper.constraint_values_.shape == (1,) and paper.bound_ == 0.1

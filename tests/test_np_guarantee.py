@@ -21,6 +21,7 @@ import sklearn_ialm.estimators._base as base
 from sklearn_ialm import NeymanPearsonClassifier
 from sklearn_ialm.estimators._umbrella import (
     fpr_confidence_bounds,
+    training_fpr_upper_limit,
     umbrella_min_calibration_size,
     umbrella_rank,
     umbrella_threshold,
@@ -482,3 +483,115 @@ def test_np_roc_from_any_classifier_and_lazy_matplotlib(split):
     code = "import sys, sklearn_ialm.plotting; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- small data (issue 23) -----------------------------------------------------------------------
+def _nproc_rank(n, alpha, delta):
+    """nproc's order statistic, written from Tong, Feng & Li (2018) term by term: the smallest
+    k with sum_{j=k}^{n} C(n, j) (1 - alpha)^j alpha^(n - j) <= delta."""
+    for k in range(1, n + 1):
+        tail = sum(math.comb(n, j) * (1 - alpha) ** j * alpha ** (n - j) for j in range(k, n + 1))
+        if tail <= delta:
+            return k
+    return None
+
+
+@pytest.mark.parametrize("alpha, delta", [(0.1, 0.1), (0.1, 0.05), (0.05, 0.05), (0.2, 0.1)])
+def test_small_n_rank_and_split_are_nprocs(alpha, delta):
+    for n in range(1, 161):
+        k = _nproc_rank(n, alpha, delta)
+        if k is None:
+            with pytest.raises(ValueError, match="too few"):
+                umbrella_rank(n, alpha, delta)
+        else:
+            assert umbrella_rank(n, alpha, delta)[0] == k, n
+    # nproc trains on floor(n0 * split.ratio) negatives and calibrates on the rest; ours holds
+    # out ceil(n0 * calibration_size): the same count. 210 negatives -> 105 held out.
+    X, y = make_classification(n_samples=420, n_features=5, weights=[0.5], random_state=0)
+    n_neg = int((y == 0).sum())
+    clf = NeymanPearsonClassifier(
+        max_fpr=alpha, calibration="umbrella", delta=delta, max_passes=5, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    assert clf.n_calibration_ == n_neg - math.floor(n_neg * 0.5)
+    assert clf.calibration_rank_ == _nproc_rank(clf.n_calibration_, alpha, delta)
+
+
+def test_small_n_simulation_violation_rate_at_most_delta():
+    """210 training negatives, max_fpr = delta = 0.1 (the sizes of issue 23's table): over
+    many draws the population FPR (exact, Gaussian classes) exceeds max_fpr in at most delta
+    of them, up to Monte Carlo error. A finite test set adds its own noise on top: with 90
+    test negatives the exact chance that the *test* FPR exceeds 0.1 is 0.13 (see
+    benchmarks/np_small_data.py), so 5 of 20 splits over the bound is no evidence against
+    the rule."""
+    alpha, delta, reps, n_neg, n_pos = 0.1, 0.1, 200, 210, 120
+    violated = []
+    for rep in range(reps):
+        rng = np.random.default_rng([rep, 23])
+        X = np.vstack([rng.standard_normal((n_neg, 3)), MU + rng.standard_normal((n_pos, 3))])
+        y = np.repeat([0, 1], [n_neg, n_pos])
+        clf = NeymanPearsonClassifier(
+            max_fpr=alpha, calibration="umbrella", delta=delta, max_passes=10, random_state=rep
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            clf.fit(X, y)
+        violated.append(_population_fpr(clf, clf.threshold_) > alpha)
+    k, v = umbrella_rank(105, alpha, delta)
+    assert clf.n_calibration_ == 105 and clf.calibration_rank_ == k
+    share = np.mean(violated)
+    assert share <= delta + binom.ppf(0.999, reps, delta) / reps - delta, share
+    # Not by being needlessly strict either: continuous scores make the rate v(k) exactly.
+    assert share >= binom.ppf(0.0005, reps, v) / reps
+
+
+def test_training_fpr_upper_limit_is_the_order_statistics_quantile():
+    """Independent truth: thresholding n uniform scores at the order statistic that flags
+    floor(alpha n) of them, the population FPR is 1 - U_(k); its 1 - delta quantile over
+    draws is what the warning reads."""
+    n, alpha, delta = 210, 0.1, 0.05
+    k = n - math.floor(alpha * n)
+    rng = np.random.default_rng(0)
+    fpr = 1 - np.partition(rng.random((20_000, n)), k - 1, axis=1)[:, k - 1]
+    limit = training_fpr_upper_limit(n, alpha, delta)
+    assert np.mean(fpr > limit) == pytest.approx(delta, abs=4 * math.sqrt(delta / 20_000))
+    assert 1.25 * alpha < limit < training_fpr_upper_limit(100, alpha, delta)
+
+
+@pytest.mark.parametrize("n_samples, warns", [(420, True), (4000, False)])
+def test_few_training_negatives_warn_and_name_the_umbrella(n_samples, warns):
+    X, y = make_classification(n_samples=n_samples, n_features=5, random_state=0)
+    clf = NeymanPearsonClassifier(max_fpr=0.1, max_passes=50, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y)
+    texts = [str(w.message) for w in caught if "calibration='umbrella'" in str(w.message)]
+    assert bool(texts) == warns, texts
+    if warns:
+        n_neg = int((y == 0).sum())
+        limit = training_fpr_upper_limit(n_neg, 0.1, 0.05)
+        assert f"{n_neg} training negatives" in texts[0] and f"{limit:.3f}" in texts[0]
+        # The umbrella fit on the same rows says nothing of the kind: it certifies new data.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            clf.set_params(calibration="umbrella").fit(X, y)
+        assert not [w for w in caught if "calibration='umbrella'" in str(w.message)]
+
+
+def test_train_soft_fpr_is_the_raw_scores_sigmoid_and_threshold_is_documented():
+    X, y = make_classification(n_samples=2000, n_features=10, random_state=0)
+    clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(X, y)
+    neg = y == 0
+    raw_soft = float(np.mean(1 / (1 + np.exp(-clf.raw_decision_function(X[neg])))))
+    assert clf.train_soft_fpr_ == pytest.approx(raw_soft, rel=1e-12)
+    proba = float(clf.predict_proba(X[neg])[:, 1].mean())
+    # They differ by the threshold alone: predict_proba is the sigmoid of the shifted score.
+    assert clf.threshold_ != 0.0 and proba != pytest.approx(raw_soft, rel=1e-6)
+    shifted = clf.raw_decision_function(X[neg]) - clf.threshold_
+    shifted = float(np.mean(1 / (1 + np.exp(-shifted))))
+    assert proba == pytest.approx(shifted, rel=1e-12)
+    doc = NeymanPearsonClassifier.__doc__
+    assert "``0.0`` when ``calibration=None``" not in doc
+    assert f"{clf.threshold_:.4f}" in doc

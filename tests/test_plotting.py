@@ -28,7 +28,7 @@ from sklearn_ialm.solver import FunctionProblem, SampledProblem, ipc, stoc_ialm 
 @pytest.fixture(autouse=True)
 def _close_figures():
     yield
-    plt.close("all")
+    matplotlib.pyplot.close("all")
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,9 @@ def test_neyman_pearson_in_units_of_the_bound(np_clf):
 
 def test_positive_share_in_solver_units(data):
     X, y, groups = data
-    clf = FairLogisticClassifier(bound=0.2, max_passes=1000, random_state=0)
+    clf = FairLogisticClassifier(
+        constraint="positive_share", bound=0.2, max_passes=1000, random_state=0
+    )
     clf.fit(X, y, sensitive_features=groups)
     display = ConvergenceDisplay.from_estimator(clf)
     assert display.bound == 0.0
@@ -127,10 +129,12 @@ def test_unconstrained_fit_is_drawn(data):
     X, y, _ = data
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        clf = FairLogisticClassifier(random_state=0, max_passes=50).fit(X, y)
+        clf = FairLogisticClassifier(
+            constraint="positive_share", random_state=0, max_passes=50
+        ).fit(X, y)
     display = ConvergenceDisplay.from_estimator(clf)
     assert display.note is None
-    assert np.isnan(display.lines_["constraint"].get_ydata()).all()
+    assert display.lines_["constraint"] is None  # nothing to draw, said in text
 
 
 def test_several_seeds_mark_the_other_ends(data):
@@ -198,11 +202,17 @@ def test_from_results_several_seeds_and_ipc_on_the_same_axes():
     assert len(display.runs) == 3 and display.tol == 1e-2
     other = ConvergenceDisplay.from_results(ipc(problem), name="IPC", ax=display.ax_)
     assert other.ax_[0] is display.ax_[0]
-    colors = {display.lines_["primal_residual"].get_color()}
-    colors.add(other.lines_["primal_residual"].get_color())
+    colors = {display.lines_["dual_residual"].get_color()}
+    colors.add(other.lines_["dual_residual"].get_color())
     assert len(colors) == 2
     labels = [line.get_label() for line in display.ax_[1].get_lines()]
-    assert "Stoc-iALM: primal" in labels and "IPC: dual" in labels
+    assert "Stoc-iALM: dual" in labels and "IPC: dual" in labels
+    # A primal residual that is 0 at every check has no line on the log axis, nor a legend
+    # entry; one with data has both.
+    for d, name in ((display, "Stoc-iALM"), (other, "IPC")):
+        drawn = any((r["primal_residual"] > 0).any() for r in d.runs)
+        assert (d.lines_["primal_residual"] is not None) == drawn
+        assert (f"{name}: primal" in labels) == drawn
     assert labels.count("tol 0.01") == 1  # the decoration is drawn once
 
 
@@ -297,3 +307,26 @@ def test_np_roc_display_of_a_pipeline_draws_max_fpr_and_its_operating_point(data
     with pytest.raises(NotFittedError):
         unfitted = make_pipeline(StandardScaler(), NeymanPearsonClassifier())
         NPROCDisplay.from_estimator(unfitted, X, y)
+
+
+def test_what_has_no_data_is_not_drawn(data):
+    """Issue 23: the landing page's default Neyman-Pearson model has no constraint in the
+    solver: no empty constraint panel with a "bound 0" legend, no "primal residual" legend
+    entry without a line (0 on a log axis); the panels say so in text."""
+    X, y, _ = data
+    clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(X, y)
+    assert np.isnan(clf.history_["constraint"]).all()
+    assert (clf.history_["primal_residual"] == 0).all()
+    display = ConvergenceDisplay.from_estimator(clf)
+    ax_c, ax_r = display.ax_
+    assert display.lines_["constraint"] is None and display.lines_["primal_residual"] is None
+    assert not ax_c.lines and ax_c.get_legend() is None and not ax_c.axison
+    assert any("no constraint" in t.get_text() for t in ax_c.texts)
+    labels = ax_r.get_legend_handles_labels()[1]
+    assert "primal residual" not in labels and "dual residual" in labels
+    assert "primal residual: 0" in ax_r.get_title()
+    # Every legend entry has data behind it.
+    for line in ax_r.lines:
+        if not line.get_label().startswith("_") and line.get_label() != "tol 0.003":
+            assert np.isfinite(line.get_ydata()).any()
+    matplotlib.pyplot.close("all")

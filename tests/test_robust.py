@@ -166,7 +166,14 @@ def test_C_matches_logistic_regression_after_a_scaler(classification):
     Xtr, _, ytr, _ = classification
     C = 0.01  # strong enough that the penalty shapes the model
     est, _ = _fit(
-        FairLogisticClassifier(loss="logistic", C=C, tol=1e-3, max_passes=300, random_state=0),
+        FairLogisticClassifier(
+            constraint="positive_share",
+            loss="logistic",
+            C=C,
+            tol=1e-3,
+            max_passes=300,
+            random_state=0,
+        ),
         Xtr,
         ytr,
     )
@@ -187,7 +194,11 @@ def test_C_matches_logistic_regression_after_a_scaler(classification):
     assert_allclose(w, lr.coef_[0], atol=0.05)
     # And C=None is the paper's unpenalised model: larger weights.
     free, _ = _fit(
-        FairLogisticClassifier(loss="logistic", C=None, max_passes=50, random_state=0), Xtr, ytr
+        FairLogisticClassifier(
+            constraint="positive_share", loss="logistic", C=None, max_passes=50, random_state=0
+        ),
+        Xtr,
+        ytr,
     )
     assert np.linalg.norm(free.coef_) > np.linalg.norm(est.coef_)
 
@@ -264,7 +275,7 @@ def small():
 def test_series_index_disagreeing_with_X_is_an_error(small):
     X, y, groups = small
     df = pd.DataFrame(X, index=np.arange(300) + 1000)
-    clf = FairLogisticClassifier(max_passes=5)
+    clf = FairLogisticClassifier(constraint="positive_share", max_passes=5)
     with pytest.raises(ValueError, match="sensitive_features has a pandas index"):
         clf.fit(df, y, sensitive_features=pd.Series(groups))
     with pytest.raises(ValueError, match="y has a pandas index"):
@@ -294,7 +305,7 @@ def test_pos_label_chooses_the_positive_class(small):
 
 def test_continuous_and_tiny_groups_are_refused(small):
     X, y, groups = small
-    clf = FairLogisticClassifier(max_passes=5)
+    clf = FairLogisticClassifier(constraint="positive_share", max_passes=5)
     with pytest.raises(ValueError, match="300 distinct values for 300 rows: it looks continuous"):
         clf.fit(X, y, sensitive_features=X[:, 0])
     tiny = groups.copy()

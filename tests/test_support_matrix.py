@@ -49,7 +49,7 @@ def test_balanced_class_weight_uses_the_weighted_class_totals(weighted_data):
     # release (compute_class_weight takes sample_weight only from 1.7): the same model as
     # the explicit row weights.
     X, y, groups, sw = weighted_data
-    kw = dict(max_passes=20, random_state=0)
+    kw = dict(constraint="positive_share", max_passes=20, random_state=0)
     totals = np.array([sw[y == 0].sum(), sw[y == 1].sum()])
     expected = sw.sum() / (2 * totals)
     assert not np.allclose(expected, len(y) / (2 * np.bincount(y)))  # weights matter here

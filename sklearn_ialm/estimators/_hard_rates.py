@@ -144,7 +144,16 @@ def _segment_point(problem, units, z_in, z_out, offset):
     return 0.5 * (bounds[i] + bounds[i + 1]) if i > 0 else 0.0
 
 
-def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) -> HardRateFit:
+def _say(verbose, text):
+    """With ``verbose``, which solve of the steering starts and why (the solver's own lines
+    restart at ``k=0`` with each solve)."""
+    if verbose:
+        print(f"[steering] {text}")
+
+
+def fit_hard_rates(
+    problem, solve, *, bound_tol, max_rounds=8, budget=np.inf, verbose=0
+) -> HardRateFit:
     """Fit ``problem`` so that its constraints hold on hard predictions (see module docstring).
 
     Parameters
@@ -161,6 +170,8 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
         Solves before falling back to the constant model.
     budget : float
         Data passes for all rounds together.
+    verbose : int
+        ``> 0`` prints a line before each solve: which one, and why it is needed.
     """
     base = problem.offset.copy()
     units = _Units(problem)
@@ -175,6 +186,8 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
     for rnd in range(max_rounds):
         if passes >= budget:
             break
+        if rnd == 0:
+            _say(verbose, "solve 1: the surrogate (soft rates) at the bound itself")
         offset = base + units.spread @ shift
         result = solve(problem.with_offset(offset), rnd, warm, budget - passes)
         results.append(result)
@@ -208,6 +221,13 @@ def fit_hard_rates(problem, solve, *, bound_tol, max_rounds=8, budget=np.inf) ->
             slope = _secant_slope(trace[k], 1.0, 0.25, 4.0)
             # The next solve's soft bound binds where the hard value should reach target.
             shift[k] = (hard[k] - target) / slope - soft[k]
+        _say(
+            verbose,
+            f"solve {rnd + 2}: on predictions the constraints are "
+            f"{np.round(hard, 4).tolist()} (a value > 0 misses the bound, an active one "
+            f"below -{bound_tol:g} leaves it unused; {passes:.3g} of {budget:g} passes "
+            f"spent): moving the surrogate's bound by {(np.round(-shift, 4) + 0.0).tolist()}",
+        )
         warm = (result.x, result.multipliers, result.slack)
         # Kept above if needed; dropped here, the next solve's scores do not come on top.
         del scores
@@ -289,8 +309,9 @@ def rate_threshold(scores, weights, max_rate) -> float:
 
 
 def fit_negative_weight(
-    problem, solve, negatives, weights, max_rate, *, budget, max_rounds=8, rel_tol=0.25
-) -> HardRateFit:
+    problem, solve, negatives, weights, max_rate, *, budget, max_rounds=8, rel_tol=0.25,
+    verbose=0,
+) -> HardRateFit:  # fmt: skip
     """Weight the negatives of a logistic ``problem`` until ``score > 0`` flags about
     ``max_rate`` of them.
 
@@ -314,6 +335,8 @@ def fit_negative_weight(
     max_rate : float
     budget : float
         Data passes for all solves together.
+    verbose : int
+        ``> 0`` prints a line before each solve: which one, and why it is needed.
     """
     base_u = problem.u  # read only: each round's weights are a new array
     floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
@@ -324,6 +347,7 @@ def fit_negative_weight(
         if passes >= budget:
             break
         if rnd == 0:
+            _say(verbose, "solve 1: logistic regression, the negatives weighing 1")
             pb = problem
         else:
             u = np.where(negatives, np.exp(log_w), 1.0)
@@ -344,6 +368,13 @@ def fit_negative_weight(
         trace.append((log_w, error))
         # The rate falls about as the weight grows; at most a factor e^3 a step.
         log_w -= float(np.clip(error / _secant_slope(trace, -1.0, -4.0, -0.25), -3.0, 3.0))
+        if rnd + 1 < max_rounds and passes < budget:
+            _say(
+                verbose,
+                f"solve {rnd + 2}: the boundary flags {rate:.4f} of the negatives, not within "
+                f"a factor {1 + rel_tol:g} of max_fpr={max_rate:g} ({passes:.3g} of "
+                f"{budget:g} passes spent): weighting the negatives {np.exp(log_w):.4g}",
+            )
         warm = (result.x, None, None)
         # Kept in best if needed; the next round's scores do not come on top.
         del scores

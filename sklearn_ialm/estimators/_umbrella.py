@@ -36,6 +36,7 @@ from scipy.stats import binom
 __all__ = [
     "UmbrellaThreshold",
     "fpr_confidence_bounds",
+    "training_fpr_upper_limit",
     "umbrella_min_calibration_size",
     "umbrella_rank",
     "umbrella_threshold",
@@ -213,3 +214,31 @@ def fpr_confidence_bounds(n_calibration: int, delta: float) -> tuple[np.ndarray,
     delta = _check_rate(delta, "delta")
     k = np.arange(1, n + 1)
     return beta_dist.ppf(delta, n - k + 1, k), beta_dist.isf(delta, n - k + 1, k)
+
+
+def training_fpr_upper_limit(n_negatives: int, max_fpr: float, delta: float) -> float:
+    """How far above ``max_fpr`` a threshold set on ``n`` negatives may put new rows' rate.
+
+    A threshold that flags ``floor(max_fpr * n)`` of ``n`` negatives is the order statistic
+    ``s_(k)``, ``k = n - floor(max_fpr * n)``. Were those negatives fresh draws, its
+    population false-positive rate would follow ``Beta(n - k + 1, k)`` (continuous scores);
+    this returns its upper ``1 - delta`` quantile, the value the rate on new rows exceeds
+    with probability ``delta`` from sampling alone. A model fitted on the same negatives
+    overfits them as well, so the real spread is wider: this is a lower bound on the
+    problem, used to tell a user when the training-rows reading will not carry to new rows.
+
+    Examples
+    --------
+    >>> from sklearn_ialm.estimators._umbrella import training_fpr_upper_limit
+    >>> round(training_fpr_upper_limit(210, 0.1, 0.05), 3)
+    0.141
+    >>> round(training_fpr_upper_limit(5000, 0.1, 0.05), 3)
+    0.107
+    """
+    n = int(n_negatives)
+    if n < 1:
+        raise ValueError(f"n_negatives must be >= 1, got {n_negatives!r}.")
+    alpha = _check_rate(max_fpr, "max_fpr")
+    delta = _check_rate(delta, "delta")
+    k = n - math.floor(alpha * n)
+    return float(beta_dist.isf(delta, n - k + 1, k))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from numbers import Real
@@ -20,6 +21,12 @@ __all__ = ["FairLogisticClassifier"]
 
 #: Fitted attributes that only a certified fit sets.
 _CERTIFICATE_ATTRIBUTES = ("certificate_", "certified_", "training_bound_", "calibration_indices_")
+
+#: The sentence of the convergence warning about a missed bound on the training predictions.
+_NOT_MET = (
+    "The bound is NOT met on the training predictions; check hard_constraint_values_ before "
+    "using this model."
+)
 
 #: The probability that a model trained at the moved bound passes the certificate: the
 #: margin is set so that about 9 fits in 10 are certified.
@@ -108,7 +115,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
     """Logistic classifier whose predictions meet a group-fairness bound.
 
     The fairness-constrained model of the paper (Section 5.1), fitted by Stoc-iALM with
-    PStorm, with the constraints of fairlearn's metrics. With the score
+    PStorm, with the constraints of fairlearn's metrics (by default demographic parity, a
+    gap of at most 0.1; the paper's constraint is ``constraint="positive_share"``). With the score
     ``s(x) = x @ coef_.T + intercept_`` and the groups given by ``sensitive_features``:
 
     ``min  mean of loss(y, s(x))   s.t.   the fairness metric of predict meets bound``
@@ -130,7 +138,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
 
     or one of two constraints per protected group ``g``:
 
-    ``"positive_share"`` (the paper's)
+    ``"positive_share"`` (the paper's model; not the default)
         group ``g`` receives at least the share ``bound`` of the positive predictions;
     ``"disparate_impact"``
         ``g``'s selection rate is at least ``bound`` times the overall selection rate.
@@ -145,8 +153,12 @@ class FairLogisticClassifier(BaseIALMClassifier):
 
     Parameters
     ----------
-    constraint : str, default="positive_share"
-        The fairness constraint, see above.
+    constraint : str, default="demographic_parity"
+        The fairness constraint, see above. The default is what a fairlearn user expects
+        (``demographic_parity_difference`` of :meth:`predict` at most ``bound``, 0.1 by
+        default). Until this release the default was ``"positive_share"``, the paper's
+        model, which stays a named option: pass ``constraint="positive_share"`` for it (with
+        ``preset="paper"`` for the paper's solver settings too).
     bound : float, default=None
         The bound: a largest gap in [0, 1) (difference form), a smallest ratio in (0, 1]
         (ratio form, ``"disparate_impact"``), a smallest share in (0, 1)
@@ -184,7 +196,13 @@ class FairLogisticClassifier(BaseIALMClassifier):
         that the held-out counts call for; then exact binomial (Clopper-Pearson) limits of
         the held-out rates give a worst case of the metric that holds with probability
         ``1 - delta`` over the draw of the data. The fit is certified (``certified_``) when
-        that worst case meets ``bound``, and says so with a warning when it does not.
+        that worst case meets ``bound``, and says so with a warning when it does not; the
+        warning also gives the training rows' metric against ``training_bound_``, and a fit
+        that is certified does not warn that the training bound was missed (the held-out
+        check is what speaks for new data). When the held-out rows are too few for any
+        model to pass (a ``ValueError`` before training), the message names a larger
+        ``calibration_size``, a looser ``bound`` or a larger ``delta`` that would do.
+        Messages name the groups by their labels in ``sensitive_features``.
         Not available for ``"disparate_impact"``.
     delta : float in (0, 1), default=0.05
         With a calibration: the tolerated probability that the population metric is worse
@@ -267,7 +285,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
         Start from the weights, multipliers and slacks of the previous fit instead of from
         zero (the penalty schedule restarts at ``beta0``).
     verbose : int, default=0
-        ``> 0`` prints one line per outer iteration of the solver.
+        ``> 0`` prints one line per outer iteration of the solver, a line at a stop test
+        whenever 2 seconds passed without one, and (``rate="hard"``) a ``[steering]`` line
+        before each solve saying which solve it is and why it is needed (the solver's
+        count restarts at ``k=0`` with each).
 
     Attributes
     ----------
@@ -370,7 +391,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
     >>> from sklearn_ialm import FairLogisticClassifier
     >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
     >>> groups = np.where(X[:, 2] < -0.5, "b", "a")  # "b": 137 rows, 5 positives
-    >>> clf = FairLogisticClassifier(bound=0.2, max_passes=1000, random_state=0)
+    >>> clf = FairLogisticClassifier(
+    ...     constraint="positive_share", bound=0.2, max_passes=1000, random_state=0
+    ... )
     >>> clf = clf.fit(X, y, sensitive_features=groups)
     >>> clf.protected_groups_
     array(['b'], dtype='<U1')
@@ -404,7 +427,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
     def __init__(
         self,
         *,
-        constraint="positive_share",
+        constraint="demographic_parity",
         bound=None,
         form=None,
         protected_groups=None,
@@ -512,9 +535,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
             return "positive_share", "minimum"
         return self.constraint, self._form()
 
-    def _hold_out(self, codes, y01, live, rng):
-        """Calibration rows: ``calibration_size`` of each group (and class, for the
-        conditional kinds), or of all rows for ``positive_share`` (an i.i.d. draw)."""
+    def _hold_out(self, codes, y01, live, rng, size=None):
+        """Calibration rows: ``calibration_size`` (or ``size``) of each group (and class, for
+        the conditional kinds), or of all rows for ``positive_share`` (an i.i.d. draw)."""
+        size = self.calibration_size if size is None else size
         if self.constraint == "positive_share":
             strata = np.zeros(len(codes), dtype=np.int64)
         elif self.constraint in ("demographic_parity", "error_rate_parity"):
@@ -524,7 +548,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         held = []
         for stratum in np.unique(strata[live]):
             rows = live[strata[live] == stratum]
-            n = math.ceil(self.calibration_size * len(rows))
+            n = math.ceil(size * len(rows))
             if n >= len(rows):
                 n = len(rows) - 1
             held.append(rng.choice(rows, size=max(n, 0), replace=False))
@@ -546,32 +570,50 @@ class FairLogisticClassifier(BaseIALMClassifier):
         codes, labels = encode_groups(sensitive_features, X.shape[0])
         live = np.flatnonzero(sw > 0)
         protected = self._protected_codes(codes[live], labels)
-        held = self._hold_out(
-            codes, y01, live, np.random.default_rng(calibration_seed(self.random_state))
-        )
-        counts = calibration_counts(codes[held], y01[held], kind=kind)
-        # Positive share: the intervals are on the positive predictions; the labels' rate
-        # stands for the rate of positive predictions. Other kinds: the widest intervals.
         rates = float(np.average(y01[live], weights=sw[live])) if kind == "positive_share" else 0.5
-        margin = certification_margin(
-            kind, form, counts, self.delta, bound=bound, rates=rates, power=_POWER,
-            protected=protected,
-        )  # fmt: skip
-        train_bound = bound - margin if form == "difference" else bound + margin
-        low, high = (0.0, 1.0) if form == "difference" else (1e-12, 1.0)
-        if not (np.isfinite(margin) and low <= train_bound < high + (form == "ratio")):
+
+        def training_bound(held, bound, delta):
+            """The bound to train at, or None when no model could pass the certificate."""
+            counts = calibration_counts(codes[held], y01[held], kind=kind)
+            # Positive share: the intervals are on the positive predictions; the labels' rate
+            # stands for the rate of positive predictions. Other kinds: the widest intervals.
+            margin = certification_margin(
+                kind, form, counts, delta, bound=bound, rates=rates, power=_POWER,
+                protected=protected,
+            )  # fmt: skip
+            train = bound - margin if form == "difference" else bound + margin
+            low, high = (0.0, 1.0) if form == "difference" else (1e-12, 1.0)
+            ok = np.isfinite(margin) and low <= train < high + (form == "ratio")
+            return (train if ok else None), counts
+
+        seed = calibration_seed(self.random_state)
+        held = self._hold_out(codes, y01, live, np.random.default_rng(seed))
+        train_bound, counts = training_bound(held, bound, self.delta)
+        if train_bound is None:
+            per_group = {
+                cell: dict(zip(map(_group_key, labels[counts.groups]), row, strict=True))
+                for cell, row in zip(counts.cells, counts.n.tolist(), strict=True)
+            }
             raise ValueError(
                 f"The calibration rows are too few to certify bound={bound:g} with "
                 f"delta={self.delta:g}: calibration_size={self.calibration_size!r} holds out "
-                f"{len(held)} rows ({dict(zip(counts.cells, counts.n.tolist(), strict=True))} "
-                "per group), and the certificate would need a model trained at "
-                f"{train_bound:.3g}. Hold out more rows, or loosen bound or delta."
-            )
+                f"{len(held)} rows ({per_group} per group), and no model, not even one with "
+                "no gap between the groups, would pass the certificate about 9 times in 10. "
+                + self._what_would_certify(
+                    training_bound, lambda size: self._hold_out(
+                        codes, y01, live, np.random.default_rng(seed), size=size
+                    ), held, bound, form,
+                )
+            )  # fmt: skip
         train_weight = sw.copy()
         train_weight[held] = 0.0
         self._training_bound = train_bound
         try:
-            self._fit(X, y, train_weight, sensitive_features=sensitive_features)
+            # The fit's own warnings are about the training bound, an internal device: they
+            # are told again below, in one story with the certificate.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self._fit(X, y, train_weight, sensitive_features=sensitive_features)
         finally:
             self._training_bound = None
         if feature_names is not None:
@@ -583,6 +625,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
             pred, y01[held], codes[held], kind=kind, form=form, bound=bound,
             delta=self.delta, protected=protected,
         )  # fmt: skip
+        # The user's labels ("Female"), not the codes, in the certificate and its message.
+        cert = dataclasses.replace(cert, groups=labels[cert.groups])
         self.certificate_ = cert
         self.certified_ = bool(cert.certified)
         self.calibration_indices_ = held
@@ -593,14 +637,64 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 UserWarning,
                 stacklevel=2,
             )
-        if not self.certified_:
-            warnings.warn(
-                f"FairLogisticClassifier could not certify the bound on new data: "
-                f"{cert.message} Check certified_ before relying on this model on new data.",
-                UserWarning,
-                stacklevel=2,
-            )
+        self._tell_certified_fit(caught, cert, train_bound)
         return self
+
+    def _tell_certified_fit(self, caught, cert, train_bound):
+        """One account of a certified fit: what the training rows met (against the training
+        bound) and what the held-out rows certify (against ``bound``), never two that
+        contradict each other."""
+        trained = (
+            f"The model was trained at training_bound_={train_bound:.4g} (tighter than "
+            f"bound={cert.bound:g} by the margin the held-out counts call for) and reached "
+            f"{np.round(self.hard_constraint_values_, 4).tolist()} on the training rows' "
+            "predictions"
+        )
+        for w in caught:
+            # A miss of the training bound is told once, in the certificate's account below.
+            warnings.warn(str(w.message).replace(_NOT_MET, "").strip(), w.category, stacklevel=3)
+        if self.certified_:
+            if not self.bound_met_:
+                warnings.warn(
+                    f"{trained}, which misses the training bound; the certificate holds all "
+                    f"the same, and it is what speaks for new data: {cert.message}",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            return
+        why = "" if self.bound_met_ else ", which misses the training bound"
+        warnings.warn(
+            f"FairLogisticClassifier could not certify the bound on new data: {cert.message} "
+            f"{trained}{why}. Check certified_ before relying on this model on new data.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+    def _what_would_certify(self, training_bound, hold_out, held, bound, form):
+        """The nearest setting, changed alone, with which a certificate is within reach:
+        a larger ``calibration_size``, a looser ``bound``, a larger ``delta``."""
+        found = []
+        for size in np.arange(0.35, 0.95, 0.05):
+            if size > self.calibration_size + 1e-9:
+                trial = hold_out(float(size))
+                if training_bound(trial, bound, self.delta)[0] is not None:
+                    found.append(f"calibration_size={size:.2f} ({len(trial)} rows held out)")
+                    break
+        step = 0.005 if form == "difference" else -0.005
+        for trial in np.arange(bound + step, 1.0 if step > 0 else 0.0, step):
+            if training_bound(held, float(trial), self.delta)[0] is not None:
+                found.append(f"bound={trial:.3f}")
+                break
+        for delta in (0.1, 0.2, 0.3, 0.4, 0.5):
+            if delta > self.delta and training_bound(held, bound, delta)[0] is not None:
+                found.append(f"delta={delta:g}")
+                break
+        if not found:
+            return (
+                "No calibration_size up to 0.9, no bound and no delta up to 0.5 makes it "
+                "certifiable on these rows: more data is needed."
+            )
+        return "Each of these alone would make it certifiable: " + ", or ".join(found) + "."
 
     # -- hooks -----------------------------------------------------------------------------------
     def _check_fit_params(self, fit_params, n_samples):

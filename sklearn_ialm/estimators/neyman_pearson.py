@@ -14,9 +14,19 @@ from sklearn.utils.validation import validate_data
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
 from ._base import _DTYPES, DEFERRED_SCALING, BaseIALMClassifier, MatrixLike, calibration_seed
 from ._hard_rates import fit_negative_weight, rate_threshold
-from ._umbrella import umbrella_min_calibration_size, umbrella_threshold
+from ._umbrella import (
+    training_fpr_upper_limit,
+    umbrella_min_calibration_size,
+    umbrella_threshold,
+)
 
 __all__ = ["NeymanPearsonClassifier"]
+
+#: Without a hold-out, warn when the rate on new rows may exceed ``max_fpr`` by more than this
+#: factor from the sampling of the training negatives alone (with probability ``delta``):
+#: 210 negatives at ``max_fpr=0.1`` give 1.41 (a test FPR of 0.177 was met on such data, the
+#: score overfitting on top), 2000 give 1.12, 600 give 1.22.
+_SMALL_SAMPLE_EXCESS = 1.25
 
 #: Fitted attributes that only a calibrated fit sets.
 _CALIBRATION_ATTRIBUTES = (
@@ -69,13 +79,20 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         ``calibration="umbrella"``, also the bound ``alpha`` of the guarantee on the
         population false-positive rate.
     calibration : {None, "umbrella"}, default=None
-        ``None``: the decision threshold is 0 (``threshold_ = 0.0``), the model of the paper.
+        ``None``: train on every row; the bound holds on the training negatives
+        (``threshold_`` spends ``max_fpr`` on them with ``rate="hard"``; 0 with
+        ``rate="soft"``). On new rows the rate is a fresh sample: with few training
+        negatives it can exceed ``max_fpr`` well (a :class:`UserWarning` says so when the
+        sampling spread alone puts the rate on new rows above ``1.25 * max_fpr`` with
+        probability ``delta``, e.g. up to 430-490 negatives at ``max_fpr=0.1``; see
+        the user guide's "What the bound means").
         ``"umbrella"``: hold out ``calibration_size`` of the negatives, train on the rest,
         and set ``threshold_`` by the umbrella rule so that the false-positive rate on new
         data exceeds ``max_fpr`` with probability at most ``delta``.
     delta : float in (0, 1), default=0.05
         With ``calibration="umbrella"``: the tolerated probability that the population
-        false-positive rate exceeds ``max_fpr``. Ignored otherwise.
+        false-positive rate exceeds ``max_fpr``. With ``calibration=None``: the probability
+        at which the small-sample warning reads the spread of the rate on new rows.
     calibration_size : float in (0, 1) or int, default=0.5
         With ``calibration="umbrella"``: the share of the negatives held out (rounded up), or
         their number. More held-out negatives put the threshold closer to the population
@@ -152,7 +169,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         Start from the weights, multipliers and slacks of the previous fit instead of from
         zero (the penalty schedule restarts at ``beta0``).
     verbose : int, default=0
-        ``> 0`` prints one line per outer iteration of the solver.
+        ``> 0`` prints one line per outer iteration of the solver, a line at a stop test
+        whenever 2 seconds passed without one, and (``rate="hard"``) a ``[steering]`` line
+        before each solve saying which solve it is and why it is needed (the solver's
+        count restarts at ``k=0`` with each).
 
     Attributes
     ----------
@@ -161,7 +181,11 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     threshold_ : float
         Decision threshold on the raw score: :meth:`predict` says ``classes_[1]`` where
         ``raw_decision_function(X) > threshold_``, and :meth:`decision_function` is
-        ``raw_decision_function(X) - threshold_``. ``0.0`` when ``calibration=None``.
+        ``raw_decision_function(X) - threshold_``. With ``calibration=None`` and
+        ``rate="hard"``: halfway between two training negatives' raw scores, so that
+        ``max_fpr`` of them (up to one row) score above it; it is near 0 (the logistic
+        score's own boundary, which ``negative_weight_`` steers to about ``max_fpr``) but
+        not 0 (-0.0060 in the quick start). ``0.0`` with ``rate="soft"``.
     violation_bound_ : float
         With ``calibration="umbrella"``: the certified bound ``v(k) <= delta`` on the
         probability that the population false-positive rate exceeds ``max_fpr``.
@@ -201,7 +225,11 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         The same rate with the hard predictions of :meth:`predict` (raw score >
         ``threshold_``).
     train_soft_fpr_ : float
-        ``constraint_values_[0]``.
+        ``constraint_values_[0]``: the mean of ``sigmoid(raw_decision_function(X))`` over
+        the training negatives, the surrogate the solver works on. It differs from the mean
+        of ``predict_proba(X)[:, 1]`` over them, which is the sigmoid of the thresholded
+        score ``decision_function`` (0.2467 and 0.2476 in the quick start, where
+        ``threshold_`` is -0.0060).
     train_fpr_ : float
         ``hard_constraint_values_[0]``.
     objective_ : float
@@ -373,6 +401,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 # A stale certificate of an earlier calibrated fit would describe another model.
                 if hasattr(self, name):
                     delattr(self, name)
+            self._warn_if_few_negatives()
             return self
 
         # calibration="umbrella". Validate everything once, on all rows, then train on the
@@ -423,6 +452,32 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         if self.rate == "hard":
             self.bound_met_ = self.train_fpr_ <= self.max_fpr
         return self
+
+    def _warn_if_few_negatives(self):
+        """Say when the bound on the training negatives will not carry to new rows.
+
+        The threshold is an order statistic of ``n`` training negatives; the rate it gives
+        on new rows spreads like ``Beta(n - k + 1, k)`` around ``max_fpr`` even for a score
+        that never saw them (:func:`training_fpr_upper_limit`). When its ``1 - delta``
+        quantile exceeds ``max_fpr`` by more than a quarter, the training reading is no
+        promise about new rows, and the umbrella calibration is what makes one.
+        """
+        n = self._n_effective_negatives
+        upper = training_fpr_upper_limit(n, self.max_fpr, self.delta)
+        if upper <= _SMALL_SAMPLE_EXCESS * self.max_fpr:
+            return
+        needed = umbrella_min_calibration_size(self.max_fpr, self.delta)
+        warnings.warn(
+            f"max_fpr={self.max_fpr:g} holds on the {n} training negatives, but a threshold "
+            f"set on so few is an estimate: on new rows its false-positive rate exceeds "
+            f"{upper:.3f} with probability delta={self.delta:g} from their sampling alone "
+            "(more where the score overfits them). For a bound on new data, use "
+            "calibration='umbrella': it holds out calibration_size of the negatives and "
+            "certifies P(false-positive rate on new rows > max_fpr) <= delta (it needs at "
+            f"least {needed} held-out negatives at this max_fpr and delta).",
+            UserWarning,
+            stacklevel=3,
+        )
 
     def _decision_threshold(self, scores, y01, sample_weight):
         """With ``rate="hard"`` (and no hold-out), the threshold that spends ``max_fpr`` on
@@ -499,7 +554,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         """Score minus threshold, ``raw_decision_function(X) - threshold_``.
 
         Positive exactly where :meth:`predict` says ``classes_[1]``. With
-        ``calibration=None`` (``threshold_ = 0.0``) it is the raw score.
+        ``rate="soft"`` and ``calibration=None`` (``threshold_ = 0.0``) it is the raw score.
 
         Parameters
         ----------
@@ -542,8 +597,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
 
     def _steer(self, problem, solve, context, budget):
         return fit_negative_weight(
-            problem, solve, context["negatives"], context["weights"], self.max_fpr, budget=budget
-        )
+            problem, solve, context["negatives"], context["weights"], self.max_fpr,
+            budget=budget, verbose=self.verbose,
+        )  # fmt: skip
 
     def _constraint_report(self, proba, y01, sample_weight, context):
         neg = y01 == 0
@@ -554,3 +610,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self.negative_weight_ = steering.negative_weight if steering is not None else None
         self.train_soft_fpr_ = float(self.constraint_values_[0])
         self.train_fpr_ = float(self.hard_constraint_values_[0])
+        if isinstance(context, dict):
+            # Kish's effective number of negatives: the n of an unweighted sample whose mean
+            # is as precise as the weighted one (the count itself when the weights are equal).
+            w = context["weights"][context["negatives"]]
+            self._n_effective_negatives = int(w.sum() ** 2 / np.dot(w, w) + 1e-9)

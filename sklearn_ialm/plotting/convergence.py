@@ -130,8 +130,12 @@ class ConvergenceDisplay:
         The constraint panel and the residual panel.
     figure_ : matplotlib Figure
         The figure of the panels.
-    lines_ : dict of matplotlib Line2D
+    lines_ : dict of matplotlib Line2D or None
         The drawn curves: ``"constraint"``, ``"primal_residual"`` and ``"dual_residual"``.
+        ``None`` for a curve with nothing to draw: a fit without constraints (the weighted
+        logistic Neyman-Pearson score, a single group) has no constraint value, and its
+        primal residual is 0 at every check; the constraint panel then says so in text and
+        the residual panel's title says why the primal residual is absent.
 
     See Also
     --------
@@ -253,20 +257,27 @@ class ConvergenceDisplay:
         if color is None:
             color = f"C{n_before % 10}"
 
-        self.lines_ = {}
-        self.lines_["constraint"] = self._draw(
-            ax_c, "constraint", False, band, show_runs, color, "-", name
-        )
-        self.lines_["primal_residual"] = self._draw(
-            ax_r,
-            "primal_residual",
-            True,
-            band,
-            show_runs,
-            color,
-            "-",
-            f"{name}: primal" if name else "primal residual",
-        )
+        # What has no data is not drawn (an empty panel, a legend entry without a line), and
+        # the panels say so: a fit without constraints has no constraint curve, and its
+        # primal residual is 0 at every check, which a log axis cannot show.
+        has_constraint = any(np.isfinite(r["constraint"]).any() for r in self.runs)
+        has_primal = any((r["primal_residual"] > 0).any() for r in self.runs)
+        self.lines_ = {"constraint": None, "primal_residual": None}
+        if has_constraint:
+            self.lines_["constraint"] = self._draw(
+                ax_c, "constraint", False, band, show_runs, color, "-", name
+            )
+        if has_primal:
+            self.lines_["primal_residual"] = self._draw(
+                ax_r,
+                "primal_residual",
+                True,
+                band,
+                show_runs,
+                color,
+                "-",
+                f"{name}: primal" if name else "primal residual",
+            )
         self.lines_["dual_residual"] = self._draw(
             ax_r,
             "dual_residual",
@@ -309,12 +320,24 @@ class ConvergenceDisplay:
             what = "range" if band == "range" else "one standard deviation"
             ax_r.set_title(f"mean of {len(self.runs)} runs, band: {what}", fontsize="small")
         if first:
-            self._decorate(ax_c, ax_r)
+            self._decorate(ax_c, ax_r, has_constraint)
         note = f"{name}: {self.note}" if (name and self.note) else self.note
-        if note:
+        if not has_constraint and first:
+            ax_c.set_axis_off()
+            text = f"Nothing to draw here: the solver had {self.constraint_label}."
+            ax_c.text(
+                0.5, 0.5, text + (f"\n\n{note}" if note else ""), ha="center", va="center",
+                wrap=True, fontsize="small", transform=ax_c.transAxes,
+            )  # fmt: skip
+        elif note:
             title = ax_c.get_title()
             ax_c.set_title(f"{title}\n{note}" if title else note, fontsize="small")
-        ax_c.legend(loc="best", fontsize="small")
+        if not has_primal:
+            title = ax_r.get_title()
+            said = "primal residual: 0 at every check, not drawn (log axis)"
+            ax_r.set_title(f"{title}\n{said}" if title else said, fontsize="small")
+        if has_constraint:
+            ax_c.legend(loc="best", fontsize="small")
         ax_r.legend(loc="best", fontsize="small")
         self.ax_ = axes
         self.figure_ = ax_c.figure
@@ -356,10 +379,11 @@ class ConvergenceDisplay:
         ends = r["x"][:-1][np.diff(r["outer_iter"]) > 0]
         return ends if len(ends) <= 30 else np.array([])
 
-    def _decorate(self, ax_c, ax_r):
+    def _decorate(self, ax_c, ax_r, has_constraint=True):
         xlabel = self.x.replace("_", " ")
-        ax_c.axhline(self.bound, color="k", ls="--", lw=1, label=self.bound_label)
-        if self.tol is not None:
+        if has_constraint:
+            ax_c.axhline(self.bound, color="k", ls="--", lw=1, label=self.bound_label)
+        if self.tol is not None and has_constraint:
             ax_c.axhspan(
                 self.bound,
                 self.bound + self.tol,
@@ -368,6 +392,7 @@ class ConvergenceDisplay:
                 lw=0,
                 label=f"bound + tol ({self.tol:g})",
             )
+        if self.tol is not None:
             ax_r.axhline(self.tol, color="k", ls=":", lw=1, label=f"tol {self.tol:g}")
         ax_c.set_xlabel(xlabel)
         ax_c.set_ylabel(self.constraint_label)
@@ -427,7 +452,9 @@ class ConvergenceDisplay:
         >>> from sklearn_ialm.plotting import ConvergenceDisplay
         >>> X, y = make_classification(n_samples=300, n_features=5, random_state=0)
         >>> groups = np.where(X[:, 2] < -0.5, "b", "a")
-        >>> clf = FairLogisticClassifier(bound=0.2, max_passes=1000, random_state=0)
+        >>> clf = FairLogisticClassifier(
+        ...     constraint="positive_share", bound=0.2, max_passes=1000, random_state=0
+        ... )
         >>> clf = clf.fit(X, y, sensitive_features=groups)
         >>> display = ConvergenceDisplay.from_estimator(clf)
         >>> print(display.note)
@@ -567,7 +594,11 @@ def _estimator_units(est):
         )
         if getattr(est, "loss", "sigmoid") == "logistic":
             # The weighted logistic fit has no constraint: its threshold meets max_fpr.
-            return 0.0, "no constraint (the threshold meets max_fpr)", None, note
+            label = (
+                "no constraint (the score is a weighted logistic regression; threshold_ "
+                "meets max_fpr on predictions)"
+            )
+            return 0.0, label, None, note
         return float(est.max_fpr), "soft false-positive rate", None, note
     if isinstance(est, FairLogisticClassifier):
         bound = float(est.bound_)

@@ -1,0 +1,22 @@
+"""``python -m sklearn_ialm`` reports what a user meets, both ways (issue 23)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sklearn_ialm.__main__ import main
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_main_job_reports_wins_and_losses_at_three_bounds(capsys):
+    assert main(["--splits", "2"]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"^\s+(0\.05|0\.1|0\.2)\s+(\d+)/2\s+(\d+)/2\s+(\d+)\s", out, re.M)
+    assert [r[0] for r in rows] == ["0.05", "0.1", "0.2"]
+    for _, won, lost, tied in rows:
+        assert int(won) + int(lost) + int(tied) == 2
+    # The losses are reported, not only the wins: at 0.05 LogisticRegression wins here.
+    assert int(rows[0][2]) >= 1
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "it usually loses" in readme and "0/10 splits at `max_fpr=0.05`" in readme
