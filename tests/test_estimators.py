@@ -247,6 +247,29 @@ def test_convergence_warning_when_max_passes_is_tiny(data, kind):
     assert max(clf.primal_residual_, clf.dual_residual_) > clf.tol
 
 
+@pytest.mark.parametrize("kind", ["np", "fair"])
+def test_batch_size_above_the_rows_is_clipped_and_the_budget_kept(kind):
+    # 50 rows and batch_size=10**6 ran 40009 passes at max_passes=300.
+    X, y = make_classification(n_samples=50, n_features=5, random_state=0)
+    kw = dict(batch_size=10**6, max_passes=300, random_state=0)
+    if kind == "np":
+        clf, fit_kw = NeymanPearsonClassifier(**kw), {}
+    else:
+        clf, fit_kw = FairLogisticClassifier(**kw), dict(sensitive_features=X[:, 0] > 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y, **fit_kw)
+    clipped = [w for w in caught if "batch_size" in str(w.message)]
+    # Once per fit, whatever the number of solves, naming the value used.
+    assert len(clipped) == 1
+    assert "batch_size=1000000" in str(clipped[0].message)
+    assert "using batch_size=50." in str(clipped[0].message)
+    # Past the budget: at most the last stop test, the check of the predictions after each
+    # solve and the final scoring, one pass each.
+    assert clf.n_data_passes_ <= 300 + 3
+    assert np.all(clf.history_["batch_size"] <= 50)
+
+
 def test_infeasible_bound_is_reported_not_hidden():
     # Groups drawn independently of X: no linear model can give the 30% group 90% of the
     # positive predictions, so the run must end with a warning naming the violation.

@@ -28,7 +28,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from ..problems import LinearProblem
 from ..solver import stoc_ialm
-from ..solver.ialm import HISTORY_COUNTS
+from ..solver.ialm import HISTORY_COUNTS, clip_batch_size
 from ..solver.prox import Ridge
 from ._hard_rates import fit_hard_rates
 
@@ -459,7 +459,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             dual_tol=dual_tol,
             preset=self.preset,
             **self._penalty_schedule(),
-            batch_size=self.batch_size,
+            # Clipped here, to warn once for all the solves of the fit.
+            batch_size=clip_batch_size(self.batch_size, problem, stacklevel=5),
             max_passes=self.max_passes,
             verbose=self.verbose,
         )
