@@ -245,6 +245,125 @@ def test_wrong_gradient_shape_and_empty_problem_are_named():
         stoc_ialm(_toy_problem(n=0), random_state=0)
 
 
+def _toy_kwargs(**changes):
+    a = np.random.default_rng(0).normal(size=(200, 2))
+
+    def objective(x, idx):
+        r = x - a[idx]
+        return 0.5 * np.mean(np.sum(r**2, axis=1)), r.mean(axis=0)
+
+    def constraints(x, idx):
+        k = a[idx].shape[0]
+        return np.full((k, 1), x.sum() - 1.0), np.ones((k, 1, 2))
+
+    kw = dict(
+        objective=objective,
+        constraints=constraints,
+        n_params=2,
+        n_objective_samples=200,
+        n_constraint_samples=200,
+    )
+    return kw | changes
+
+
+def _three_rows(x, idx):
+    return np.zeros((3, 1)), np.ones((3, 1, 2))
+
+
+def _jacobian_of_5(x, idx):
+    k = np.ones(200)[idx].shape[0]
+    return np.zeros((k, 1)), np.ones((k, 1, 5))
+
+
+def _transposed(x, idx):
+    k = np.ones(200)[idx].shape[0]
+    return np.zeros((1, k)), np.ones((k, 1, 2))
+
+
+@pytest.mark.parametrize(
+    "changes, error, match",
+    [
+        (dict(n_params=0), ValueError, r"n_params must be an integer >= 1, got 0\."),
+        (dict(n_params=-1), ValueError, r"n_params must be an integer >= 1, got -1\."),
+        (dict(n_params=2.5), ValueError, r"n_params must be an integer >= 1, got 2\.5\."),
+        (dict(n_objective_samples=0), ValueError, r"n_objective_samples must be .* got 0\."),
+        (dict(n_constraint_samples=0), ValueError, r"n_constraint_samples must be .*>= 1"),
+        (dict(constraints=None), TypeError, r"constraints is None but n_constraints=1"),
+        (dict(constraints=5), TypeError, r"constraints must be a callable .* got 5\."),
+        (dict(objective=5), TypeError, r"objective must be a callable .* got 5\."),
+        (dict(inequality=[True, False], n_constraints=3), ValueError, r"inequality must be"),
+        (dict(h="l1"), TypeError, r"h must be a Prox"),
+        (dict(smoothness=(1.0, -1.0)), ValueError, r"smoothness must be"),
+    ],
+)
+def test_function_problem_checks_its_arguments_at_construction(changes, error, match):
+    with pytest.raises(error, match=match):
+        FunctionProblem(**_toy_kwargs(**changes))
+
+
+@pytest.mark.parametrize(
+    "changes, error, match",
+    [
+        (
+            dict(constraints=_three_rows),
+            ValueError,
+            r"constraints callable returned values C of shape \(3, 1\) for idx=slice\(None\), "
+            r"all n_constraint_samples=200 rows, expected \(200, 1\)",
+        ),
+        (
+            dict(constraints=_transposed),
+            ValueError,
+            r"values C of shape \(1, 200\) .* expected \(200, 1\)",
+        ),
+        (
+            dict(constraints=_jacobian_of_5),
+            ValueError,
+            r"Jacobians J of shape \(200, 1, 5\) .* expected \(200, 1, 2\) "
+            r"\(rows, n_constraints, n_params\)",
+        ),
+        (
+            dict(n_constraint_samples=1),
+            ValueError,
+            r"values C of shape \(200, 1\) .* all n_constraint_samples=1 rows, expected \(1, 1\)",
+        ),
+        (
+            dict(objective=lambda x, idx: 0.5),
+            TypeError,
+            r"objective callable must return a pair \(value, gradient\), got a float",
+        ),
+        (
+            dict(objective=lambda x, idx: (np.zeros(2), np.zeros(2))),
+            ValueError,
+            r"objective callable returned a value of shape \(2,\), expected a scalar",
+        ),
+    ],
+)
+def test_function_problem_names_a_callable_with_wrong_shapes(changes, error, match):
+    problem = FunctionProblem(**_toy_kwargs(**changes))
+    with pytest.raises(error, match=match):
+        stoc_ialm(problem, random_state=0)
+
+
+@pytest.mark.parametrize(
+    "problem, kwargs, error, match",
+    [
+        (None, {}, TypeError, r"problem must be a Problem .* got None\."),
+        ("toy", dict(random_state="abc"), ValueError, r"random_state must be .* got 'abc'\."),
+        ("toy", dict(random_state=-1), ValueError, r"random_state must be .* got -1\."),
+        (
+            "toy",
+            dict(theory_constants={"foo": 1}),
+            ValueError,
+            r"theory_constants is read with preset='theory' only",
+        ),
+    ],
+)
+def test_solver_names_a_bad_problem_or_argument(problem, kwargs, error, match):
+    problem = FunctionProblem(**_toy_kwargs()) if problem == "toy" else problem
+    with pytest.raises(error, match=match):
+        stoc_ialm(problem, **kwargs)
+
+
 def test_dual_tol_is_the_dual_threshold():
     default = stoc_ialm(_toy_problem(), random_state=0, max_passes=1000)
     loose = stoc_ialm(_toy_problem(), random_state=0, max_passes=1000, dual_tol=0.2)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .kkt import original_residuals, slack_residuals
+from .problem import check_problem
 from .pstorm import AugmentedLagrangianEstimator, Counter, pstorm, pstorm_theory
 from .smoothness import estimate_smoothness
 from .theory import theory_parameters
@@ -433,8 +434,14 @@ def stoc_ialm(
     >>> bool(result.primal_residual <= 1e-2 and result.dual_residual <= 1e-2)
     True
     """
+    check_problem(problem)
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}.")
+    if theory_constants is not None and preset != "theory":
+        raise ValueError(
+            f"theory_constants is read with preset='theory' only, got preset={preset!r} and "
+            f"theory_constants={theory_constants!r}."
+        )
     if preset == "theory" and not (
         isinstance(theory_constants, dict)
         and set(theory_constants) == {"sigma_g", "sigma_c", "gap"}
@@ -525,7 +532,13 @@ def stoc_ialm(
         m0 = min(m0, max(batch_size, rows))
     settings["m0"] = m0
 
-    rng = np.random.default_rng(random_state)
+    try:
+        rng = np.random.default_rng(random_state)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "random_state must be None, an int >= 0, a numpy Generator, BitGenerator or "
+            f"SeedSequence, got {random_state!r}."
+        ) from None
     est = AugmentedLagrangianEstimator(problem, settings["estimator"])
     p, m, ineq = est.p, est.m, est.ineq
     h = problem.h
