@@ -710,6 +710,67 @@ def test_pandas_input_and_intersectional_groups(data):
     assert one.constraint_values_[0] == pytest.approx(p[member].sum() / p.sum())
 
 
+@pytest.mark.parametrize("calibration", [None, "clopper-pearson"])
+def test_sensitive_features_as_a_column_name_of_a_dataframe(data, calibration):
+    X, y, groups = data
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    df["group"] = groups
+    df["g2"] = (X[:, 0] > 0).astype(int)
+    numeric = df.drop(columns="group").assign(group=(groups == "b").astype(int))
+    kw = dict(max_passes=20, random_state=0, calibration=calibration)
+    if calibration:
+        kw.update(constraint="demographic_parity", bound=0.5, calibration_size=0.5, delta=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # not converged / not certified: the same either way
+        by_name = FairLogisticClassifier(**kw).fit(numeric, y, sensitive_features="group")
+        by_column = FairLogisticClassifier(**kw).fit(
+            numeric, y, sensitive_features=numeric["group"].to_numpy()
+        )
+        # A list of names: the intersections of the columns, as the sub-frame gives them.
+        by_names = FairLogisticClassifier(**kw).fit(numeric, y, sensitive_features=["group", "g2"])
+        by_frame = FairLogisticClassifier(**kw).fit(
+            numeric, y, sensitive_features=numeric[["group", "g2"]]
+        )
+    # The column stays a feature of the model.
+    assert by_name.n_features_in_ == 7 and "group" in by_name.feature_names_in_
+    assert_array_equal(by_name.coef_, by_column.coef_)
+    assert_array_equal(by_name.groups_, by_column.groups_)
+    assert_array_equal(by_names.coef_, by_frame.coef_)
+    assert len(by_names.groups_) == 4
+    if calibration:
+        assert_array_equal(by_name.calibration_indices_, by_column.calibration_indices_)
+
+
+@pytest.mark.parametrize(
+    "sensitive_features, frame, match",
+    [
+        ("f0", False, r"sensitive_features='f0' is a single value: .* \(X is a ndarray\)"),
+        (1, False, r"sensitive_features=1 is a single value: pass one group label per row"),
+        ("zz", True, r"sensitive_features='zz': \['zz'\] is not a column of X"),
+        (["f1", "zz"], True, r"\['zz'\] is not a column of X \(its columns: \['f0'"),
+    ],
+)
+def test_sensitive_features_that_are_no_labels_are_named(data, sensitive_features, frame, match):
+    X, y, _ = data
+    X = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)]) if frame else X
+    with pytest.raises(ValueError, match=match):
+        FairLogisticClassifier().fit(X, y, sensitive_features=sensitive_features)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_grid_search_routes_a_column_name():
+    X, y = make_classification(n_samples=150, n_features=4, random_state=0)
+    df = pd.DataFrame(X, columns=list("abcd")).assign(g=np.arange(150) % 2)
+    est = FairLogisticClassifier(max_passes=20, random_state=0)
+    with config_context(enable_metadata_routing=True):
+        results = [
+            GridSearchCV(est, {"bound": [0.2, 0.3]}, cv=3).fit(df, y, sensitive_features=sf)
+            for sf in ("g", df["g"])
+        ]
+    assert_array_equal(*(r.cv_results_["mean_test_score"] for r in results))
+    assert_array_equal(results[0].best_estimator_.coef_, results[1].best_estimator_.coef_)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_explicit_protected_groups_and_minority_rule(data):
     X, y, groups = data
