@@ -86,6 +86,72 @@ def test_features_times_1e200_give_the_same_model(classification, make):
     assert huge.converged_ == plain.converged_
 
 
+@pytest.fixture(scope="module")
+def quick_start():
+    """The README's quick-start data and groups."""
+    X, y = make_classification(
+        n_samples=2000, n_features=10, n_informative=5, shuffle=False, random_state=0
+    )
+    noise = np.random.default_rng(0).normal(scale=0.5, size=len(X))
+    return X, y, (X[:, 0] + noise > 0.5).astype(int)
+
+
+def _quick_start_fit(make, X, y, groups):
+    if make is FairLogisticClassifier:
+        est = make(constraint="demographic_parity", bound=0.05, random_state=0)
+        return est.fit(X, y, sensitive_features=groups)
+    return make(max_fpr=0.1, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("make", [FairLogisticClassifier, NeymanPearsonClassifier])
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_a_constant_column_leaves_the_model_as_it_is(quick_start, make, fmt):
+    # The rounding of the mean of 2000 values read as a spread of 6e-14 in a column of 3.0,
+    # which standard units blew up into a noise feature: accuracy 0.509 instead of 0.772.
+    X, y, groups = quick_start
+    without = _quick_start_fit(make, X, y, groups)
+    for value in (0.3, 0.7, 1.1, 3.0):
+        Xc = np.column_stack([X, np.full(len(X), value)])
+        Xc = sp.csr_matrix(Xc) if fmt == "csr" else Xc
+        est = _quick_start_fit(make, Xc, y, groups)
+        assert_allclose(est.decision_function(Xc), without.decision_function(X), atol=1e-9)
+        assert_array_equal(est.predict(Xc), without.predict(X))
+        assert est.score(Xc, y) == without.score(X, y)
+        assert abs(est.coef_[0, -1]) < 1e-12
+
+
+def test_constant_columns_have_no_spread():
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0.5, 2.0, 2000)
+    w /= w.sum()
+    X = np.column_stack([np.full(2000, v) for v in (0.3, 0.7, 1.1, 3.0, 1e-300, 7e250)])
+    X = np.column_stack([X, rng.standard_normal(2000) * 1e-9 + 1.0])
+    for data in (X, sp.csr_matrix(X)):
+        mean, std = base._column_moments(data, w)
+        assert_array_equal(std[:-1], 0.0)
+        assert_allclose(mean[:-1], X[0, :-1], rtol=1e-15)
+        # A spread far above the rounding of the values is kept.
+        assert_allclose(std[-1], 1e-9, rtol=0.05)
+
+
+@pytest.mark.parametrize("make", [FairLogisticClassifier, NeymanPearsonClassifier])
+def test_subnormal_features_are_refused_by_name(quick_start, make):
+    # A model on X * 1e-310 needs coefficients of about 1e310, beyond float64: it was a
+    # LinAlgError after RuntimeWarnings.
+    X, y, groups = quick_start
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"X has 10 column\(s\) whose values are all "):
+            _quick_start_fit(make, X * 1e-310, y, groups)
+        with pytest.raises(ValueError, match=r"subnormal .* columns \[3\]\)"):
+            Xs = X.copy()
+            Xs[:, 3] *= 1e-310
+            _quick_start_fit(make, sp.csr_matrix(Xs), y, groups)
+    # The largest scale that is not subnormal still gives the model of X (as 1e200 does).
+    small = _quick_start_fit(make, X * 1e-300, y, groups)
+    assert_array_equal(small.predict(X * 1e-300), _quick_start_fit(make, X, y, groups).predict(X))
+
+
 def test_column_moments_match_numpy():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((500, 4)) * [1.0, 1e-3, 1e6, 1e200] + [0.0, 5.0, 1e7, 0.0]
