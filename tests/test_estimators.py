@@ -247,6 +247,49 @@ def test_convergence_warning_when_max_passes_is_tiny(data, kind):
     assert max(clf.primal_residual_, clf.dual_residual_) > clf.tol
 
 
+@pytest.mark.parametrize(
+    "params, warns",
+    [
+        (dict(constraint="demographic_parity", form="ratio", bound=0.05), True),
+        (dict(constraint="equalized_odds", form="ratio", bound=0.3), True),
+        (dict(constraint="disparate_impact", bound=0.2), True),
+        (dict(constraint="demographic_parity", form="ratio", bound=0.5), False),
+        (dict(constraint="demographic_parity", form="ratio", bound=0.8), False),
+        (dict(constraint="demographic_parity", bound=0.05), False),
+        (dict(constraint="positive_share", bound=0.05), False),
+    ],
+)
+def test_a_ratio_bound_below_one_half_is_questioned(data, params, warns):
+    X, y, groups = data
+    clf = FairLogisticClassifier(max_passes=3, random_state=0, **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y, sensitive_features=groups)
+    weak = [w for w in caught if "form='ratio'" in str(w.message)]
+    assert len(weak) == warns
+    if warns:
+        msg = str(weak[0].message)
+        assert weak[0].category is UserWarning
+        assert f"bound={params['bound']:g} with form='ratio'" in msg
+        assert "smallest rate over the largest" in msg and "four-fifths" in msg
+        assert "form='difference'" in msg
+    # Accepted: the fit trains at the bound it was given.
+    assert clf.bound_ == params["bound"]
+
+
+def test_a_weak_ratio_bound_warns_once_in_a_certified_fit():
+    X, y = make_classification(n_samples=2000, n_features=5, random_state=0)
+    groups = (X[:, 0] > 0).astype(int)
+    clf = FairLogisticClassifier(
+        constraint="demographic_parity", form="ratio", bound=0.3, calibration="clopper-pearson",
+        max_passes=3, random_state=0,
+    )  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y, sensitive_features=groups)
+    assert sum("form='ratio'" in str(w.message) for w in caught) == 1
+
+
 @pytest.mark.parametrize("kind", ["np", "fair"])
 def test_batch_size_above_the_rows_is_clipped_and_the_budget_kept(kind):
     # 50 rows and batch_size=10**6 ran 40009 passes at max_passes=300.

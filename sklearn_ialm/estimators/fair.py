@@ -25,6 +25,9 @@ _CERTIFICATE_ATTRIBUTES = ("certificate_", "certified_", "training_bound_", "cal
 #: margin is set so that about 9 fits in 10 are certified.
 _POWER = 0.9
 
+#: A ratio bound below this is almost surely a difference typed as a ratio: a warning says so.
+_WEAK_RATIO = 0.5
+
 #: ``bound=None`` means these: the paper's share, a 0.1 parity gap, the four-fifths rule.
 DEFAULT_BOUNDS = {"difference": 0.1, "ratio": 0.8, "share": 0.1}
 
@@ -198,7 +201,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
         (ratio form, ``"disparate_impact"``), a smallest share in (0, 1)
         (``"positive_share"``). ``None`` means 0.1 for a difference or a share and 0.8 for
         a ratio (``bound_`` holds the value used). With ``k`` protected groups,
-        ``"positive_share"`` needs ``bound <= 1/k`` (the shares add up to at most 1).
+        ``"positive_share"`` needs ``bound <= 1/k`` (the shares add up to at most 1). A
+        ratio is the smallest rate over the largest (1 is parity, 0.8 the four-fifths
+        rule): a ratio bound below 0.5, which lets one group have twice the rate of
+        another, is accepted with a warning, as it is almost surely a gap meant for
+        ``form="difference"``.
     form : {"difference", "ratio"}, default=None
         For the parity kinds: a bound on the largest difference between the groups' rates
         (``None`` means this) or on their smallest ratio. ``"disparate_impact"`` is a ratio
@@ -699,6 +706,18 @@ class FairLogisticClassifier(BaseIALMClassifier):
             raise ValueError(
                 f"bound must be in {interval} for constraint={self.constraint!r} "
                 f"({form}), got {bound!r}."
+            )
+        # A certified fit checks the bound before it trains inside it: one warning per fit.
+        certified_inner = getattr(self, "_training_bound", None) is not None
+        if form == "ratio" and bound < _WEAK_RATIO and not certified_inner:
+            warnings.warn(
+                f"bound={bound:g} with form='ratio' (constraint={self.constraint!r}) only asks "
+                f"that the smallest group rate be at least {bound:g} times the largest: the "
+                "ratio is the smallest rate over the largest, so 1 is parity and 0.8 the "
+                "four-fifths rule. For a largest gap between the rates, use "
+                "form='difference'.",
+                UserWarning,
+                stacklevel=3,
             )
         return bound
 
