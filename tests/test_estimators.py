@@ -253,6 +253,72 @@ def test_convergence_warning_when_max_passes_is_tiny(data, kind):
     assert max(clf.primal_residual_, clf.dual_residual_) > clf.tol
 
 
+@pytest.mark.parametrize(
+    "params, warns",
+    [
+        (dict(constraint="demographic_parity", form="ratio", bound=0.05), True),
+        (dict(constraint="equalized_odds", form="ratio", bound=0.3), True),
+        (dict(constraint="disparate_impact", bound=0.2), True),
+        (dict(constraint="demographic_parity", form="ratio", bound=0.5), False),
+        (dict(constraint="demographic_parity", form="ratio", bound=0.8), False),
+        (dict(constraint="demographic_parity", bound=0.05), False),
+        (dict(constraint="positive_share", bound=0.05), False),
+    ],
+)
+def test_a_ratio_bound_below_one_half_is_questioned(data, params, warns):
+    X, y, groups = data
+    clf = FairLogisticClassifier(max_passes=3, random_state=0, **params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y, sensitive_features=groups)
+    weak = [w for w in caught if "form='ratio'" in str(w.message)]
+    assert len(weak) == warns
+    if warns:
+        msg = str(weak[0].message)
+        assert weak[0].category is UserWarning
+        assert f"bound={params['bound']:g} with form='ratio'" in msg
+        assert "smallest rate over the largest" in msg and "four-fifths" in msg
+        assert "form='difference'" in msg
+    # Accepted: the fit trains at the bound it was given.
+    assert clf.bound_ == params["bound"]
+
+
+def test_a_weak_ratio_bound_warns_once_in_a_certified_fit():
+    X, y = make_classification(n_samples=2000, n_features=5, random_state=0)
+    groups = (X[:, 0] > 0).astype(int)
+    clf = FairLogisticClassifier(
+        constraint="demographic_parity", form="ratio", bound=0.3, calibration="clopper-pearson",
+        max_passes=3, random_state=0,
+    )  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y, sensitive_features=groups)
+    assert sum("form='ratio'" in str(w.message) for w in caught) == 1
+
+
+@pytest.mark.parametrize("kind", ["np", "fair"])
+def test_batch_size_above_the_rows_is_clipped_and_the_budget_kept(kind):
+    # 50 rows and batch_size=10**6 ran 40009 passes at max_passes=300.
+    X, y = make_classification(n_samples=50, n_features=5, random_state=0)
+    kw = dict(batch_size=10**6, max_passes=300, random_state=0)
+    if kind == "np":
+        clf, fit_kw = NeymanPearsonClassifier(**kw), {}
+    else:
+        clf, fit_kw = FairLogisticClassifier(**kw), dict(sensitive_features=X[:, 0] > 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y, **fit_kw)
+    clipped = [w for w in caught if "batch_size" in str(w.message)]
+    # Once per fit, whatever the number of solves, naming the value used.
+    assert len(clipped) == 1
+    assert "batch_size=1000000" in str(clipped[0].message)
+    assert "using batch_size=50." in str(clipped[0].message)
+    # Past the budget: at most the last stop test, the check of the predictions after each
+    # solve and the final scoring, one pass each.
+    assert clf.n_data_passes_ <= 300 + 3
+    assert np.all(clf.history_["batch_size"] <= 50)
+
+
 def test_infeasible_bound_is_reported_not_hidden():
     # Groups drawn independently of X: no linear model can give the 30% group 90% of the
     # positive predictions, so the run must end with a warning naming the violation.
@@ -706,6 +772,67 @@ def test_pandas_input_and_intersectional_groups(data):
     member = (groups == "b") & (age == "young")
     p = one.predict_proba(X)[:, 1]
     assert one.constraint_values_[0] == pytest.approx(p[member].sum() / p.sum())
+
+
+@pytest.mark.parametrize("calibration", [None, "clopper-pearson"])
+def test_sensitive_features_as_a_column_name_of_a_dataframe(data, calibration):
+    X, y, groups = data
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
+    df["group"] = groups
+    df["g2"] = (X[:, 0] > 0).astype(int)
+    numeric = df.drop(columns="group").assign(group=(groups == "b").astype(int))
+    kw = dict(max_passes=20, random_state=0, calibration=calibration)
+    if calibration:
+        kw.update(constraint="demographic_parity", bound=0.5, calibration_size=0.5, delta=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # not converged / not certified: the same either way
+        by_name = FairLogisticClassifier(**kw).fit(numeric, y, sensitive_features="group")
+        by_column = FairLogisticClassifier(**kw).fit(
+            numeric, y, sensitive_features=numeric["group"].to_numpy()
+        )
+        # A list of names: the intersections of the columns, as the sub-frame gives them.
+        by_names = FairLogisticClassifier(**kw).fit(numeric, y, sensitive_features=["group", "g2"])
+        by_frame = FairLogisticClassifier(**kw).fit(
+            numeric, y, sensitive_features=numeric[["group", "g2"]]
+        )
+    # The column stays a feature of the model.
+    assert by_name.n_features_in_ == 7 and "group" in by_name.feature_names_in_
+    assert_array_equal(by_name.coef_, by_column.coef_)
+    assert_array_equal(by_name.groups_, by_column.groups_)
+    assert_array_equal(by_names.coef_, by_frame.coef_)
+    assert len(by_names.groups_) == 4
+    if calibration:
+        assert_array_equal(by_name.calibration_indices_, by_column.calibration_indices_)
+
+
+@pytest.mark.parametrize(
+    "sensitive_features, frame, match",
+    [
+        ("f0", False, r"sensitive_features='f0' is a single value: .* \(X is a ndarray\)"),
+        (1, False, r"sensitive_features=1 is a single value: pass one group label per row"),
+        ("zz", True, r"sensitive_features='zz': \['zz'\] is not a column of X"),
+        (["f1", "zz"], True, r"\['zz'\] is not a column of X \(its columns: \['f0'"),
+    ],
+)
+def test_sensitive_features_that_are_no_labels_are_named(data, sensitive_features, frame, match):
+    X, y, _ = data
+    X = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)]) if frame else X
+    with pytest.raises(ValueError, match=match):
+        FairLogisticClassifier().fit(X, y, sensitive_features=sensitive_features)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_grid_search_routes_a_column_name():
+    X, y = make_classification(n_samples=150, n_features=4, random_state=0)
+    df = pd.DataFrame(X, columns=list("abcd")).assign(g=np.arange(150) % 2)
+    est = FairLogisticClassifier(max_passes=20, random_state=0)
+    with config_context(enable_metadata_routing=True):
+        results = [
+            GridSearchCV(est, {"bound": [0.2, 0.3]}, cv=3).fit(df, y, sensitive_features=sf)
+            for sf in ("g", df["g"])
+        ]
+    assert_array_equal(*(r.cv_results_["mean_test_score"] for r in results))
+    assert_array_equal(results[0].best_estimator_.coef_, results[1].best_estimator_.coef_)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

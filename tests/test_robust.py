@@ -86,6 +86,72 @@ def test_features_times_1e200_give_the_same_model(classification, make):
     assert huge.converged_ == plain.converged_
 
 
+@pytest.fixture(scope="module")
+def quick_start():
+    """The README's quick-start data and groups."""
+    X, y = make_classification(
+        n_samples=2000, n_features=10, n_informative=5, shuffle=False, random_state=0
+    )
+    noise = np.random.default_rng(0).normal(scale=0.5, size=len(X))
+    return X, y, (X[:, 0] + noise > 0.5).astype(int)
+
+
+def _quick_start_fit(make, X, y, groups):
+    if make is FairLogisticClassifier:
+        est = make(constraint="demographic_parity", bound=0.05, random_state=0)
+        return est.fit(X, y, sensitive_features=groups)
+    return make(max_fpr=0.1, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("make", [FairLogisticClassifier, NeymanPearsonClassifier])
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_a_constant_column_leaves_the_model_as_it_is(quick_start, make, fmt):
+    # The rounding of the mean of 2000 values read as a spread of 6e-14 in a column of 3.0,
+    # which standard units blew up into a noise feature: accuracy 0.509 instead of 0.772.
+    X, y, groups = quick_start
+    without = _quick_start_fit(make, X, y, groups)
+    for value in (0.3, 0.7, 1.1, 3.0):
+        Xc = np.column_stack([X, np.full(len(X), value)])
+        Xc = sp.csr_matrix(Xc) if fmt == "csr" else Xc
+        est = _quick_start_fit(make, Xc, y, groups)
+        assert_allclose(est.decision_function(Xc), without.decision_function(X), atol=1e-9)
+        assert_array_equal(est.predict(Xc), without.predict(X))
+        assert est.score(Xc, y) == without.score(X, y)
+        assert abs(est.coef_[0, -1]) < 1e-12
+
+
+def test_constant_columns_have_no_spread():
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0.5, 2.0, 2000)
+    w /= w.sum()
+    X = np.column_stack([np.full(2000, v) for v in (0.3, 0.7, 1.1, 3.0, 1e-300, 7e250)])
+    X = np.column_stack([X, rng.standard_normal(2000) * 1e-9 + 1.0])
+    for data in (X, sp.csr_matrix(X)):
+        mean, std = base._column_moments(data, w)
+        assert_array_equal(std[:-1], 0.0)
+        assert_allclose(mean[:-1], X[0, :-1], rtol=1e-15)
+        # A spread far above the rounding of the values is kept.
+        assert_allclose(std[-1], 1e-9, rtol=0.05)
+
+
+@pytest.mark.parametrize("make", [FairLogisticClassifier, NeymanPearsonClassifier])
+def test_subnormal_features_are_refused_by_name(quick_start, make):
+    # A model on X * 1e-310 needs coefficients of about 1e310, beyond float64: it was a
+    # LinAlgError after RuntimeWarnings.
+    X, y, groups = quick_start
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"X has 10 column\(s\) whose values are all "):
+            _quick_start_fit(make, X * 1e-310, y, groups)
+        with pytest.raises(ValueError, match=r"subnormal .* columns \[3\]\)"):
+            Xs = X.copy()
+            Xs[:, 3] *= 1e-310
+            _quick_start_fit(make, sp.csr_matrix(Xs), y, groups)
+    # The largest scale that is not subnormal still gives the model of X (as 1e200 does).
+    small = _quick_start_fit(make, X * 1e-300, y, groups)
+    assert_array_equal(small.predict(X * 1e-300), _quick_start_fit(make, X, y, groups).predict(X))
+
+
 def test_column_moments_match_numpy():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((500, 4)) * [1.0, 1e-3, 1e6, 1e200] + [0.0, 5.0, 1e7, 0.0]
@@ -254,6 +320,125 @@ def test_wrong_gradient_shape_and_empty_problem_are_named():
         stoc_ialm(_toy_problem(wrong), random_state=0)
     with pytest.raises(ValueError, match="no objective samples"):
         stoc_ialm(_toy_problem(n=0), random_state=0)
+
+
+def _toy_kwargs(**changes):
+    a = np.random.default_rng(0).normal(size=(200, 2))
+
+    def objective(x, idx):
+        r = x - a[idx]
+        return 0.5 * np.mean(np.sum(r**2, axis=1)), r.mean(axis=0)
+
+    def constraints(x, idx):
+        k = a[idx].shape[0]
+        return np.full((k, 1), x.sum() - 1.0), np.ones((k, 1, 2))
+
+    kw = dict(
+        objective=objective,
+        constraints=constraints,
+        n_params=2,
+        n_objective_samples=200,
+        n_constraint_samples=200,
+    )
+    return kw | changes
+
+
+def _three_rows(x, idx):
+    return np.zeros((3, 1)), np.ones((3, 1, 2))
+
+
+def _jacobian_of_5(x, idx):
+    k = np.ones(200)[idx].shape[0]
+    return np.zeros((k, 1)), np.ones((k, 1, 5))
+
+
+def _transposed(x, idx):
+    k = np.ones(200)[idx].shape[0]
+    return np.zeros((1, k)), np.ones((k, 1, 2))
+
+
+@pytest.mark.parametrize(
+    "changes, error, match",
+    [
+        (dict(n_params=0), ValueError, r"n_params must be an integer >= 1, got 0\."),
+        (dict(n_params=-1), ValueError, r"n_params must be an integer >= 1, got -1\."),
+        (dict(n_params=2.5), ValueError, r"n_params must be an integer >= 1, got 2\.5\."),
+        (dict(n_objective_samples=0), ValueError, r"n_objective_samples must be .* got 0\."),
+        (dict(n_constraint_samples=0), ValueError, r"n_constraint_samples must be .*>= 1"),
+        (dict(constraints=None), TypeError, r"constraints is None but n_constraints=1"),
+        (dict(constraints=5), TypeError, r"constraints must be a callable .* got 5\."),
+        (dict(objective=5), TypeError, r"objective must be a callable .* got 5\."),
+        (dict(inequality=[True, False], n_constraints=3), ValueError, r"inequality must be"),
+        (dict(h="l1"), TypeError, r"h must be a Prox"),
+        (dict(smoothness=(1.0, -1.0)), ValueError, r"smoothness must be"),
+    ],
+)
+def test_function_problem_checks_its_arguments_at_construction(changes, error, match):
+    with pytest.raises(error, match=match):
+        FunctionProblem(**_toy_kwargs(**changes))
+
+
+@pytest.mark.parametrize(
+    "changes, error, match",
+    [
+        (
+            dict(constraints=_three_rows),
+            ValueError,
+            r"constraints callable returned values C of shape \(3, 1\) for idx=slice\(None\), "
+            r"all n_constraint_samples=200 rows, expected \(200, 1\)",
+        ),
+        (
+            dict(constraints=_transposed),
+            ValueError,
+            r"values C of shape \(1, 200\) .* expected \(200, 1\)",
+        ),
+        (
+            dict(constraints=_jacobian_of_5),
+            ValueError,
+            r"Jacobians J of shape \(200, 1, 5\) .* expected \(200, 1, 2\) "
+            r"\(rows, n_constraints, n_params\)",
+        ),
+        (
+            dict(n_constraint_samples=1),
+            ValueError,
+            r"values C of shape \(200, 1\) .* all n_constraint_samples=1 rows, expected \(1, 1\)",
+        ),
+        (
+            dict(objective=lambda x, idx: 0.5),
+            TypeError,
+            r"objective callable must return a pair \(value, gradient\), got a float",
+        ),
+        (
+            dict(objective=lambda x, idx: (np.zeros(2), np.zeros(2))),
+            ValueError,
+            r"objective callable returned a value of shape \(2,\), expected a scalar",
+        ),
+    ],
+)
+def test_function_problem_names_a_callable_with_wrong_shapes(changes, error, match):
+    problem = FunctionProblem(**_toy_kwargs(**changes))
+    with pytest.raises(error, match=match):
+        stoc_ialm(problem, random_state=0)
+
+
+@pytest.mark.parametrize(
+    "problem, kwargs, error, match",
+    [
+        (None, {}, TypeError, r"problem must be a Problem .* got None\."),
+        ("toy", dict(random_state="abc"), ValueError, r"random_state must be .* got 'abc'\."),
+        ("toy", dict(random_state=-1), ValueError, r"random_state must be .* got -1\."),
+        (
+            "toy",
+            dict(theory_constants={"foo": 1}),
+            ValueError,
+            r"theory_constants is read with preset='theory' only",
+        ),
+    ],
+)
+def test_solver_names_a_bad_problem_or_argument(problem, kwargs, error, match):
+    problem = FunctionProblem(**_toy_kwargs()) if problem == "toy" else problem
+    with pytest.raises(error, match=match):
+        stoc_ialm(problem, **kwargs)
 
 
 def test_dual_tol_is_the_dual_threshold():

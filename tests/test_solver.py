@@ -212,6 +212,28 @@ def test_budget_exhaustion_reports_non_convergence():
     assert np.all(np.diff(h["data_passes"]) >= 0)
 
 
+@pytest.mark.parametrize("estimator", ["ustat", "independent"])
+@pytest.mark.parametrize(
+    "batch_size, max_passes", [(2, 3.0), (30, 7.5), (300, 2.5), (300, 10.0), (1000, 20.0)]
+)
+def test_budget_is_overrun_by_at_most_one_stop_test(estimator, batch_size, max_passes):
+    # 300 rows of each kind, no set-up (smoothness given): an iteration at batch 300 costs 2
+    # or 3 passes, a stop test one. Only the last stop test may end past the budget.
+    X, y = _logistic_data(6)
+    pb = _positive_rate_problem(X, y, 0.4, inequality=True)
+    pb.smoothness = (1.0, 1.0)
+    kw = dict(random_state=0, max_passes=max_passes, tol=1e-9, estimator=estimator)
+    if batch_size > 300:
+        with pytest.warns(UserWarning, match=r"batch_size=1000 .* using batch_size=300\."):
+            res = stoc_ialm(pb, batch_size=batch_size, **kw)
+    else:
+        res = stoc_ialm(pb, batch_size=batch_size, **kw)
+    assert res.message == "budget of data passes spent"
+    assert res.n_setup_passes == 0
+    assert max_passes - 3.0 < res.n_data_passes <= max_passes + 1.0
+    assert res.history["batch_size"][0] == min(batch_size, 300)
+
+
 def test_unconstrained_problem_is_plain_pstorm():
     X, y = _logistic_data(7)
     b = np.where(y == 1, 1.0, -1.0)

@@ -28,7 +28,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from ..problems import LinearProblem
 from ..solver import stoc_ialm
-from ..solver.ialm import HISTORY_COUNTS
+from ..solver.ialm import HISTORY_COUNTS, clip_batch_size
 from ..solver.prox import Ridge
 from ._hard_rates import fit_hard_rates
 
@@ -60,6 +60,11 @@ DEFERRED_SCALING = dict(feature_scale=1.0, smoothness=(1.0, 1.0))
 # passes, and its constraint was never enforced.
 _MIN_DECREASE = 0.1
 
+# A column's spread within this share of its largest magnitude (2.3e-13, a thousand units in
+# the last place) is what rounding leaves in values that are equal (0.1 + 0.2 beside 0.3, a
+# mean computed in another order): the column is constant.
+_ROUNDING_SPREAD = 1024 * np.finfo(np.float64).eps
+
 # Entries per block when the column moments are computed: a few temporaries of this many
 # floats (512 KiB each), never a copy of X.
 _BLOCK_ENTRIES = 1 << 16
@@ -70,42 +75,81 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
 
     Columns are first divided by their largest magnitude (no overflow on ``X * 1e200``) and
     the variance is a second pass around the mean (no cancellation on a column of mean
-    ``1e7`` and spread 1). CSR input is read by blocks of rows, never densified; dense and
-    CSR copies of the same data give the same moments up to rounding.
+    ``1e7`` and spread 1), corrected by the mean deviation of that pass (the corrected
+    two-pass formula of Chan, Golub and LeVeque): the rounding of the mean, which grows with
+    the number of rows, then leaves no spread in a constant column (0.3 in each of 2000 rows
+    had std 2e-15, which standardising blew up into a feature of unit spread). A spread
+    within :data:`_ROUNDING_SPREAD` of the column's largest magnitude is the rounding of the
+    values themselves and counts as 0. CSR input is read by blocks of rows, never densified;
+    dense and CSR copies of the same data give the same moments up to rounding.
+
+    Raises a ValueError for a column whose values are all subnormal: a linear model on it
+    would need coefficients beyond the float64 range.
     """
     n, d = X.shape
     per_row = X.nnz / max(n, 1) if sp.issparse(X) else d
     step = max(1, int(_BLOCK_ENTRIES / max(per_row, 1)))
+    blocks = range(0, n, step)
     absmax = np.zeros(d)
-    for start in range(0, n, step):
+    for start in blocks:
         block = X[start : start + step]
         if sp.issparse(block):
             np.maximum.at(absmax, block.indices, np.abs(block.data))
         else:
             np.maximum(absmax, np.abs(block).max(axis=0), out=absmax)
+    _check_not_subnormal(absmax)
     unit = np.where(absmax > 0, absmax, 1.0)
-    mean = np.asarray(safe_sparse_dot(weights, X)).ravel() / unit
-    second = np.zeros(d)  # weighted mean of ((x - mean) / unit)^2
+    total = float(np.sum(weights))
+    mean = np.asarray(safe_sparse_dot(weights, X)).ravel() / (unit * total)
+    first = np.zeros(d)  # weighted sums of (x - mean) / unit and of its square
+    second = np.zeros(d)
     nz_weight = np.zeros(d)  # total weight of the stored entries of each column
-    for start in range(0, n, step):
+    nz_count = np.zeros(d, dtype=np.int64)
+    for start in blocks:
         block = X[start : start + step]
         w = weights[start : start + step]
         if sp.issparse(block):
             row_w = np.repeat(w, np.diff(block.indptr))
             dev = block.data / unit[block.indices] - mean[block.indices]
+            first += np.bincount(block.indices, weights=row_w * dev, minlength=d)
             second += np.bincount(block.indices, weights=row_w * dev * dev, minlength=d)
             nz_weight += np.bincount(block.indices, weights=row_w, minlength=d)
+            nz_count += np.bincount(block.indices, minlength=d)
         else:
             dev = block / unit - mean
+            first += w @ dev
             second += w @ (dev * dev)
     if sp.issparse(X):
-        # Implicit zeros deviate from the mean by -mean.
-        second += np.clip(1.0 - nz_weight, 0.0, None) * mean * mean
-    return mean * unit, np.sqrt(second) * unit
+        # Implicit zeros deviate from the mean by -mean. A column stored in every row has
+        # none: its total - nz_weight is rounding, which would read as a spread.
+        implicit = np.where(nz_count < n, np.clip(total - nz_weight, 0.0, None), 0.0)
+        first -= implicit * mean
+        second += implicit * mean * mean
+    shift = first / total  # the mean deviation: the rounding error of the mean
+    std = np.sqrt(np.clip(second / total - shift * shift, 0.0, None))
+    std[std <= _ROUNDING_SPREAD] = 0.0
+    return (mean + shift) * unit, std * unit
+
+
+def _check_not_subnormal(absmax):
+    """A ValueError naming the columns of X whose nonzero values are all subnormal."""
+    tiny = np.finfo(np.float64).tiny
+    bad = np.flatnonzero((absmax > 0) & (absmax < tiny))
+    if bad.size:
+        shown = bad[:10].tolist() + (["..."] if bad.size > 10 else [])
+        raise ValueError(
+            f"X has {bad.size} column(s) whose values are all subnormal (largest magnitude "
+            f"{absmax[bad].max():.3g}, below the smallest normal float64 {tiny:.3g}; columns "
+            f"{shown}): a linear model on them needs coefficients beyond the float64 range, "
+            "and the values have lost precision. Rescale X first (e.g. multiply it by a "
+            "power of ten, or put a StandardScaler before this estimator)."
+        )
 
 
 def _feature_scaling(X, weights, fit_intercept: bool):
-    """``(scale, center)``: the solver's coordinates are the weights of standardised features.
+    """``(scale, center, live)``: the solver's coordinates are the weights of standardised
+    features; ``live`` marks the columns that can move the score (not zero, nor constant
+    beside an intercept).
 
     A column whose mean exceeds its spread (an offset such as ``x * 1e6 + 1e7``) is centred
     (with an intercept) and divided by its standard deviation: left uncentred it would be
@@ -120,8 +164,9 @@ def _feature_scaling(X, weights, fit_intercept: bool):
     mean, std = _column_moments(X, weights)
     center = fit_intercept & (np.abs(mean) > std)
     scale = np.where(center, std, np.hypot(mean, std))
-    scale = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
-    return scale, (np.where(center, mean, 0.0) if fit_intercept else None)
+    live = (scale > 0) & np.isfinite(scale)
+    scale = np.where(live, scale, 1.0)
+    return scale, (np.where(center, mean, 0.0) if fit_intercept else None), live
 
 
 def _standardised(problem, X, sample_weight, C):
@@ -137,21 +182,23 @@ def _standardised(problem, X, sample_weight, C):
     if not isinstance(problem, LinearProblem):
         return problem
     weights = sample_weight / sample_weight.sum()
-    scale, mean = _feature_scaling(X, weights, problem.fit_intercept)
+    scale, mean, live = _feature_scaling(X, weights, problem.fit_intercept)
     del weights  # an n-vector: not kept through the smoothness sweep below
     # Standardised columns divided by sqrt(d) more: rows of unit root-mean-square norm, the
     # paper's scale. A gradient's norm in these units is the root mean square of its
     # standardised coordinates, so tol means the same for 1 feature or 10000 (in plain
-    # standard units a 100-feature fit was held to a 10 times tighter tol).
+    # standard units a 100-feature fit was held to a 10 times tighter tol). Columns that
+    # cannot move the score (zero, or constant beside the intercept) do not count: they
+    # leave the model, and its units, as they are without them.
     d = problem.n_features
-    scale = scale * np.sqrt(d)
+    scale = scale * np.sqrt(max(1, int(live.sum())))
     h = None
     if C is not None and np.isfinite(C):
         rows = problem.A_obj.rows
         total = float(sample_weight.sum() if rows is None else sample_weight[rows].sum())
         mask = np.r_[np.ones(d, bool), np.zeros(int(problem.fit_intercept), bool)]
-        # ||standardised weights||^2 = ||x||^2 / d in the solver's coordinates x.
-        h = Ridge(1.0 / (C * total * d), mask=mask)
+        # ||standardised weights||^2 = ||x||^2 / d_live in the solver's coordinates x.
+        h = Ridge(1.0 / (C * total * max(1, int(live.sum()))), mask=mask)
     return LinearProblem(
         problem.A_obj.A,
         problem.b,
@@ -460,7 +507,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             dual_tol=dual_tol,
             preset=self.preset,
             **self._penalty_schedule(),
-            batch_size=self.batch_size,
+            # Clipped here, to warn once for all the solves of the fit.
+            batch_size=clip_batch_size(self.batch_size, problem, stacklevel=5),
             max_passes=self.max_passes,
             verbose=self.verbose,
         )

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.validation import check_array, validate_data
+from sklearn.utils.validation import _num_samples, check_array, validate_data
 
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ._base import _DTYPES, DEFERRED_SCALING, BaseIALMClassifier, MatrixLike, calibration_seed
@@ -31,6 +31,9 @@ _NOT_MET = (
 #: The probability that a model trained at the moved bound passes the certificate: the
 #: margin is set so that about 9 fits in 10 are certified.
 _POWER = 0.9
+
+#: A ratio bound below this is almost surely a difference typed as a ratio: a warning says so.
+_WEAK_RATIO = 0.5
 
 #: ``bound=None`` means these: the paper's share, a 0.1 parity gap, the four-fifths rule.
 DEFAULT_BOUNDS = {"difference": 0.1, "ratio": 0.8, "share": 0.1}
@@ -87,6 +90,52 @@ def encode_groups(sensitive_features, n_samples: int):
         columns = zip(per_column, combo, strict=True)
         labels[i] = tuple(_python_scalar(col_labels[c]) for (col_labels, _), c in columns)
     return codes.reshape(-1), labels
+
+
+def _columns_of_x(X, sensitive_features):
+    """``sensitive_features`` as per-row labels: a column name (or a list of column names) of
+    a DataFrame ``X`` stands for that column (those columns) of ``X``, which stays a feature.
+
+    A single value is refused with a message that says what is expected. A list is read as
+    column names when it is not one label per row and holds a column name of ``X``.
+    """
+    if sensitive_features is None:
+        return None
+    single = np.ndim(sensitive_features) == 0
+    columns = getattr(X, "columns", None)
+    if single and columns is None:
+        raise ValueError(
+            f"sensitive_features={sensitive_features!r} is a single value: pass one group "
+            "label per row of X (an array of n_samples), or a column name of X when X is a "
+            f"pandas DataFrame (X is a {type(X).__name__})."
+        )
+    if single:
+        names = [sensitive_features]
+    elif (
+        columns is not None
+        and isinstance(sensitive_features, list | tuple)
+        and len(sensitive_features) != _num_samples(X)
+    ):
+        names = list(sensitive_features)
+    else:
+        return sensitive_features
+    missing = [name for name in names if not _is_column(columns, name)]
+    if len(missing) == len(names) and not single:
+        return sensitive_features  # per-row labels (of the wrong length: encode_groups says)
+    if missing:
+        shown = list(columns[:20]) + (["..."] if len(columns) > 20 else [])
+        raise ValueError(
+            f"sensitive_features={sensitive_features!r}: {missing!r} is not a column of X "
+            f"(its columns: {shown}). Pass a column name of X, or one group label per row."
+        )
+    return X[names[0]] if single else X[names]
+
+
+def _is_column(columns, name):
+    try:
+        return name in columns
+    except TypeError:  # an unhashable value
+        return False
 
 
 #: A group constraint estimated from fewer rows than this is noise, not a fairness statement.
@@ -164,7 +213,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
         (ratio form, ``"disparate_impact"``), a smallest share in (0, 1)
         (``"positive_share"``). ``None`` means 0.1 for a difference or a share and 0.8 for
         a ratio (``bound_`` holds the value used). With ``k`` protected groups,
-        ``"positive_share"`` needs ``bound <= 1/k`` (the shares add up to at most 1).
+        ``"positive_share"`` needs ``bound <= 1/k`` (the shares add up to at most 1). A
+        ratio is the smallest rate over the largest (1 is parity, 0.8 the four-fifths
+        rule): a ratio bound below 0.5, which lets one group have twice the rate of
+        another, is accepted with a warning, as it is almost surely a gap meant for
+        ``form="difference"``.
     form : {"difference", "ratio"}, default=None
         For the parity kinds: a bound on the largest difference between the groups' rates
         (``None`` means this) or on their smallest ratio. ``"disparate_impact"`` is a ratio
@@ -500,11 +553,13 @@ class FairLogisticClassifier(BaseIALMClassifier):
         y : array-like of shape (n_samples,)
             Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``).
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_columns), \
-                default=None
+                str or list of str, default=None
             One group label per row (array, list, pandas Series). With several columns
-            (2-D array, DataFrame) the groups are the intersections of the columns. ``None``
-            (or a single group) leaves nothing to constrain: the unconstrained model is
-            fitted, with a warning.
+            (2-D array, DataFrame) the groups are the intersections of the columns. When X
+            is a pandas DataFrame, a column name (or a list of them) stands for that column
+            of X (those columns), which stays a feature of the model. ``None`` (or a single
+            group) leaves nothing to constrain: the unconstrained model is fitted, with a
+            warning.
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative row weights, in the objective and in the constraints.
 
@@ -512,6 +567,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         -------
         self : FairLogisticClassifier
         """
+        sensitive_features = _columns_of_x(X, sensitive_features)
         if self.calibration is None:
             self._training_bound = None
             self._fit(X, y, sample_weight, sensitive_features=sensitive_features)
@@ -744,6 +800,18 @@ class FairLogisticClassifier(BaseIALMClassifier):
             raise ValueError(
                 f"bound must be in {interval} for constraint={self.constraint!r} "
                 f"({form}), got {bound!r}."
+            )
+        # A certified fit checks the bound before it trains inside it: one warning per fit.
+        certified_inner = getattr(self, "_training_bound", None) is not None
+        if form == "ratio" and bound < _WEAK_RATIO and not certified_inner:
+            warnings.warn(
+                f"bound={bound:g} with form='ratio' (constraint={self.constraint!r}) only asks "
+                f"that the smallest group rate be at least {bound:g} times the largest: the "
+                "ratio is the smallest rate over the largest, so 1 is parity and 0.8 the "
+                "four-fifths rule. For a largest gap between the rates, use "
+                "form='difference'.",
+                UserWarning,
+                stacklevel=3,
             )
         return bound
 

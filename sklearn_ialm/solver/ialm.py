@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .kkt import level_shift, original_residuals, slack_residuals
+from .problem import check_problem
 from .pstorm import AugmentedLagrangianEstimator, Counter, pstorm, pstorm_theory
 from .smoothness import estimate_smoothness
 from .theory import theory_parameters
@@ -332,7 +334,9 @@ def stoc_ialm(
         Cap of the multiplier step, ``min(beta_k, gamma / ||k||)``.
     batch_size : int, optional
         Minibatch size ``b`` for the objective and for the constraints (``b >= 2``).
-        ``None``: 30, or the paper's value of the problem with ``preset="paper"``.
+        ``None``: 30, or the paper's value of the problem with ``preset="paper"``. For a
+        finite sum, at most the larger of its two row counts: a larger value is clipped to
+        it with a warning (more draws than rows cost more than a data pass per iteration).
     m0 : int, optional
         Size of the batch that initialises the momentum estimate (``None``: ``batch_size``).
     delta : float in (0, 1)
@@ -385,8 +389,9 @@ def stoc_ialm(
         models) where ``sigma`` and ``batch_size`` are not passed (``"paper"``: True;
         ``"default"``: False, the problem's own smoothness bound, 2.5 and 30).
     max_passes : float, default=100
-        Budget in data passes (finite sums), set-up and stop tests included (the last test
-        may overshoot it).
+        Budget in data passes (finite sums), set-up and stop tests included. Minibatch work
+        (an iteration, a momentum estimate) is done only if it fits in what is left, so the
+        count ends past the budget by at most the set-up and the last stop test.
     max_oracle_calls : int, optional
         Budget in per-sample oracle calls (sampled problems; default ``10**7``).
     max_outer_iter : int, default=60
@@ -436,8 +441,14 @@ def stoc_ialm(
     >>> bool(result.primal_residual <= 1e-2 and result.dual_residual <= 1e-2)
     True
     """
+    check_problem(problem)
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}.")
+    if theory_constants is not None and preset != "theory":
+        raise ValueError(
+            f"theory_constants is read with preset='theory' only, got preset={preset!r} and "
+            f"theory_constants={theory_constants!r}."
+        )
     if preset == "theory" and not (
         isinstance(theory_constants, dict)
         and set(theory_constants) == {"sigma_g", "sigma_c", "gap"}
@@ -517,7 +528,7 @@ def stoc_ialm(
         ):
             if n_rows < 1:
                 raise ValueError(f"problem has no {kind} samples (n_{kind}_samples={n_rows}).")
-    batch_size = int(batch_size)
+    batch_size = clip_batch_size(batch_size, problem)
     m0 = batch_size if settings["m0"] is None else int(settings["m0"])
     _check_positive("m0", m0, integer=True)
     if problem.finite:
@@ -528,7 +539,13 @@ def stoc_ialm(
         m0 = min(m0, max(batch_size, rows))
     settings["m0"] = m0
 
-    rng = np.random.default_rng(random_state)
+    try:
+        rng = np.random.default_rng(random_state)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "random_state must be None, an int >= 0, a numpy Generator, BitGenerator or "
+            f"SeedSequence, got {random_state!r}."
+        ) from None
     levels = getattr(problem, "levels", None)
     if levels is not None:
         # The free levels move the constraint offsets: on a copy of the problem, so that the
@@ -712,10 +729,18 @@ def stoc_ialm(
 
     beta = float(beta0)
     batch = batch_size
+    per_draw = est.evaluations_per_draw
+
+    def fits(evaluations):
+        """Whether minibatch work of this many evaluations fits in what is left of the budget."""
+        return counter.evaluations + evaluations <= budget
+
     max_batch = max(batch_size, settings["max_batch_size"] or 10**9)
     if problem.finite and settings["max_batch_size"] is None:
         max_batch = max(batch_size, problem.n_objective_samples, problem.n_constraint_samples)
-    d = init_momentum(z, y, beta) if preset != "theory" else None
+    d = None
+    if preset != "theory" and fits(m0 * per_draw):
+        d = init_momentum(z, y, beta)
     converged = False
     k = 0
     message = "maximum number of outer iterations reached"
@@ -782,6 +807,9 @@ def stoc_ialm(
             evaluate(z, y, beta, k, n_iter + t)
             z = state["z"]
             stopped = counter.evaluations < budget
+        elif d is None:
+            # Not even the first momentum estimate fits in the budget: the start is judged.
+            t, stopped = 0, False
         else:
             z, d, t, stopped, batch = pstorm(
                 est,
@@ -832,13 +860,18 @@ def stoc_ialm(
             )
             clock["last"] = time.monotonic()
         beta_next = beta0 * sigma ** (k + 1)
-        if problem.finite and counter.evaluations >= budget:
-            # Spent at the last test: a new estimate would be work that no test reports.
-            message = "budget of data passes spent"
+        warm = m and settings["momentum"] == "warm"
+        if preset == "theory":
+            spent = problem.finite and counter.evaluations >= budget
+        else:
+            # A new estimate and one iteration must fit: else work that no test reports.
+            spent = not fits((batch if warm else m0 * per_draw) + 2 * batch * per_draw)
+        if spent:
+            message = "budget of data passes spent" if problem.finite else "oracle budget spent"
             break
         if preset == "theory":
             pass  # every call starts from its own m0-sample estimate
-        elif m and settings["momentum"] == "warm":
+        elif warm:
             bc = problem.sample(rng, batch, "constraint")
             counter.constraint_draws += batch
             d = d + est.multiplier_change(z, y_old, beta_old, y, beta_next, bc, counter)
@@ -895,6 +928,32 @@ def stoc_ialm(
             smoothness_source=source,
         ),
     )
+
+
+def clip_batch_size(batch_size, problem, stacklevel=3) -> int:
+    """``batch_size`` as an int, clipped to the rows of a finite-sum ``problem`` (with a
+    warning that names the value used).
+
+    Draws are with replacement, so a larger minibatch is valid, but each iteration then
+    costs more than a pass over the data for an estimate hardly better than the full
+    gradient, and a budget in passes buys almost no iterations.
+    """
+    batch_size = int(batch_size)
+    if not problem.finite:
+        return batch_size
+    rows = problem.n_objective_samples
+    if problem.n_constraints:
+        rows = max(rows, problem.n_constraint_samples)
+    rows = max(rows, 2)  # the U-statistic needs two draws
+    if batch_size <= rows:
+        return batch_size
+    warnings.warn(
+        f"batch_size={batch_size} is more than the {rows} rows the minibatches are drawn "
+        f"from; using batch_size={rows}.",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+    return rows
 
 
 def _standard_errors(problem, x, s, y_cert, batches, h, ineq, n_chunks=10):

@@ -30,6 +30,7 @@ import numpy as np
 
 from .ialm import _check_positive
 from .kkt import original_residuals
+from .problem import check_problem
 from .prox import Box
 from .smoothness import _power
 
@@ -432,6 +433,7 @@ def ipc(
     >>> bool(result.converged), np.round(result.x, 1)
     (True, array([0.5, 1.5]))
     """
+    check_problem(problem)
     ineq = np.asarray(problem.inequality, dtype=bool).reshape(-1)
     m = int(problem.n_constraints)
     if ineq.shape != (m,):

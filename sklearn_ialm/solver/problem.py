@@ -26,6 +26,7 @@ The vjp form lets the solver build any unbiased estimator of ``J(x)^T c(x)`` fro
 from __future__ import annotations
 
 from collections.abc import Callable
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,97 @@ from .prox import NoProx, Prox
 __all__ = ["FiniteSumProblem", "FunctionProblem", "Problem", "SampledProblem"]
 
 KINDS = ("objective", "constraint")
+
+#: What a solver reads of a problem (see the module docstring).
+_PROTOCOL = (
+    "n_params", "n_constraints", "inequality", "h", "finite", "sample", "evaluation_batch",
+    "batch_size", "objective", "objective_value", "constraints", "full_evaluation",
+)  # fmt: skip
+
+
+def check_problem(problem) -> None:
+    """Raise a TypeError naming what is missing if ``problem`` lacks the solvers' protocol."""
+    missing = [name for name in _PROTOCOL if not hasattr(problem, name)]
+    if missing:
+        got = repr(problem) if len(missing) == len(_PROTOCOL) else f"one without {missing}"
+        raise TypeError(
+            "problem must be a Problem (e.g. a FunctionProblem, a FiniteSumProblem subclass "
+            f"or a SampledProblem), got {got}."
+        )
+
+
+def _check_count(name, value, minimum, why=""):
+    """``value`` as an int, or a ValueError naming ``name`` (``bool`` and 2.5 are not
+    counts)."""
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}{why}, got {value!r}.")
+    return int(value)
+
+
+def _check_callable(name, value, signature):
+    if not callable(value):
+        raise TypeError(f"{name} must be a callable {signature}, got {value!r}.")
+
+
+def _check_common(problem, objective, constraints, inequality, h, smoothness):
+    """Validate the arguments that FunctionProblem and SampledProblem share; set them."""
+    what = "(x, idx)" if problem.finite else "(x, samples)"
+    _check_callable("objective", objective, f"{what} -> (value, gradient)")
+    if problem.n_constraints:
+        if constraints is None:
+            raise TypeError(
+                f"constraints is None but n_constraints={problem.n_constraints} (by default the "
+                "size of inequality): for a problem without constraints pass n_constraints=0 "
+                "and inequality=[]."
+            )
+        _check_callable("constraints", constraints, f"{what} -> (C, J)")
+    m = problem.n_constraints
+    try:
+        problem.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (m,))
+    except ValueError:
+        raise ValueError(
+            f"inequality must be a bool or {m} bools (one per constraint, n_constraints={m}), "
+            f"got {inequality!r}."
+        ) from None
+    if h is not None and not all(hasattr(h, a) for a in ("prox", "value", "dist_subdiff")):
+        raise TypeError(f"h must be a Prox (e.g. L1, Ridge, Box) or None, got {h!r}.")
+    problem.h = NoProx() if h is None else h
+    if smoothness is not None:
+        ok = np.shape(smoothness) == (2,) and all(
+            isinstance(v, Real) and np.isfinite(v) and v >= 0 for v in smoothness
+        )
+        if not (ok and sum(smoothness) > 0):
+            raise ValueError(
+                "smoothness must be None or a pair (L0, LJ) of finite numbers >= 0, not both "
+                f"0, got {smoothness!r}."
+            )
+        smoothness = tuple(float(v) for v in smoothness)
+    problem.smoothness = smoothness
+
+
+def _pair(out, name, what):
+    """The two parts of a user callable's answer, or a TypeError saying what was expected."""
+    if not (isinstance(out, tuple | list) and len(out) == 2):
+        got = f"a {type(out).__name__}" + (
+            f" of length {len(out)}" if hasattr(out, "__len__") else ""
+        )
+        raise TypeError(f"the {name} callable must return a pair {what}, got {got}.")
+    return out
+
+
+def _checked_shape(value, name, part, n, shape, where):
+    """``value`` as a float array of ``shape`` (``(n, m, ...)``), or a ValueError naming the
+    callable, what it returned and what was expected. With one constraint its axis may be
+    left out (``(n,)`` values, ``(n, d)`` Jacobians)."""
+    arr = np.asarray(value, dtype=float)
+    if arr.shape == shape:
+        return arr
+    if shape[1] == 1 and arr.shape == shape[:1] + shape[2:]:
+        return arr.reshape(shape)
+    raise ValueError(
+        f"the {name} callable returned {part} of shape {arr.shape} for {where}, expected "
+        f"{shape} (rows, n_constraints{', n_params' if len(shape) == 3 else ''})."
+    )
 
 
 class Problem:
@@ -180,8 +272,13 @@ class FiniteSumProblem(Problem):
     finite = True
 
     def __init__(self, n_objective_samples: int, n_constraint_samples: int):
-        self.n_objective_samples = int(n_objective_samples)
-        self.n_constraint_samples = int(n_constraint_samples)
+        self.n_objective_samples = _check_count(
+            "n_objective_samples",
+            n_objective_samples,
+            1,
+            " (a problem with no objective samples has nothing to minimise)",
+        )
+        self.n_constraint_samples = _check_count("n_constraint_samples", n_constraint_samples, 0)
 
     def _n(self, kind):
         return self.n_objective_samples if kind == "objective" else self.n_constraint_samples
@@ -262,15 +359,16 @@ class SampledProblem(Problem):
         h=None,
         smoothness=None,
     ):
+        _check_callable("sampler", sampler, "(rng, n) -> samples")
         self.sampler = sampler
         self._objective = objective
         self._constraints = constraints
-        self.n_params = int(n_params)
-        self.n_constraints = int(n_constraints)
-        self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (n_constraints,))
-        self.evaluation_size = int(evaluation_size)
-        self.h = NoProx() if h is None else h
-        self.smoothness = smoothness
+        self.n_params = _check_count("n_params", n_params, 1)
+        self.n_constraints = _check_count("n_constraints", n_constraints, 0)
+        self.evaluation_size = _check_count(
+            "evaluation_size", evaluation_size, 10, " (its standard errors use 10 chunks)"
+        )
+        _check_common(self, objective, constraints, inequality, h, smoothness)
 
     def sample(self, rng, size, kind):
         return self.sampler(rng, size)
@@ -282,27 +380,45 @@ class SampledProblem(Problem):
         return len(batch)
 
     def objective(self, x, batch):
-        return _checked_gradient(self._objective(x, batch)[1], self.n_params)
+        return _checked_gradient(self._objective(x, batch), self.n_params)
 
     def objective_value(self, x, batch):
-        return float(self._objective(x, batch)[0])
+        return _checked_value(self._objective(x, batch))
 
     def constraints(self, x, batch):
-        C, J = self._constraints(x, batch)
-        C = np.asarray(C, dtype=float).reshape(len(batch), self.n_constraints)
-        J = np.asarray(J, dtype=float).reshape(len(batch), self.n_constraints, self.n_params)
-        return C, lambda U: np.einsum("bm,bmd->d", U, J)
+        return _checked_constraints(self, x, batch, len(batch), f"a batch of {len(batch)} samples")
 
 
-def _checked_gradient(grad, n_params):
-    """A user callable's gradient as a float array of shape ``(n_params,)``, or an error."""
-    grad = np.asarray(grad, dtype=float)
+def _checked_gradient(out, n_params):
+    """The gradient of a user objective's answer as a float array of shape
+    ``(n_params,)``, or an error."""
+    grad = np.asarray(_pair(out, "objective", "(value, gradient)")[1], dtype=float)
     if grad.shape != (n_params,):
         raise ValueError(
             f"the objective callable returned a gradient of shape {grad.shape}, expected "
             f"({n_params},) (n_params)."
         )
     return grad
+
+
+def _checked_value(out):
+    """The value of a user objective's answer as a float, or an error."""
+    value = np.asarray(_pair(out, "objective", "(value, gradient)")[0], dtype=float)
+    if value.size != 1:
+        raise ValueError(
+            f"the objective callable returned a value of shape {value.shape}, expected a "
+            "scalar (the mean over the rows)."
+        )
+    return float(value.reshape(()))
+
+
+def _checked_constraints(problem, x, batch, n, where):
+    """Per-sample values ``(n, m)`` and the vjp of a user constraints callable's answer."""
+    C, J = _pair(problem._constraints(x, batch), "constraints", "(C, J)")
+    m, d = problem.n_constraints, problem.n_params
+    C = _checked_shape(C, "constraints", "values C", n, (n, m), where)
+    J = _checked_shape(J, "constraints", "Jacobians J", n, (n, m, d), where)
+    return C, lambda U: np.einsum("bm,bmd->d", U, J)
 
 
 class FunctionProblem(FiniteSumProblem):
@@ -313,16 +429,28 @@ class FunctionProblem(FiniteSumProblem):
     objective : callable ``(x, idx) -> (value, grad)``
         Mean value and gradient of the objective terms of rows ``idx`` (an integer array, or
         ``slice(None)`` for all rows).
-    constraints : callable ``(x, idx) -> (C, J)``
-        Per-row constraint values ``(len(idx), m)`` and Jacobians ``(len(idx), m, d)``.
-    n_params : int
-    n_objective_samples, n_constraint_samples : int
+    constraints : callable ``(x, idx) -> (C, J)`` or None
+        Per-row constraint values ``(len(idx), m)`` and Jacobians ``(len(idx), m, d)``
+        (``(len(idx),)`` and ``(len(idx), d)`` with one constraint). ``None`` for a problem
+        without constraints (with ``n_constraints=0``).
+    n_params : int >= 1
+    n_objective_samples : int >= 1
+        The rows of the objective: ``idx`` is drawn from ``range(n_objective_samples)``, and
+        ``slice(None)`` stands for all of them.
+    n_constraint_samples : int >= 0
+        The rows of the constraints, likewise (at least 1 when there are constraints).
     inequality : bool or array of bool, shape (m,)
     h : Prox, optional
     smoothness : (L0, LJ), optional
     n_constraints : int, optional
         The number ``m`` of constraints; by default the size of ``inequality`` (1 for a
         scalar).
+
+    Raises
+    ------
+    TypeError, ValueError
+        At construction for an argument of the wrong kind; at the first call of a callable
+        whose answer does not have the shapes above, naming the callable and both shapes.
 
     Examples
     --------
@@ -361,23 +489,26 @@ class FunctionProblem(FiniteSumProblem):
         super().__init__(n_objective_samples, n_constraint_samples)
         self._objective = objective
         self._constraints = constraints
-        self.n_params = int(n_params)
+        self.n_params = _check_count("n_params", n_params, 1)
         if n_constraints is None:
             n_constraints = np.size(inequality) if np.ndim(inequality) else 1
-        self.n_constraints = int(n_constraints)
-        self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (n_constraints,))
-        self.h = NoProx() if h is None else h
-        self.smoothness = smoothness
+        self.n_constraints = _check_count("n_constraints", n_constraints, 0)
+        if self.n_constraints:
+            _check_count(
+                "n_constraint_samples", n_constraint_samples, 1, " (the problem has constraints)"
+            )
+        _check_common(self, objective, constraints, inequality, h, smoothness)
 
     def objective(self, x, batch):
-        return _checked_gradient(self._objective(x, batch)[1], self.n_params)
+        return _checked_gradient(self._objective(x, batch), self.n_params)
 
     def objective_value(self, x, batch):
-        return float(self._objective(x, batch)[0])
+        return _checked_value(self._objective(x, batch))
 
     def constraints(self, x, batch):
-        C, J = self._constraints(x, batch)
         n = self.batch_size(batch, "constraint")
-        C = np.asarray(C, dtype=float).reshape(n, self.n_constraints)
-        J = np.asarray(J, dtype=float).reshape(n, self.n_constraints, self.n_params)
-        return C, lambda U: np.einsum("bm,bmd->d", U, J)
+        if isinstance(batch, slice):
+            where = f"idx=slice(None), all n_constraint_samples={n} rows"
+        else:
+            where = f"idx of {n} rows"
+        return _checked_constraints(self, x, batch, n, where)

@@ -95,6 +95,13 @@ class AugmentedLagrangianEstimator:
     def dim(self) -> int:
         return self.p + self.n_slack
 
+    @property
+    def evaluations_per_draw(self) -> int:
+        """Per-sample evaluations of one gradient estimate per draw of a minibatch: one
+        objective row, and one constraint row per constraint batch (two with
+        ``"independent"``). One PStorm iteration evaluates its minibatch at two points."""
+        return 1 + (self.m > 0) * (1 + (self.estimator == "independent"))
+
     def k(self, C, s):
         """Add slacks to the inequality columns of per-sample constraint values."""
         if self.n_slack:
@@ -247,7 +254,8 @@ def pstorm(
     the stopping rule on the evaluation batch and returns ``(stop, batch_size, z, d)``:
     whether to stop, the minibatch size to go on with, and the point and estimate to go on
     from (the check postprocesses the slack block). ``budget`` caps ``counter.evaluations``
-    (set-up and checks included).
+    (set-up and checks included): an iteration starts only if its evaluations fit in what
+    is left, so only a check can take the count past the budget, by at most its own cost.
 
     The first check comes after ``eval_every`` iterations. Each interval is then
     ``check_growth`` times the previous one (``1``: every ``eval_every`` iterations, the
@@ -270,13 +278,18 @@ def pstorm(
     # A problem may run whole blocks of these iterations itself (compiled), same draws.
     block = getattr(est.problem, "pstorm_block", None)
     run_block = block(est) if block is not None else None
-    while counter.evaluations < budget:
+    while True:
+        # The count (an integer) before the last iteration that fits: c + cost <= budget
+        # exactly when c < floor(budget - cost) + 1, the form of the block's own test.
+        last_start = np.floor(budget - 2 * batch_size * est.evaluations_per_draw) + 1
+        if counter.evaluations >= last_start:
+            break
         if run_block is not None:
             second = counter.second_batch_draws
             z, d, n = run_block(
                 z, d, y, beta, eta=eta, eta_slack=eta_slack, keep=keep,
                 batch_size=batch_size, n_iter=last_t + interval - t, rng=rng,
-                counter=counter, budget=budget,
+                counter=counter, budget=last_start,
             )  # fmt: skip
             t += n
             if est.estimator == "independent" and est.m:
