@@ -2,5 +2,6 @@
 
 from .fair import FairLogisticClassifier
 from .neyman_pearson import NeymanPearsonClassifier
+from ._report import BoundReport
 
-__all__ = ["FairLogisticClassifier", "NeymanPearsonClassifier"]
+__all__ = ["BoundReport", "FairLogisticClassifier", "NeymanPearsonClassifier"]
