@@ -234,6 +234,8 @@ class BoundReport:
         Class name of the fitted classifier.
     description : str
         The bound in words, e.g. ``"demographic_parity difference <= 0.05"``.
+    protected_groups : list or None
+        The fit's ``protected_groups_`` (fairness), None for Neyman-Pearson.
     n_samples : int
         Rows the report was computed on.
     confidence : float
@@ -288,6 +290,7 @@ class BoundReport:
         *,
         estimator_name,
         description,
+        protected_groups,
         n_samples,
         confidence,
         weighted,
@@ -299,6 +302,7 @@ class BoundReport:
     ):
         self.estimator_name = estimator_name
         self.description = description
+        self.protected_groups = protected_groups
         self.n_samples = n_samples
         self.confidence = confidence
         self.weighted = weighted
@@ -406,6 +410,7 @@ class BoundReport:
         return cls(
             estimator_name=type(clf).__name__,
             description=description,
+            protected_groups=builder.protected_groups,
             n_samples=n,
             confidence=confidence,
             weighted=weights is not None,
@@ -423,13 +428,14 @@ class BoundReport:
         Returns
         -------
         dict
-            ``estimator``, ``description``, ``n_samples``, ``confidence``, ``weighted``,
+            ``estimator``, ``description``, ``protected_groups``, ``n_samples``, ``confidence``, ``weighted``,
             ``bounds``, ``rates``, ``summary``, ``fit`` and ``notes``.
         """
         return _plain(
             {
                 "estimator": self.estimator_name,
                 "description": self.description,
+                "protected_groups": self.protected_groups,
                 "n_samples": self.n_samples,
                 "confidence": self.confidence,
                 "weighted": self.weighted,
@@ -519,9 +525,7 @@ class BoundReport:
         lines = []
         fit = self.fit
         if fit.get("bound_met") is not None:
-            lines.append(
-                f"The fit met its bound on its training rows: {_fmt(fit['bound_met'])}."
-            )
+            lines.append(f"The fit met its bound on its training rows: {_fmt(fit['bound_met'])}.")
         cert = fit.get("certificate")
         if cert is not None:
             cmp = "<=" if cert["form"] == "difference" else ">="
@@ -553,7 +557,10 @@ class BoundReport:
         return text
 
     def _title(self) -> str:
-        return f"{self.estimator_name}: {self.description}, on {self.n_samples} rows"
+        text = f"{self.estimator_name}: {self.description}, on {self.n_samples} rows"
+        if self.protected_groups is not None:
+            text += f" (protected groups: {', '.join(map(repr, self.protected_groups))})"
+        return text
 
     def __str__(self) -> str:
         def table(header, rows):
@@ -637,7 +644,9 @@ class BoundReport:
 
         def table(header, rows):
             lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+            lines += [
+                "| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows
+            ]
             return "\n".join(lines)
 
         level = f"{self.confidence:.0%}"
@@ -672,6 +681,7 @@ class _Builder:
         self.confidence = confidence
         self.rates = []
         self.notes = []
+        self.protected_groups = None
 
     def _record(self, rate, condition, group, protected, hit_rows, base_rows=None):
         """One rate record: ``hit_rows(pred) -> (hit, rows)`` for the model and baseline."""
@@ -789,9 +799,9 @@ class _Builder:
                 if len(protected)
                 else f"{name}: no protected group has rows here."
             )
-        groups = [_key(g) for g in clf.protected_groups_]
-        description = f"{kind} {form} {direction} {bound:g} (protected groups {groups})"
-        return description, [record]
+        self.protected_groups = [_key(g) for g in clf.protected_groups_]
+        what = f"{kind} {form}" if kind in _FAIRLEARN else kind
+        return f"{what} {direction} {bound:g}", [record]
 
     def fpr_bound(self, max_fpr):
         """The bound ``FPR <= max_fpr`` on all rows; its limit is the FPR's upper limit."""
