@@ -428,8 +428,8 @@ class BoundReport:
         Returns
         -------
         dict
-            ``estimator``, ``description``, ``protected_groups``, ``n_samples``, ``confidence``, ``weighted``,
-            ``bounds``, ``rates``, ``summary``, ``fit`` and ``notes``.
+            ``estimator``, ``description``, ``protected_groups``, ``n_samples``,
+            ``confidence``, ``weighted``, ``bounds``, ``rates``, ``summary``, ``fit`` and ``notes``.
         """
         return _plain(
             {
