@@ -429,7 +429,8 @@ class BoundReport:
         -------
         dict
             ``estimator``, ``description``, ``protected_groups``, ``n_samples``,
-            ``confidence``, ``weighted``, ``bounds``, ``rates``, ``summary``, ``fit`` and ``notes``.
+            ``confidence``, ``weighted``, ``bounds``, ``rates``, ``summary``, ``fit``,
+            ``notes``.
         """
         return _plain(
             {
