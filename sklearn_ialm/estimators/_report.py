@@ -454,8 +454,9 @@ class BoundReport:
         Parameters
         ----------
         table : {"rates", "bounds", "summary"}, default="rates"
-            The per-group rates (indexed by rate and group), the bounds (indexed by
-            metric), or the overall rates (indexed by metric).
+            The per-group rates (one row per rate and group, with columns ``rate`` and
+            ``group``), the bounds (indexed by metric), or the overall rates (indexed by
+            metric).
 
         Returns
         -------
@@ -464,11 +465,11 @@ class BoundReport:
         import pandas as pd
 
         if table == "rates":
-            records = [{**r, "group": _plain(r["group"])} for r in self.rates]
-            for r in records:
-                if isinstance(r["group"], list):
-                    r["group"] = tuple(r["group"])
-            return pd.DataFrame.from_records(records).set_index(["rate", "group"])
+            # Plain columns, no index: intersections are tuples, and tuples beside the
+            # "overall" string cannot be sorted into an index level.
+            frame = pd.DataFrame.from_records(self.rates)
+            frame["group"] = [str(g) if g is _OVERALL else g for g in frame["group"]]
+            return frame
         if table == "bounds":
             return pd.DataFrame.from_records(self.bounds).set_index("name")
         if table == "summary":
