@@ -279,7 +279,7 @@ class BoundReport:
     >>> bound["name"], bound["direction"], bound["bound"], bound["status"] != "not met"
     ('demographic_parity_difference', '<=', 0.1, True)
     >>> [(r["group"], r["n"]) for r in report.rates]
-    [('a', 262), ('b', 138), ('overall', 400)]
+    [('a', 291), ('b', 109), ('overall', 400)]
     >>> data = json.loads(json.dumps(report.to_dict()))
     >>> data["bounds"][0]["name"]
     'demographic_parity_difference'
