@@ -21,6 +21,8 @@ holds with probability 95 %.
 # %%
 # Data, the constrained model and an unconstrained baseline
 # ---------------------------------------------------------
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -52,7 +54,7 @@ clf = FairLogisticClassifier(
     random_state=0,
 ).fit(X, y, sensitive_features=groups)
 baseline = LogisticRegression(max_iter=1000).fit(X, y)
-print(clf.certificate_.message)
+print(textwrap.fill(clf.certificate_.message, 79))
 
 # %%
 # The report on the test rows

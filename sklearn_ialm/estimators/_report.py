@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from numbers import Real
 
 import numpy as np
@@ -579,7 +580,8 @@ class BoundReport:
             "",
             table(self._summary_header(), [self._summary_cells(s) for s in self.summary]),
         ]
-        tail = self._fit_lines() + self.notes + [self._caveat()]
+        # Sentences wrapped to the width of the tables, not one long line per sentence.
+        tail = [textwrap.fill(t, 88) for t in self._fit_lines() + self.notes + [self._caveat()]]
         return "\n".join(parts + [""] + tail)
 
     def __repr__(self) -> str:
