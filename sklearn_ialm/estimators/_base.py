@@ -805,3 +805,37 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         tags.input_tags.sparse = True
         return tags
+
+    # -- the report on any rows ------------------------------------------------------------------
+    def bound_report(
+        self,
+        X: MatrixLike,
+        y: ArrayLike,
+        *,
+        sensitive_features: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+        baseline=None,
+        confidence: float = 0.95,
+    ):
+        """Whether the bound holds on rows ``X``, per group, with exact intervals.
+
+        See :meth:`sklearn_ialm.BoundReport.from_estimator` (which also takes a Pipeline)
+        for the parameters.
+
+        Returns
+        -------
+        BoundReport
+            With ``to_frame()``, ``to_dict()``, ``to_markdown()``, a plain-text ``str`` and
+            an HTML view in notebooks.
+        """
+        from ._report import BoundReport  # the report module imports the estimators
+
+        return BoundReport.from_estimator(
+            self,
+            X,
+            y,
+            sensitive_features=sensitive_features,
+            sample_weight=sample_weight,
+            baseline=baseline,
+            confidence=confidence,
+        )

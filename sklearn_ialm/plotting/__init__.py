@@ -4,7 +4,8 @@ matplotlib is imported when something is drawn, not when this package is importe
 it with ``pip install "sklearn-ialm[plot]"``.
 """
 
+from .bound import BoundDisplay
 from .convergence import ConvergenceDisplay
 from .np_roc import NPROCDisplay
 
-__all__ = ["ConvergenceDisplay", "NPROCDisplay"]
+__all__ = ["BoundDisplay", "ConvergenceDisplay", "NPROCDisplay"]
