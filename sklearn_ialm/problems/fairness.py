@@ -36,11 +36,14 @@ largest rate, at least ``bound``) between groups:
 ``error_rate_parity``
     ``P[pred != y | g]``: ``zero_one_loss_difference`` / ``_ratio``.
 
-Rates are weighted by the constraint rows' sample weights. "Largest gap at most ``bound``" is
-the set of pairwise inequalities ``rate_a - rate_b <= bound`` for every ordered pair of
-groups ``(a, b)``, and "smallest ratio at least ``bound``" is ``bound * rate_b - rate_a <= 0``
-for every ordered pair, so ``k`` groups give ``k (k - 1)`` constraints (twice that for
-``equalized_odds``, one set per rate). Difference constraints are in units of the rates (the
+Rates are weighted by the constraint rows' sample weights. With two or three groups (or some
+groups protected), "largest gap at most ``bound``" is the set of pairwise inequalities
+``rate_a - rate_b <= bound`` for every ordered pair of groups ``(a, b)``, and "smallest ratio
+at least ``bound``" is ``bound * rate_b - rate_a <= 0`` for every ordered pair, so ``k``
+groups give ``k (k - 1)`` constraints (twice that for ``equalized_odds``, one set per rate).
+With four or more groups, all constrained, each rate is a band of free level instead:
+``t <= rate_g <= t + bound`` (or ``bound t <= rate_g <= t``), ``2 k`` constraints and one
+level ``t`` per rate, which the solver minimises over (see :func:`_level_rows`). Difference constraints are in units of the rates (the
 bound's units); ratio constraints in units of ``rate_b * (bound - rate_a / rate_b)``, a
 rate times the ratio's shortfall. With ``protected`` groups given, only the pairs that
 involve at least one protected group are constrained: with all groups protected (the
