@@ -44,9 +44,8 @@ groups give ``k (k - 1)`` constraints (twice that for ``equalized_odds``, one se
 With four or more groups, all constrained, each rate is a band of free level instead:
 ``t <= rate_g <= t + bound`` (or ``bound t <= rate_g <= t``), ``2 k`` constraints and one
 level ``t`` per rate, which the solver minimises over. Difference constraints are in units
-of the rates (the
-bound's units); ratio constraints in units of ``rate_b * (bound - rate_a / rate_b)``, a
-rate times the ratio's shortfall. With ``protected`` groups given, only the pairs that
+of the rates (the bound's units); ratio constraints in units of ``rate_b * (bound - rate_a /
+rate_b)``, a rate times the ratio's shortfall. With ``protected`` groups given, only the pairs that
 involve at least one protected group are constrained: with all groups protected (the
 default), or with two groups and one of them protected, that is fairlearn's metric.
 
