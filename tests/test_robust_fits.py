@@ -100,3 +100,23 @@ def test_bound_met_is_fairlearns_verdict_on_a9a(kind, form, bound):
         # No training row sits on the boundary, where another product's rounding decides.
         scores = clf.decision_function(X)
         assert np.min(np.abs(scores)) > 1e-10 * np.max(np.abs(scores))
+
+
+def test_never_below_the_constant_model():
+    """100 groups of 20 training rows (the group one-hot in X) at a parity gap of 0.1: the
+    best model a fit finds was less accurate on the training rows than predicting one class
+    for every row, which meets the bound (0.4905 against 0.512 before); the fit returns no
+    model below that constant one, and says so when it returns it."""
+    from benchmarks.families import many_groups
+
+    X, y, groups, _, _, _ = many_groups()
+    clf = FairLogisticClassifier(constraint="demographic_parity", bound=0.1, random_state=0)
+    with pytest.warns(Warning) as caught:
+        clf.fit(X, y, sensitive_features=groups)
+    pred = clf.predict(X)
+    majority = max(np.mean(y), 1 - np.mean(y))
+    assert np.mean(pred == y) >= majority
+    assert fm.demographic_parity_difference(y, pred, sensitive_features=groups) <= 0.1
+    if np.all(clf.coef_ == 0):  # the constant model was returned: said, and not converged
+        assert not clf.converged_
+        assert any("constant model is returned" in str(w.message) for w in caught)

@@ -574,6 +574,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             del self.seeds_
 
         scores = self._away_from_ties(self._score(X), y01, sw, context)
+        scores = self._at_least_constant(scores, y01, sw, context)
         threshold = self._decision_threshold(scores, y01, sw)
         self.constraint_values_ = self._constraint_report(expit(scores), y01, sw, context)
         self.hard_constraint_values_ = self._constraint_report(
@@ -587,6 +588,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             self.converged_ = bool(result.converged)
         else:
             self.converged_ = fit.converged and self.bound_met_
+        if self._constant_fallback is not None:
+            self.converged_ = False
         self._warn_if_not_converged(result, context, fit)
         return self
 
@@ -633,6 +636,41 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self.intercept_ = self.intercept_ + best[1]
         return best[2]
 
+    def _at_least_constant(self, scores, y01, sample_weight, context):
+        """The training scores of the model returned: the constant model instead, when one
+        that meets the bound is more accurate on the training rows than the model found.
+
+        A user could always have predicted one class for every row (which meets every
+        parity bound): a fit never returns a model below it. ``coef_`` is then zero and
+        ``intercept_`` the log-odds of the positive rate (of the chosen sign), and the fit
+        says so (:meth:`_warn_if_not_converged`); ``converged_`` is False.
+        """
+        self._constant_fallback = None
+        if not self._steers_hard_rates_after_fit(context):
+            return scores
+        positive = y01 == 1
+        accuracy = float(np.average((scores > 0) == positive, weights=sample_weight))
+        best = None
+        for label in (0, 1):
+            pred = np.full(len(scores), float(label))
+            if not self._meets(
+                self._constraint_report(pred, y01, sample_weight, context), context
+            ):
+                continue
+            value = float(np.average(positive == bool(label), weights=sample_weight))
+            if value > accuracy and (best is None or value > best[1]):
+                best = (label, value)
+        if best is None:
+            return scores
+        rate = float(np.average(positive, weights=sample_weight))
+        logit = float(np.log(rate / (1.0 - rate)))
+        # The log-odds where its sign gives the chosen class, else the smallest such score.
+        intercept = logit if (logit > 0) == bool(best[0]) else (1e-6 if best[0] else -1e-6)
+        self.coef_ = np.zeros_like(self.coef_)
+        self.intercept_ = np.array([intercept])
+        self._constant_fallback = (best[0], best[1], accuracy)
+        return np.full(len(scores), intercept)
+
     def _steers_hard_rates_after_fit(self, context) -> bool:
         """Whether the fit's bound is on hard predictions (see :meth:`_away_from_ties`)."""
         return False
@@ -670,6 +708,18 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 UserWarning,
                 stacklevel=4,
             )
+        if self._constant_fallback is not None:
+            label, constant, found = self._constant_fallback
+            warnings.warn(
+                f"{name}: the best model found is less accurate on the training rows "
+                f"({found:.4f}) than predicting class {_label(self.classes_[label])} for every "
+                f"row ({constant:.4f}), which meets the bound: that constant model is "
+                "returned. The bound may leave a linear model no room on these data (loosen "
+                f"it), or the fit needs more passes (max_passes={self.max_passes:g}).",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
+            return
         if self.converged_:
             return
         spent = result.message.startswith("budget")
