@@ -218,8 +218,10 @@ def _peer(kind, bound, in_x, X, y, g, Xt, gt):
         train = to.predict(dense(X), sensitive_features=g, random_state=0)
         test = to.predict(dense(Xt), sensitive_features=gt, random_state=0)
         return "ThresholdOptimizer", test, metric(y, train, sensitive_features=g)
-    if sp.issparse(X) and X.shape[0] * X.shape[1] > 1e8:
-        return "ExponentiatedGradient (not run: needs X dense)", None, np.nan
+    if sp.issparse(X):
+        if X.shape[0] * X.shape[1] > 1e8:
+            return "ExponentiatedGradient (not run: needs X dense)", None, np.nan
+        X, Xt = X.toarray(), Xt.toarray()  # fairlearn's reductions take dense rows only
     eg = ExponentiatedGradient(
         LogisticRegression(max_iter=1000), _METRIC[kind][1](difference_bound=bound)
     )
