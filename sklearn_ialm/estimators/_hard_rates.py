@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import expit, logit
 
 __all__ = ["HardRateFit", "fit_hard_rates", "fit_negative_weight", "rate_threshold"]
 
@@ -151,6 +152,17 @@ def _say(verbose, text):
         print(f"[steering] {text}")
 
 
+def _shift_cap(problem, units, scores, base):
+    """The largest shift each unit can take: nine tenths of the way to the value its
+    constraints have at equal soft predictions for every row (perfect parity at the current
+    overall rate). A surrogate's bound tightened past that asks for a gap below zero, a band
+    of negative width: no model meets it (it was seen to stall a fit at its primal residual).
+    """
+    equal = np.full(len(scores), logit(np.mean(expit(scores))))
+    floor = units.values(problem.rate_constraints(equal, hard=False, offset=base))
+    return 0.9 * np.maximum(-floor, 0.0)
+
+
 def fit_hard_rates(
     problem, solve, *, bound_tol, max_rounds=8, budget=np.inf, verbose=0
 ) -> HardRateFit:
@@ -213,6 +225,7 @@ def fit_hard_rates(
         # moved the hard value less than its shift, and a secant on the shift would read
         # that as a flat relation and overshoot (e.g. ask for the reverse gap: infeasible).
         soft = units.values(problem.rate_constraints(scores, hard=False, offset=base))
+        cap = _shift_cap(problem, units, scores, base)
         for k in range(m):
             if not (hard[k] > _EPS or (active[k] and hard[k] < -bound_tol)):
                 continue
@@ -220,7 +233,7 @@ def fit_hard_rates(
             trace[k].append((soft[k], hard[k]))
             slope = _secant_slope(trace[k], 1.0, 0.25, 4.0)
             # The next solve's soft bound binds where the hard value should reach target.
-            shift[k] = (hard[k] - target) / slope - soft[k]
+            shift[k] = min((hard[k] - target) / slope - soft[k], cap[k])
         _say(
             verbose,
             f"solve {rnd + 2}: on predictions the constraints are "

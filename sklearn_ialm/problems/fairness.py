@@ -649,7 +649,13 @@ def fairness_problem(
             # (the anchor task) lost in one seed of three, and a9a's positive share slowed
             # from 12 passes to over 300. So pairs are balanced only for a group under 40 %
             # of an equal share (listed three times or more), and share kinds never.
-            rows_constraint, W = _balanced_rows(groups, W, 1 if levels is not None else 3)
+            # The rates that condition on the label are means over a group's rows of one
+            # class: those cells are what a minibatch must find, so they are the strata.
+            strata = groups
+            if constraint in ("true_positive_rate_parity", "false_positive_rate_parity",
+                              "equalized_odds"):  # fmt: skip
+                strata = np.unique(groups, return_inverse=True)[1].reshape(-1) * 2 + yc
+            rows_constraint, W = _balanced_rows(strata, W, 1 if levels is not None else 3)
         offset = np.array(offsets) / constraint_scale
         if levels is not None:
             levels = levels / constraint_scale
