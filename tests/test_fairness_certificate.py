@@ -1,7 +1,6 @@
 """The fairness certificate on new data: exact binomial limits, the guarantee by simulation."""
 
 import math
-
 import warnings
 
 import numpy as np
