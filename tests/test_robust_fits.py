@@ -120,3 +120,40 @@ def test_never_below_the_constant_model():
     if np.all(clf.coef_ == 0):  # the constant model was returned: said, and not converged
         assert not clf.converged_
         assert any("constant model is returned" in str(w.message) for w in caught)
+
+
+def test_a_noise_floor_warning_gives_a_tol_that_works():
+    """A Neyman-Pearson fit on a small table whose dual residual stalls at its noise floor:
+    the warning says more passes will not help and names a tol; refitted with it, the fit
+    converges."""
+    import re
+
+    from benchmarks.families import small_table
+    from sklearn_ialm import NeymanPearsonClassifier
+
+    X, y, _, _, _, _ = small_table()
+    with pytest.warns(Warning) as caught:
+        NeymanPearsonClassifier(max_fpr=0.05, random_state=0).fit(X, y)
+    said = " ".join(str(w.message) for w in caught)
+    assert "more passes do not lower it" in said
+    tol = float(re.search(r"tol=([0-9.e-]+) gives a model", said).group(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", category=Warning)
+        warnings.filterwarnings("ignore", message=".*training negatives.*")  # small data
+        clf = NeymanPearsonClassifier(max_fpr=0.05, tol=tol, random_state=0).fit(X, y)
+    assert clf.converged_
+
+
+def test_a_floor_above_the_relative_test_says_no_setting_helps():
+    """100 groups of 20 rows: the dual residual stalls above a tenth of its value at the null
+    model, which convergence asks for; the warning says no tol or max_passes helps, and twice
+    the passes indeed do not make the fit converge."""
+    X, y, groups = _many_groups()
+    kw = dict(constraint="demographic_parity", bound=0.1, random_state=0)
+    with pytest.warns(Warning) as caught:
+        FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups)
+    assert any("no tol or max_passes" in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = FairLogisticClassifier(max_passes=600, **kw).fit(X, y, sensitive_features=groups)
+    assert not clf.converged_

@@ -293,6 +293,36 @@ def _select(results) -> int:
     )
 
 
+def _stall(result):
+    """Why a run that spent its budget stopped short of its tolerances, from its history.
+
+    ``("noise", floor, passes)`` when the dual residual of its last outer iteration fell by
+    less than a tenth over the second half of that iteration's passes (at least 10 of them)
+    and stayed above its tolerance: the minibatch estimates' noise floor, which more passes
+    do not lower. ``("primal",
+    value)`` when the primal residual at the end of the last four outer iterations did not
+    fall while their penalty grew. None otherwise (the residuals were still falling).
+    """
+    h = result.history
+    k = np.asarray(h["outer_iter"])
+    if not len(k):
+        return None
+    last = k == k[-1]
+    p, d = np.asarray(h["data_passes"])[last], np.asarray(h["dual_residual"])[last]
+    span = float(p[-1] - p[0])
+    if len(d) >= 6 and span >= 10:
+        late = p >= p[0] + span / 2
+        early_best, late_best = float(d[~late].min()), float(d[late].min())
+        if late_best >= 0.9 * early_best and late_best > result.settings["dual_tol"]:
+            return "noise", min(early_best, late_best), span
+    pres = np.asarray(h["primal_residual"])
+    ends = [pres[k == j][-1] for j in np.unique(k)]
+    tol = result.settings.get("tol", 0.0)
+    if len(ends) >= 4 and ends[-1] > tol and ends[-1] >= 0.9 * ends[-4]:
+        return "primal", float(ends[-1])
+    return None
+
+
 def _joined_history(results) -> dict:
     """The histories of successive solves as one: the counts (passes, stop-test passes, the
     paper's passes, oracle calls, draws, inner iterations) run on from the first solve."""
@@ -496,7 +526,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         # In standard units the dual residual no longer depends on the units of X; the test
         # also asks for a tenfold decrease from the null model (see _initial_dual_residual).
         # The primal residual is in the units of the bound already.
-        dual_tol = min(self.tol, _MIN_DECREASE * _initial_dual_residual(problem)) or self.tol
+        self._null_dual_residual = _initial_dual_residual(problem)
+        dual_tol = min(self.tol, _MIN_DECREASE * self._null_dual_residual) or self.tol
 
         seeds = spawn_seeds(self.random_state, self.n_seeds)
         solver_kwargs = dict(
@@ -749,10 +780,36 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 "hard_constraint_values_ before using this model."
             )
         if spent or not result.converged:
-            parts.append(
-                f"Raise max_passes (now {self.max_passes:g}), or tol for a coarser model."
-            )
+            parts.append(self._remedy(fit.results[-1] if fit is not None else result))
         warnings.warn(" ".join(parts), ConvergenceWarning, stacklevel=4)
+
+    def _remedy(self, result) -> str:
+        """What would help a run that spent its budget, from the way its residuals moved."""
+        stall = _stall(result)
+        if stall is not None and stall[0] == "noise":
+            _, floor, span = stall
+            said = (
+                f"Its dual residual stopped falling at about {floor:.2g} over the last "
+                f"{span:.0f} passes, at the noise floor of the minibatch estimates: more "
+                "passes do not lower it."
+            )
+            # The stop test asks for min(tol, a tenth of the residual at coef_ = 0): a
+            # larger tol helps only while that tenth is above the floor.
+            relative = _MIN_DECREASE * self._null_dual_residual
+            if self.tol < 1.5 * floor < relative:
+                return f"{said} tol={1.5 * floor:.2g} gives a model at that precision."
+            return (
+                f"{said} Convergence also asks for a tenth of its value at coef_ = 0 "
+                f"({relative:.2g}), which this floor is above: no tol or max_passes makes "
+                "this fit converge; the model returned is the best one found."
+            )
+        if stall is not None:
+            return (
+                f"The constraint's residual stayed at {stall[1]:.2g} while the penalty grew: "
+                "the bound may be out of this model's reach on these data (loosen it); more "
+                "passes are unlikely to help."
+            )
+        return f"Raise max_passes (now {self.max_passes:g}), or tol for a coarser model."
 
     # -- pickling ---------------------------------------------------------------------------------
     def __getstate__(self):
