@@ -315,6 +315,18 @@ def _share_rows(groups, weights, protected, constraint, bound):
     return columns, offsets, names
 
 
+def _group_total(weights, rows, g, rate, kind) -> float:
+    """The total weight of group ``g``'s ``rows``; none makes its rate undefined."""
+    wg = float(np.sum(weights[rows]))
+    if wg <= 0:
+        what = {"true_positive_rate": " with y=1", "false_positive_rate": " with y=0"}
+        raise ValueError(
+            f"Group {_label(g)!r} has no constraint rows{what.get(rate, '')} (or zero "
+            f"total weight): its {rate} is undefined for constraint={kind!r}."
+        )
+    return wg
+
+
 def _parity_rows(groups, weights, protected, kind, form, bound, y):
     """``(columns, offsets, names)`` of the pairwise parity constraints; see
     :func:`_fill_weights` for ``columns``.
@@ -331,13 +343,7 @@ def _parity_rows(groups, weights, protected, kind, form, bound, y):
         const = []
         for g in labels:
             m = groups == g if cond is None else (groups == g) & cond
-            wg = weights[m].sum()
-            if wg <= 0:
-                what = {"true_positive_rate": " with y=1", "false_positive_rate": " with y=0"}
-                raise ValueError(
-                    f"Group {_label(g)!r} has no constraint rows{what.get(rate, '')} (or zero "
-                    f"total weight): its {rate} is undefined for constraint={kind!r}."
-                )
+            wg = _group_total(weights, m, g, rate, kind)
             totals[rate, g] = wg
             const.append(float(np.sum(weights * m * c)) / wg)
         tag = kind if len(_PARITY_RATES[kind]) == 1 else f"{kind}.{_SHORT[rate]}"
@@ -397,13 +403,7 @@ def _level_rows(groups, weights, kind, form, bound, y):
         tag = kind if len(_PARITY_RATES[kind]) == 1 else f"{kind}.{_SHORT[rate]}"
         for i, g in enumerate(labels):
             m = (groups == g) & rows_all
-            wg = float(np.sum(weights * m))
-            if wg <= 0:
-                what = {"true_positive_rate": " with y=1", "false_positive_rate": " with y=0"}
-                raise ValueError(
-                    f"Group {_label(g)!r} has no constraint rows{what.get(rate, '')} (or zero "
-                    f"total weight): its {rate} is undefined for constraint={kind!r}."
-                )
+            wg = _group_total(weights, m, g, rate, kind)
             totals[rate, i] = wg
             const_g = float(np.sum(weights * m * c)) / wg
             if form == "difference":
