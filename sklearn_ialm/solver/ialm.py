@@ -643,12 +643,14 @@ def stoc_ialm(
         size = getattr(problem, "evaluation_size", None)
         check_cost = None if size is None else int(size) * (1 + bool(problem.n_constraints))
     # Rows per kind of a subsample stop test (None: all rows).
-    sub = {"rows": None}
+    # ``start``: None when every test reads all rows; ``ref``: the last test on all rows, the
+    # control variate of the subsample's estimates.
+    sub = {"rows": None, "start": None, "ref": None}
     if problem.finite and check_sample is not False:
         rows0 = _SUBSAMPLE_ROWS if check_sample == "auto" else int(check_sample)
         least = _SUBSAMPLE_MIN_ROWS if check_sample == "auto" else 4 * rows0 + 1
         if check_cost >= least:
-            sub["rows"] = _round_up(rows0, _SUBSAMPLE_CHUNKS)
+            sub["rows"] = sub["start"] = _round_up(rows0, _SUBSAMPLE_CHUNKS)
     kinds = 1 + bool(m)
 
     def test_cost():
@@ -718,10 +720,11 @@ def stoc_ialm(
             bc = problem.sample(rng, rows, "constraint") if m else None
             counter.check_evaluations += kinds * rows
             chunks = [
-                problem.full_evaluation(
+                _chunk_evaluation(
+                    problem,
                     xk,
-                    None,
                     (bo[i::_SUBSAMPLE_CHUNKS], None if bc is None else bc[i::_SUBSAMPLE_CHUNKS]),
+                    sub["ref"],
                 )
                 for i in range(_SUBSAMPLE_CHUNKS)
             ]
@@ -742,6 +745,11 @@ def stoc_ialm(
             counter.check_evaluations += check_cost
         if chunks is None:
             f0, grad, c, jac_t = problem.full_evaluation(xk, rng, batches)
+            if sub["start"] is not None:
+                # The new reference of the subsample tests, which start small again.
+                jac = np.column_stack([jac_t(e) for e in np.eye(m)]) if m else np.zeros((p, 0))
+                offset = np.array(getattr(problem, "offset", 0.0), dtype=float)
+                sub.update(ref=(xk.copy(), f0, grad, c, jac, offset), rows=sub["start"])
         _check_oracle_values(f0, grad, c, p, m)
         shift = 0.0
         if levels is not None:
@@ -1061,6 +1069,35 @@ def clip_batch_size(batch_size, problem, stacklevel=3) -> int:
 
 def _round_up(value, multiple):
     return int(-(-int(np.ceil(value)) // multiple) * multiple)
+
+
+def _chunk_evaluation(problem, x, batches, ref):
+    """``full_evaluation`` at ``x`` on the rows ``batches``, with the last evaluation on all
+    rows as a control variate when there is one (``ref``).
+
+    With ``ref = (x0, f0, grad0, c0, jac0, offset0)``, the estimate of ``c(x)`` is
+    ``c0 + mean_i (C_i(x) - C_i(x0))`` (the offsets' change since added), and so for the
+    objective, its gradient and ``J^T``: still unbiased, and the per-row differences are
+    small when ``x`` is near ``x0``, where the rows' own values vary by their whole range.
+    Both points are evaluated on the same gathered rows.
+    """
+    now = problem.full_evaluation(x, None, batches)
+    if ref is None:
+        return now
+    x0, f0, grad0, c0, jac0, offset0 = ref
+    then = problem.full_evaluation(x0, None, batches)
+    moved = np.array(getattr(problem, "offset", 0.0), dtype=float) - offset0
+    jt_now, jt_then = now[3], then[3]
+
+    def jac_t(v):
+        return jac0 @ np.asarray(v, dtype=float) + jt_now(v) - jt_then(v)
+
+    return (
+        f0 + now[0] - then[0],
+        grad0 + now[1] - then[1],
+        c0 + moved + now[2] - then[2],
+        jac_t,
+    )
 
 
 def _mean_evaluation(chunks):
