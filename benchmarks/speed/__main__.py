@@ -11,7 +11,9 @@ Parts (modules of this package): ``anchor`` (anchor task and spambase against
 LogisticRegression, ExponentiatedGradient and nproc), ``passes`` (the solver's data passes on
 the paper's problems), ``firstfit`` (fresh-process fit, cold and warm numba cache),
 ``scaling`` (dense to 1e7 x 20, CSR to 1e6 x 1e4) and ``profile`` (cProfile of one anchor
-fairness fit). Each saves ``results/speed_<part>.json``; the report is built from those.
+fairness fit) and ``binding`` (dense 1e6 x 20 with a binding bound: fairness and
+Neyman-Pearson against LogisticRegression). Each saves ``results/speed_<part>.json``; the
+report is built from those.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from benchmarks.speed import anchor, firstfit, passes, profile, scaling
+from benchmarks.speed import anchor, binding, firstfit, passes, profile, scaling
 from benchmarks.speed.common import load, machine_facts, save
 from benchmarks.speed.report import write
 
-PARTS = ("anchor", "passes", "firstfit", "scaling", "profile")
+PARTS = ("anchor", "passes", "firstfit", "scaling", "profile", "binding")
 # Cases whose default budget would take over ~3 minutes on this machine get a smaller one.
 SCALING_CAPS = {("dense", 10_000_000): 50, ("csr", 100_000): 100, ("csr", 1_000_000): 30}
 
@@ -70,6 +72,8 @@ def main(argv=None):
             old = load("scaling")
             if old and set(cases) != set(scaling.CASES):
                 rows = [r for r in old["rows"] if r.get("kind") not in cases] + rows
+        elif part == "binding":
+            rows = binding.run(log)
         else:
             rows = profile.run(log)
         facts["load_end"] = machine_facts()["load"]

@@ -383,11 +383,81 @@ def _more_bounds(saved):
     return out
 
 
+#: The binding part on main fd2fc97, before the subsample stop tests (issue 21): one run of
+#: ``python -m benchmarks.speed.binding`` (the same recipe and settings), CPU seconds.
+BINDING_BEFORE = {
+    "LogisticRegression": dict(cpu=0.42),
+    "FairLogisticClassifier": dict(cpu=23.50, passes=189.4, check_passes=117.5, solves=8),
+    "NeymanPearsonClassifier": dict(cpu=7.32, passes=102.5, check_passes=57.0, solves=2),
+}
+
+
+def binding_section(saved, targets):
+    """Dense 1e6 x 20 with a binding bound (issue 21): ratios to LogisticRegression."""
+    from benchmarks.speed.binding import MAX_FPR
+
+    rows = saved["rows"]
+    lr = _get(rows, method="LogisticRegression")
+    out = [
+        "## A binding bound at a million rows (`--parts binding`)",
+        "",
+        f"Run: {_facts(saved)}. One thread, CPU seconds in one process; the recipe of "
+        "`benchmarks/speed/binding.py` (X ~ N(0, 1), 1e6 x 20; y = 1[X w + logistic noise "
+        "> 0], w ~ N(0, 4/20); group = 1[X w + N(0, (1.2 std)^2) > 0]); "
+        f'`FairLogisticClassifier(constraint="demographic_parity", bound={BOUND})` and '
+        f'`NeymanPearsonClassifier(max_fpr={MAX_FPR})`, `random_state=0`. "before": main '
+        "fd2fc97, every stop test on all rows.",
+        "",
+        "| method | CPU s | CPU / LR | before: CPU s (/ LR) | passes (stop tests) | before: "
+        "passes (stop tests) | solves | converged | DP gap train | FPR train | test acc |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        b = BINDING_BEFORE.get(r["method"], {})
+        ratio = r["cpu"] / lr["cpu"]
+        before = f"{b['cpu']:.2f} ({b['cpu'] / BINDING_BEFORE['LogisticRegression']['cpu']:.1f})"
+        work = before_work = "-"
+        if "passes" in r:
+            work = f"{r['passes']:.1f} ({r['check_passes']:.1f})"
+            before_work = f"{b['passes']:.1f} ({b['check_passes']:.1f})"
+        out.append(
+            f"| {r['method']} | {r['cpu']:.2f} | {ratio:.1f} | {before} | {work} | "
+            f"{before_work} | {r.get('solves', '-')} | {r.get('converged', '-')} | "
+            f"{r['dp_train']:.4f} | {r['fpr_train']:.4f} | {r['acc_test']:.4f} |"
+        )
+    out.append("")
+    fair = _get(rows, method="FairLogisticClassifier")
+    npc = _get(rows, method="NeymanPearsonClassifier")
+    if fair:
+        ratio = fair["cpu"] / lr["cpu"]
+        targets.append(
+            (
+                f"binding 1e6 x 20: FairLogisticClassifier (DP {BOUND}) <= 2x "
+                "LogisticRegression, bound met on training predictions, converged",
+                f"{ratio:.1f}x CPU, DP gap train {fair['dp_train']:.4f}, converged "
+                f"{fair['converged']}",
+                verdict(ratio <= 2 and fair["dp_train"] <= BOUND + 1e-9 and fair["converged"]),
+            )
+        )
+    if npc:
+        ratio = npc["cpu"] / lr["cpu"]
+        targets.append(
+            (
+                f"binding 1e6 x 20: NeymanPearsonClassifier (max_fpr {MAX_FPR}) <= 2x "
+                "LogisticRegression",
+                f"{ratio:.1f}x CPU, FPR train {npc['fpr_train']:.4f}",
+                verdict(ratio <= 2),
+            )
+        )
+    return out
+
+
 def write():
     """Write speed.md from whatever parts have saved results; return its path."""
     targets = []
     body = []
-    saved = {name: load(name) for name in ("anchor", "passes", "firstfit", "scaling", "profile")}
+    names = ("anchor", "passes", "firstfit", "scaling", "profile", "binding")
+    saved = {name: load(name) for name in names}
     if saved["anchor"]:
         body += anchor_section(saved["anchor"], targets)
     if saved["passes"]:
@@ -398,6 +468,8 @@ def write():
         body += scaling_section(saved["scaling"], targets)
     if saved["profile"]:
         body += profile_section(saved["profile"])
+    if saved["binding"]:
+        body += binding_section(saved["binding"], targets)
     facts = next((s["facts"] for s in saved.values() if s and "facts" in s), {})
     head = [
         "# Speed as users see it (issue 13)",

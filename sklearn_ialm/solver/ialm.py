@@ -40,6 +40,20 @@ _CHECK_GROWTH = 2.0
 #: ... and the longest interval, as minibatch work in units of one test's cost.
 _CHECK_WORK_RATIO = 1.0
 
+#: ``check_sample="auto"``: stop tests read a random subsample of this many rows per kind
+#: (objective, constraint) ...
+_SUBSAMPLE_ROWS = 10_000
+#: ... when a test on all rows reads at least this many rows.
+_SUBSAMPLE_MIN_ROWS = 100_000
+#: A subsample's verdict needs the residual's standard error times this below the tolerance
+#: ...
+_SUBSAMPLE_MARGIN = 1.0
+#: ... and a residual near the tolerance (below twice it) grows the subsample until its
+#: standard error is at most this share of the tolerance.
+_SUBSAMPLE_SE_SHARE = 0.2
+#: Chunks of the subsample for its batch-means standard errors.
+_SUBSAMPLE_CHUNKS = 10
+
 #: Named settings. ``"default"`` is the best we measured (see the user guide and
 #: ``benchmarks/results``); ``"paper"`` is the paper's Section 5 reading of Algorithms 1-2:
 #: two independent batches for ``J^T c`` (Lemma 4), the momentum estimate re-initialised
@@ -55,19 +69,22 @@ _CHECK_WORK_RATIO = 1.0
 #: take ``L0, LJ``, ``sigma`` and ``batch_size`` from ``problem.paper_settings`` (Section 5's
 #: values for the paper's two models) when the caller does not pass them. Each departure is
 #: listed with its measured figure in the user guide, "The paper's reading".
+#: ``check_sample``: the default evaluates a stop test on large data on a random subsample
+#: of rows and confirms on all rows before it declares convergence; the paper's tests read
+#: every row.
 _COMMON = dict(
     step_scale=1.0, penalty_scale=1.0, growth_patience=10, noise_ratio=0.5, max_batch_size=None
 )
 _PAPER_READING = dict(
     _COMMON, estimator="independent", momentum="restart", slack_step="shared", m0=None,
     batch_growth=1.0, eval_every=50, slack_projection=False, postprocess=None,
-    paper_constants=True,
+    paper_constants=True, check_sample=False,
 )  # fmt: skip
 PRESETS: dict[str, dict] = {
     "default": dict(
         _COMMON, estimator="ustat", momentum="warm", slack_step="exact", delta=0.02, m0=300,
         batch_growth=2.0, eval_every="auto", slack_projection=True, postprocess=None,
-        paper_constants=False,
+        paper_constants=False, check_sample="auto",
     ),
     "paper": dict(_PAPER_READING, delta=0.01),
     # The proof's parameters (Lemma 3, Theorem 3): see sklearn_ialm.solver.theory.
@@ -283,6 +300,7 @@ def stoc_ialm(
     slack_projection: bool | None = None,
     postprocess: int | None = None,
     paper_constants: bool | None = None,
+    check_sample: int | str | bool | None = None,
     max_passes: float = 100.0,
     max_oracle_calls: int | None = None,
     max_outer_iter: int = 60,
@@ -388,6 +406,28 @@ def stoc_ialm(
         ``problem.paper_settings`` (the paper's Section 5 values, carried by the paper's two
         models) where ``sigma`` and ``batch_size`` are not passed (``"paper"``: True;
         ``"default"``: False, the problem's own smoothness bound, 2.5 and 30).
+    check_sample : "auto", int or False
+        Stop tests on a subsample of rows (finite sums only). ``"auto"`` (``"default"``):
+        when a test on all rows reads at least 100000 rows, each test first reads a fresh
+        random subsample of 10000 objective and 10000 constraint rows (drawn from the run's
+        generator, with replacement), an int ``r``: of ``r`` rows of each kind, whenever a
+        test on all rows reads more than ``4 r`` rows. The residuals on the subsample come
+        with batch-means standard errors over 10 chunks of it, and the squared noise of the
+        residual vectors (their trace of covariance, from the same chunks) is taken off
+        their squared norms, which noise alone would inflate. A test whose dual residual is
+        not below ``dual_tol`` by twice its standard error says "not yet" on the subsample;
+        one that passes and whose primal residual is above ``tol`` by twice its standard
+        error ends the outer iteration (the multiplier step uses the subsample's constraint
+        values, like ``multiplier_samples``); any other passing test is repeated on all rows,
+        whose verdict stands: convergence is only declared by a test on all rows. The slack
+        projection and the free levels' step use the constraint values of the test: on a
+        subsample they are the minimisers of the augmented Lagrangian with ``c`` estimated
+        on it (within a standard error of ``c`` of the exact ones, the start of the next
+        iterations), on the confirmation they are exact. When the residuals come within
+        twice the tolerance, the subsample grows until their standard errors are at most a
+        quarter of it, and the tests read all rows once it would be more than a quarter of
+        them. The rows read are counted as stop tests (``n_check_passes``). ``False``
+        (``"paper"``): every test on all rows.
     max_passes : float, default=100
         Budget in data passes (finite sums), set-up and stop tests included. Minibatch work
         (an iteration, a momentum estimate) is done only if it fits in what is left, so the
@@ -474,6 +514,7 @@ def stoc_ialm(
         slack_projection=slack_projection,
         postprocess=postprocess,
         paper_constants=paper_constants,
+        check_sample=check_sample,
     ).items():
         if value is not None:
             settings[name] = value
@@ -484,6 +525,13 @@ def stoc_ialm(
         )
     if settings["postprocess"] is not None:
         _check_positive("postprocess", settings["postprocess"], integer=True)
+    check_sample = settings["check_sample"]
+    if not (check_sample is False or check_sample == "auto"):
+        if isinstance(check_sample, bool | str) or not float(check_sample).is_integer():
+            raise ValueError(
+                f"check_sample must be 'auto', an integer >= 2 or False, got {check_sample!r}."
+            )
+        _check_positive("check_sample", check_sample, integer=True)
     # Section 5's per-problem values (the paper's two models carry them), unless passed.
     paper = getattr(problem, "paper_settings", None) or {}
     from_paper = dict(paper) if settings["paper_constants"] else {}
@@ -594,10 +642,26 @@ def stoc_ialm(
     else:
         size = getattr(problem, "evaluation_size", None)
         check_cost = None if size is None else int(size) * (1 + bool(problem.n_constraints))
+    # Rows per kind of a subsample stop test (None: all rows).
+    # ``start``: None when every test reads all rows; ``ref``: the last test on all rows, the
+    # control variate of the subsample's estimates.
+    sub = {"rows": None, "start": None, "ref": None}
+    if problem.finite and check_sample is not False:
+        rows0 = _SUBSAMPLE_ROWS if check_sample == "auto" else int(check_sample)
+        least = _SUBSAMPLE_MIN_ROWS if check_sample == "auto" else 4 * rows0 + 1
+        if check_cost >= least:
+            sub["rows"] = sub["start"] = _round_up(rows0, _SUBSAMPLE_CHUNKS)
+    kinds = 1 + bool(m)
+
+    def test_cost():
+        return check_cost if sub["rows"] is None else kinds * sub["rows"]
+
     check_every, check_work, check_growth = eval_every, None, 1.0
     if eval_every == "auto":
         check_every, check_growth = 50, _CHECK_GROWTH
-        check_work = None if check_cost is None else _CHECK_WORK_RATIO * check_cost
+        if check_cost is not None:
+            # The cost of the test in use: a subsample's grows with it.
+            check_work = lambda: _CHECK_WORK_RATIO * test_cost()  # noqa: E731
     hist = {
         k: []
         for k in HISTORY_COUNTS
@@ -611,6 +675,7 @@ def stoc_ialm(
             "objective",
             "constraint",
             "batch_size",
+            "check_rows",
         )
     }
     state = {}
@@ -641,11 +706,30 @@ def stoc_ialm(
     def cost():
         return f"passes={passes():.3f}" if n_samples else f"oracle calls={counter.evaluations}"
 
-    def evaluate(z, y, beta, k, inner):
-        """Residuals at z for the AL at (y, beta) on the evaluation batch, into the history."""
+    def evaluate(z, y, beta, k, inner, full=False):
+        """Residuals at z for the AL at (y, beta) on the evaluation batch, into the history:
+        on a subsample of rows unless ``full`` or the tests read all rows (``sub``)."""
         xk, sk = z[:p], z[p:]
         batches = None
-        if not problem.finite:
+        rows = None if full else sub["rows"]
+        chunks = None
+        if rows is not None:
+            # A fresh subsample per test, read once, chunk by chunk: the chunks' estimates
+            # give the standard errors, their mean the subsample's.
+            bo = problem.sample(rng, rows, "objective")
+            bc = problem.sample(rng, rows, "constraint") if m else None
+            counter.check_evaluations += kinds * rows
+            chunks = [
+                _chunk_evaluation(
+                    problem,
+                    xk,
+                    (bo[i::_SUBSAMPLE_CHUNKS], None if bc is None else bc[i::_SUBSAMPLE_CHUNKS]),
+                    sub["ref"],
+                )
+                for i in range(_SUBSAMPLE_CHUNKS)
+            ]
+            f0, grad, c, jac_t = _mean_evaluation(chunks)
+        elif not problem.finite:
             # No full data to check against: the evaluation batch is a fresh sample, and its
             # draws are oracle calls like any other.
             batches = (
@@ -659,15 +743,23 @@ def stoc_ialm(
                     counter.check_evaluations += nb
         else:
             counter.check_evaluations += check_cost
-        f0, grad, c, jac_t = problem.full_evaluation(xk, rng, batches)
+        if chunks is None:
+            f0, grad, c, jac_t = problem.full_evaluation(xk, rng, batches)
+            if sub["start"] is not None:
+                # The new reference of the subsample tests, which start small again.
+                jac = np.column_stack([jac_t(e) for e in np.eye(m)]) if m else np.zeros((p, 0))
+                offset = np.array(getattr(problem, "offset", 0.0), dtype=float)
+                sub.update(ref=(xk.copy(), f0, grad, c, jac, offset), rows=sub["start"])
         _check_oracle_values(f0, grad, c, p, m)
+        shift = 0.0
         if levels is not None:
             # The levels minimise the AL given x exactly (as the slacks below): the
             # constraints move by ``shift``, and the momentum estimate with them (check).
+            # On a subsample, given its estimate of c; the confirmation makes them exact.
             shift = level_shift(levels, c, y, beta)
             c = c + shift
             problem.offset += shift
-            state["level_moved"] = shift
+            state["level_moved"] = state.get("level_moved", 0.0) + shift
         if settings["slack_projection"]:
             # Postprocessing of the slack block with its exact gradient: s minimises the AL
             # given x in closed form. The iterate's own slack tracks the minibatch estimates
@@ -681,8 +773,13 @@ def stoc_ialm(
         pres_se = dres_se = 0.0 if problem.finite else np.nan
         if batches is not None:
             pres_se, dres_se = _standard_errors(problem, xk, sk, y_cert, batches, h, ineq)
+        if chunks is not None:
+            pres, dres, pres_se, dres_se = _subsample_residuals(
+                chunks, shift, xk, sk, y_cert, c, grad, jac_t, h, ineq
+            )
+            _grow_subsample(sub, pres, dres, pres_se, dres_se, tol, dual_tol, check_cost, kinds)
         state.update(z=z, c=c, k=kk, y_cert=y_cert, pres=pres, dres=dres, f0=f0, grad=grad)
-        state.update(pres_se=pres_se, dres_se=dres_se)
+        state.update(pres_se=pres_se, dres_se=dres_se, exact=rows is None, al=(y, beta, k, inner))
         state["grad_phi"] = grad_phi
         state["jac_t"] = jac_t
         for key, val in (
@@ -702,6 +799,7 @@ def stoc_ialm(
             ("objective", f0 + h.value(xk)),
             ("constraint", float(np.max(c)) if m else np.nan),
             ("batch_size", state.get("batch_size", batch_size)),
+            ("check_rows", kinds * rows if rows is not None else check_cost or np.nan),
         ):
             hist[key].append(val)
         if verbose and time.monotonic() - clock["last"] >= _PROGRESS_SECONDS:
@@ -761,7 +859,17 @@ def stoc_ialm(
                 # Algorithm 2's last step: a proximal step on a fresh m1-sample estimate.
                 batches = est.draw(rng, settings["postprocess"], counter)
                 zc = est.step(zc, est.gradient(zc, y, beta, batches, counter), eta, eta_s, h)
-            dres = evaluate(zc, y, beta, k, base + t)[1]
+            pres, dres = evaluate(zc, y, beta, k, base + t)
+            passed = dres <= dual_tol
+            if not state["exact"]:
+                # A subsample says "not yet" unless the dual residual is below dual_tol by a
+                # margin; a pass is repeated on all rows unless the primal residual is clearly
+                # above tol (then the outer iteration ends on the subsample's values).
+                margin = _SUBSAMPLE_MARGIN
+                passed = dres + margin * state["dres_se"] <= dual_tol
+                if passed and pres - margin * state["pres_se"] <= tol:
+                    dres = evaluate(state["z"], y, beta, k, base + t, full=True)[1]
+                    passed = dres <= dual_tol
             zc = state["z"]
             moved = state.pop("level_moved", None)
             if moved is not None and np.any(moved):
@@ -773,7 +881,7 @@ def stoc_ialm(
             if settings["slack_projection"]:
                 dc = dc.copy()
                 dc[p:] = state["grad_phi"][p:]  # the slack block's gradient is known exactly
-            if dres <= dual_tol:
+            if passed:
                 return True, b, zc, dc
             if dres < 0.9 * stall["best"]:
                 stall.update(best=dres, since=0)
@@ -837,7 +945,7 @@ def stoc_ialm(
                 z = state["z"]
             message = "budget of data passes spent" if problem.finite else "oracle budget spent"
             break
-        if state["pres"] <= tol and state["dres"] <= dual_tol:
+        if state["exact"] and state["pres"] <= tol and state["dres"] <= dual_tol:
             converged = True
             message = "converged: primal and dual residuals <= tol"
             break
@@ -877,6 +985,9 @@ def stoc_ialm(
             d = d + est.multiplier_change(z, y_old, beta_old, y, beta_next, bc, counter)
         else:
             d = init_momentum(z, y, beta_next)
+    if not state["exact"]:
+        # The returned residuals, constraint values and KKT residuals are those of all rows.
+        evaluate(state["z"], *state["al"], full=True)
     if verbose:
         print(
             f"[stoc_ialm] k={k:2d} beta={beta:9.3g} pres={state['pres']:.2e} "
@@ -954,6 +1065,103 @@ def clip_batch_size(batch_size, problem, stacklevel=3) -> int:
         stacklevel=stacklevel,
     )
     return rows
+
+
+def _round_up(value, multiple):
+    return int(-(-int(np.ceil(value)) // multiple) * multiple)
+
+
+def _chunk_evaluation(problem, x, batches, ref):
+    """``full_evaluation`` at ``x`` on the rows ``batches``, with the last evaluation on all
+    rows as a control variate when there is one (``ref``).
+
+    With ``ref = (x0, f0, grad0, c0, jac0, offset0)``, the estimate of ``c(x)`` is
+    ``c0 + mean_i (C_i(x) - C_i(x0))`` (the offsets' change since added), and so for the
+    objective, its gradient and ``J^T``: still unbiased, and the per-row differences are
+    small when ``x`` is near ``x0``, where the rows' own values vary by their whole range.
+    Both points are evaluated on the same gathered rows.
+    """
+    now = problem.full_evaluation(x, None, batches)
+    if ref is None:
+        return now
+    x0, f0, grad0, c0, jac0, offset0 = ref
+    then = problem.full_evaluation(x0, None, batches)
+    moved = np.array(getattr(problem, "offset", 0.0), dtype=float) - offset0
+    jt_now, jt_then = now[3], then[3]
+
+    def jac_t(v):
+        return jac0 @ np.asarray(v, dtype=float) + jt_now(v) - jt_then(v)
+
+    return (
+        f0 + now[0] - then[0],
+        grad0 + now[1] - then[1],
+        c0 + moved + now[2] - then[2],
+        jac_t,
+    )
+
+
+def _mean_evaluation(chunks):
+    """``full_evaluation``'s ``(f0, grad, c, jac_t)`` on the union of equal-sized chunks,
+    from the chunks' own evaluations."""
+    f0 = float(np.mean([ch[0] for ch in chunks]))
+    grad = np.mean([ch[1] for ch in chunks], axis=0)
+    c = np.mean([ch[2] for ch in chunks], axis=0)
+
+    def jac_t(v):
+        return np.mean([ch[3](v) for ch in chunks], axis=0)
+
+    return f0, grad, c, jac_t
+
+
+def _subsample_residuals(chunks, shift, x, s, y_cert, c, grad, jac_t, h, ineq):
+    """Residuals of a subsample stop test and their batch-means standard errors.
+
+    The residual vectors ``k = c + E s`` and ``dist(0, grad g + dh + J^T y)`` are means over
+    the subsample; noise adds its trace of covariance ``T`` to their expected squared norm,
+    so ``sqrt(max(|v|^2 - T, 0))`` is returned, with ``T`` estimated from the spread of the
+    chunks' vectors. The standard errors are those of :func:`_standard_errors` (the spread
+    of the chunks' residuals over ``sqrt(n_chunks)``). The slack block of the dual residual
+    depends on ``y_cert`` alone, exact given it.
+    """
+    n = len(chunks)
+    yi = y_cert[ineq]
+    rs = np.where(s > 0, np.abs(yi), np.maximum(-yi, 0.0))
+    rs2 = float(rs @ rs)
+
+    def vectors(ci, gi, jt):
+        k = ci.copy()
+        k[ineq] += s
+        return k, h.dist_subdiff(x, gi + jt(y_cert) if y_cert.size else gi)
+
+    k, rx = vectors(c, grad, jac_t)
+    ks, rxs = zip(*(vectors(ch[2] + shift, ch[1], ch[3]) for ch in chunks), strict=True)
+    ks, rxs = np.array(ks), np.array(rxs)
+
+    def trace(vs):
+        return float(np.sum((vs - vs.mean(axis=0)) ** 2)) / (n * (n - 1))
+
+    pres = np.sqrt(max(float(k @ k) - trace(ks), 0.0))
+    dres = np.sqrt(max(float(rx @ rx) + rs2 - trace(rxs), 0.0))
+    per_chunk = np.column_stack(
+        [np.linalg.norm(ks, axis=1), np.sqrt(np.sum(rxs**2, axis=1) + rs2)]
+    )
+    se = np.std(per_chunk, axis=0, ddof=1) / np.sqrt(n)
+    return float(pres), float(dres), float(se[0]), float(se[1])
+
+
+def _grow_subsample(sub, pres, dres, pres_se, dres_se, tol, dual_tol, full_cost, kinds):
+    """Grow the stop tests' subsample where a residual near its tolerance has a standard
+    error above ``_SUBSAMPLE_SE_SHARE`` of it (the standard error falls like one over the
+    root of the rows); all rows once a subsample would read more than a quarter of them."""
+    rows = sub["rows"]
+    need = rows
+    for value, se, limit in ((pres, pres_se, tol), (dres, dres_se, dual_tol)):
+        target = _SUBSAMPLE_SE_SHARE * limit
+        if value < 2 * limit and se > target:
+            need = max(need, rows * (se / target) ** 2)
+    if need > rows:
+        rows = _round_up(need, _SUBSAMPLE_CHUNKS)
+        sub["rows"] = None if 4 * kinds * rows > full_cost else rows
 
 
 def _standard_errors(problem, x, s, y_cert, batches, h, ineq, n_chunks=10):

@@ -260,8 +260,9 @@ def pstorm(
     The first check comes after ``eval_every`` iterations. Each interval is then
     ``check_growth`` times the previous one (``1``: every ``eval_every`` iterations, the
     paper's rule), but no longer than ``eval_every`` or the iterations whose minibatch work
-    reaches ``check_work`` (the cost of one check), whichever is more: a test that fails
-    costs at most that much idle work.
+    reaches ``check_work`` (the cost of one check; a callable is asked at each check, for a
+    test whose cost changes), whichever is more: a test that fails costs at most that much
+    idle work.
 
     A problem with a ``pstorm_block(est)`` method that returns a runner (see
     :meth:`~sklearn_ialm.problems.LinearProblem.pstorm_block`) runs the iterations between
@@ -306,7 +307,8 @@ def pstorm(
             per_iter = (counter.minibatch_evaluations - last_work) / (t - last_t)
             longest = np.inf
             if check_work is not None:
-                longest = max(eval_every, int(check_work / max(per_iter, 1.0)))
+                work = check_work() if callable(check_work) else check_work
+                longest = max(eval_every, int(work / max(per_iter, 1.0)))
             interval = int(min(np.ceil(check_growth * interval), longest))
             last_t, last_work = t, counter.minibatch_evaluations
             stop, batch_size, z, d = check(z, d, t, batch_size)

@@ -1,0 +1,136 @@
+"""Stop tests on a subsample of rows (``check_sample``): what they may and may not decide."""
+
+import numpy as np
+import pytest
+
+import sklearn_ialm.solver.ialm as ialm
+from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
+from sklearn_ialm.solver import slack_residuals, stoc_ialm
+
+
+def _data(n, seed=0, d=5):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    score = X @ rng.normal(0.0, 0.6, d)
+    y = (score + rng.logistic(size=n) > 0).astype(int)
+    groups = (score + rng.normal(0.0, 1.2 * score.std(), n) > 0).astype(int)
+    return X, y, groups
+
+
+def _np_problem(n=20_000, seed=0):
+    X, y, _ = _data(n, seed)
+    return neyman_pearson_problem(X, y, max_fpr=0.1, fit_intercept=True, feature_scale="auto")
+
+
+def _full_residuals(problem, result):
+    """The stop test on all rows at the returned point, slack and certifying multiplier."""
+    _, grad, c, jac_t = problem.full_evaluation(result.x)
+    ineq = np.asarray(problem.inequality, dtype=bool)
+    pres, dres, _ = slack_residuals(
+        result.x, result.slack, result.multipliers, grad, c, jac_t, problem.h, ineq
+    )
+    return pres, dres
+
+
+def test_subsample_below_the_threshold_reads_all_rows():
+    pb = _np_problem(n=2_000)
+    res = stoc_ialm(pb, random_state=0)
+    assert np.all(res.history["check_rows"] == pb.full_evaluation_cost())
+
+
+def test_lying_subsample_never_makes_a_convergence_claim(monkeypatch):
+    # A subsample that always says "both residuals are 0 with no doubt": every test then
+    # passes on it, and only the confirmation on all rows may decide. With a budget too small
+    # to converge, no test on all rows passes, so no convergence may be claimed.
+    monkeypatch.setattr(ialm, "_subsample_residuals", lambda *args: (0.0, 0.0, 0.0, 0.0))
+    pb = _np_problem()
+    res = stoc_ialm(pb, random_state=0, check_sample=200, max_passes=3)
+    h = res.history
+    full = pb.full_evaluation_cost()
+    on_all = h["check_rows"] == full
+    assert np.any(~on_all) and np.any(on_all)
+    # Every subsample test that passed was followed by its confirmation at the same iteration.
+    sub = np.flatnonzero(~on_all)
+    assert np.all(on_all[sub[sub + 1 < len(on_all)] + 1])
+    refused = on_all & (
+        (h["primal_residual"] > res.settings["tol"])
+        | (h["dual_residual"] > res.settings["dual_tol"])
+    )
+    assert refused.sum() >= 1
+    assert not res.converged
+    # The returned residuals are those of all rows.
+    pres, dres = _full_residuals(pb, res)
+    assert res.primal_residual == pytest.approx(pres, rel=1e-9, abs=1e-12)
+    assert res.dual_residual == pytest.approx(dres, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_convergence_on_a_subsample_holds_on_all_rows(seed):
+    # Small noisy subsamples (100 rows a kind, se near tol) on a fairness problem with its
+    # slack projection: a converged run's point passes the test on all rows.
+    X, y, groups = _data(20_000, seed)
+    pb = fairness_problem(X, y, X, groups, bound=0.1, fit_intercept=True, feature_scale="auto")
+    res = stoc_ialm(pb, random_state=seed, check_sample=100, max_passes=60)
+    assert np.any(res.history["check_rows"] < pb.full_evaluation_cost())
+    pres, dres = _full_residuals(pb, res)
+    assert res.primal_residual == pytest.approx(pres, rel=1e-9, abs=1e-12)
+    assert res.dual_residual == pytest.approx(dres, rel=1e-9, abs=1e-12)
+    if res.converged:
+        assert pres <= res.settings["tol"] and dres <= res.settings["dual_tol"]
+
+
+def test_subsample_rows_are_counted_as_stop_tests():
+    pb = _np_problem()
+    res = stoc_ialm(pb, random_state=0, check_sample=500)
+    h = res.history
+    n = pb.n_samples
+    # Each test's rows (two kinds on a subsample, a full evaluation's cost otherwise).
+    np.testing.assert_allclose(h["check_passes"], np.cumsum(h["check_rows"]) / n)
+    assert res.n_check_passes == pytest.approx(h["check_rows"].sum() / n)
+    assert set(h["check_rows"][h["check_rows"] < pb.full_evaluation_cost()]) <= {
+        2 * r for r in range(500, n, 10)
+    }
+
+
+def test_same_seed_same_model_with_subsample_tests():
+    pb = _np_problem()
+    r1 = stoc_ialm(pb, random_state=3, check_sample=300)
+    r2 = stoc_ialm(pb, random_state=3, check_sample=300)
+    np.testing.assert_array_equal(r1.x, r2.x)
+    for key in ("dual_residual", "check_rows", "inner_iter"):
+        np.testing.assert_array_equal(r1.history[key], r2.history[key])
+
+
+def test_debiased_residual_against_monte_carlo():
+    # The noise of a subsample's mean inflates the squared norm of a residual by the trace of
+    # its covariance: the debiased estimate's mean over many subsamples is the norm on all
+    # rows up to the noise of its square root (here the dual residual of the objective
+    # alone, at a point where it is about twice the noise of 500 rows).
+    from scipy.optimize import minimize
+
+    X, y, groups = _data(50_000)
+    pb = fairness_problem(X, y, X, groups, bound=0.1, fit_intercept=True, feature_scale="auto")
+    full = slice(None)
+    x = minimize(
+        lambda v: pb.objective_value(v, full), np.zeros(pb.n_params),
+        jac=lambda v: pb.objective(v, full), method="L-BFGS-B",
+    ).x  # fmt: skip
+    x = x + 0.4
+    _, grad, _, _ = pb.full_evaluation(x)
+    truth = float(np.linalg.norm(grad))
+    rng = np.random.default_rng(0)
+    raw, debiased = [], []
+    for _ in range(300):
+        bo = pb.sample(rng, 500, "objective")
+        chunks = [pb.full_evaluation(x, None, (bo[i::10], None)) for i in range(10)]
+        f0, g, c, jt = ialm._mean_evaluation(chunks)
+        no_c = [(f, gi, np.zeros(0), lambda v: 0.0) for f, gi, _, _ in chunks]
+        _, dres, _, _ = ialm._subsample_residuals(
+            no_c, 0.0, x, np.zeros(0), np.zeros(0), np.zeros(0), g, jt, pb.h, np.zeros(0, bool)
+        )
+        raw.append(np.linalg.norm(g))
+        debiased.append(dres)
+    raw, debiased = np.array(raw), np.array(debiased)
+    se = debiased.std() / np.sqrt(len(debiased))
+    assert raw.mean() - truth > 3 * se  # the plain norm is biased upwards
+    assert abs(debiased.mean() - truth) < min(3 * se, (raw.mean() - truth) / 3)
