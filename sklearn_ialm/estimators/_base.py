@@ -552,6 +552,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             x0 = _null_start(problem)
         # In standard units the dual residual no longer depends on the units of X; the test
         # also asks for a tenfold decrease from the null model (see _initial_dual_residual).
+        # Its footing stays at x = 0, not at the start: at the null model's best intercept the
+        # residual is the weighted correlations alone (2e-8 on the class-weight check, see
+        # _null_start),
+        # a tenth of which no stochastic gradient meets, at a start that is already optimal.
         # The primal residual is in the units of the bound already.
         self._null_dual_residual = _initial_dual_residual(problem)
         dual_tol = min(self.tol, _MIN_DECREASE * self._null_dual_residual) or self.tol
