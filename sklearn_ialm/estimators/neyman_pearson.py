@@ -167,7 +167,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         ``n_jobs``.
     warm_start : bool, default=False
         Start from the weights, multipliers and slacks of the previous fit instead of from
-        zero (the penalty schedule restarts at ``beta0``).
+        the null model (weights 0, the intercept at the log-odds of the weighted positive
+        share with the logistic loss; the penalty schedule restarts at ``beta0``).
     verbose : int, default=0
         ``> 0`` prints one line per outer iteration of the solver, a line at a stop test
         whenever 2 seconds passed without one, and (``rate="hard"``) a ``[steering]`` line
