@@ -9,6 +9,7 @@ are reported in the units of its parameters.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from numbers import Integral, Real
 
@@ -129,6 +130,24 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     std = np.sqrt(np.clip(second / total - shift * shift, 0.0, None))
     std[std <= _ROUNDING_SPREAD] = 0.0
     return (mean + shift) * unit, std * unit
+
+
+def is_dask_collection(obj) -> bool:
+    """Whether ``obj`` is a dask collection, without importing dask (nor paying for it)."""
+    if "dask" not in sys.modules:
+        return False  # a dask collection cannot exist before dask is imported
+    import dask
+
+    return dask.is_dask_collection(obj)
+
+
+def _two_columns(a, b):
+    """``np.column_stack([a, b])``, block by block for dask arrays."""
+    if is_dask_collection(a):
+        import dask.array as da
+
+        return da.stack([a, b], axis=1)
+    return np.column_stack([a, b])
 
 
 def _check_not_subnormal(absmax):
@@ -736,13 +755,18 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array or DataFrame} of shape (n_samples, n_features)
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            A dask array (computed block by block on the workers) for dask input.
         """
         check_is_fitted(self)
+        if is_dask_collection(X):
+            from ._dask import blockwise_scores
+
+            return blockwise_scores(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=_DTYPES, reset=False)
         return self._score(X)
 
@@ -770,7 +794,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             that the constraints were written with.
         """
         s = self.decision_function(X)
-        return np.column_stack([expit(-s), expit(s)])
+        return _two_columns(expit(-s), expit(s))
 
     def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`, computed without overflow.
@@ -784,7 +808,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, 2)
         """
         s = self.decision_function(X)
-        return np.column_stack([log_expit(-s), log_expit(s)])
+        return _two_columns(log_expit(-s), log_expit(s))
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Class of each row: ``classes_[1]`` where the score is positive.
@@ -798,6 +822,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         positive = self.decision_function(X) > 0
+        if is_dask_collection(positive):
+            classes = self.classes_
+            return positive.map_blocks(lambda p: classes[p.astype(int)], dtype=classes.dtype)
         return self.classes_[positive.astype(int)]
 
     def __sklearn_tags__(self):
