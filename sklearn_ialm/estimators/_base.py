@@ -165,7 +165,7 @@ def _check_not_subnormal(absmax):
         )
 
 
-def _feature_scaling(X, weights, fit_intercept: bool):
+def _feature_scaling(X, weights, fit_intercept: bool, moments=None):
     """``(scale, center, live)``: the solver's coordinates are the weights of standardised
     features; ``live`` marks the columns that can move the score (not zero, nor constant
     beside an intercept).
@@ -178,9 +178,10 @@ def _feature_scaling(X, weights, fit_intercept: bool):
     noisier: 70000 x 10000 CSR rows with 20 non-zeros each, 100 passes, test AUC 0.56
     centred vs 0.75 not; see benchmarks/robust.py). The rule reads the moments only, so
     dense and CSR copies of the same data get the same coordinates and the same model. A
-    column of zero spread gets scale 1 (centred, its gradient is zero).
+    column of zero spread gets scale 1 (centred, its gradient is zero). ``moments``: the
+    ``(mean, std)`` of the columns if already computed (e.g. on a Dask cluster).
     """
-    mean, std = _column_moments(X, weights)
+    mean, std = _column_moments(X, weights) if moments is None else moments
     center = fit_intercept & (np.abs(mean) > std)
     scale = np.where(center, std, np.hypot(mean, std))
     live = (scale > 0) & np.isfinite(scale)
@@ -485,6 +486,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             raise
 
     def _fit_or_raise(self, X, y, sample_weight=None, **fit_params):
+        if is_dask_collection(X):
+            from ._dask import fit_dask
+
+            return fit_dask(self, X, y, sample_weight, fit_params)
         self._validate_params()
         _check_index_alignment(X, "y", y)
         _check_index_alignment(X, "sample_weight", sample_weight)

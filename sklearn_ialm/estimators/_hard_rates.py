@@ -27,6 +27,7 @@ accuracy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -253,7 +254,10 @@ def fit_hard_rates(
             # their base rates): moving towards it would only lose accuracy. The solve
             # nearest the bound is returned, and the fit says the bound is not met.
             return _finish(problem, units, x_in, z_in, results, [result_in], 0.0, passes)
-    t = _segment_point(problem, units, z_in, z_out, base)
+    # (A problem whose rows are on a cluster searches the segment with its own reductions.)
+    t = getattr(problem, "segment_point", partial(_segment_point, problem))(
+        units, z_in, z_out, base
+    )
     # Scores are linear in x: those of the point on the segment need no data pass. They are
     # formed in the two ends' arrays (no longer needed), not in two new n-vectors.
     x = (1 - t) * x_in + t * x_out
@@ -359,7 +363,11 @@ def fit_negative_weight(
         results.append(result)
         passes += result.n_data_passes + _pass_share(problem)
         scores = problem.constraint_scores(result.x)
-        rate = np.dot(weights[negatives], scores[negatives] > 0) / weights[negatives].sum()
+        share = getattr(problem, "positive_share", None)  # rows on a cluster: a reduction
+        if share is not None:
+            rate = share(scores, negatives)
+        else:
+            rate = np.dot(weights[negatives], scores[negatives] > 0) / weights[negatives].sum()
         error = np.log(max(rate, floor)) - np.log(max_rate)
         if best is None or abs(error) < best[0]:
             best = (abs(error), result.x, scores, result, log_w)
