@@ -343,7 +343,11 @@ def fit_negative_weight(
         ``> 0`` prints a line before each solve: which one, and why it is needed.
     """
     base_u = problem.u  # read only: each round's weights are a new array
-    floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
+    share = getattr(problem, "positive_share", None)  # rows on a cluster: reductions
+    if share is None:
+        floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
+    else:
+        floor = 0.5 * problem.smallest_weight_share(negatives)
     log_w, trace, results, passes = 0.0, [], [], 0.0
     best = None  # (|log error|, x, scores, result, log weight)
     warm = None
@@ -363,7 +367,6 @@ def fit_negative_weight(
         results.append(result)
         passes += result.n_data_passes + _pass_share(problem)
         scores = problem.constraint_scores(result.x)
-        share = getattr(problem, "positive_share", None)  # rows on a cluster: a reduction
         if share is not None:
             rate = share(scores, negatives)
         else:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 
 import dask
+import dask.array as da
 import numpy as np
 from scipy.special import expit
 
@@ -350,6 +351,16 @@ feature_center
         mask = np.asarray(cells, dtype=float)
         ((hits, total),) = self.A_con.reduce(_share_block, *self._blocks_of(scores), mask)
         return float(hits / total)
+
+    def smallest_weight_share(self, cells):
+        """The smallest positive row weight in ``cells`` (a mask over the cells), as a share
+        of their total weight (one pass over the weights, not over ``X``)."""
+        mask = np.asarray(cells, dtype=bool)
+        rows = self.A_obj
+        inside = rows.cell.map_blocks(lambda c: mask[c], dtype=bool)
+        w = rows.weight
+        smallest = float(da.where(inside & (w > 0), w, np.inf).min().compute())
+        return smallest / float(self.cell_weight[mask].sum())
 
     def segment_point(self, units, z_in, z_out, offset):
         """A point ``t`` of the segment from scores ``z_in`` to ``z_out`` where every hard value
