@@ -9,6 +9,7 @@ are reported in the units of its parameters.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from numbers import Integral, Real
 
@@ -132,6 +133,24 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     return (mean + shift) * unit, std * unit
 
 
+def is_dask_collection(obj) -> bool:
+    """Whether ``obj`` is a dask collection, without importing dask (nor paying for it)."""
+    if "dask" not in sys.modules:
+        return False  # a dask collection cannot exist before dask is imported
+    import dask
+
+    return dask.is_dask_collection(obj)
+
+
+def _two_columns(a, b):
+    """``np.column_stack([a, b])``, block by block for dask arrays."""
+    if is_dask_collection(a):
+        import dask.array as da
+
+        return da.stack([a, b], axis=1)
+    return np.column_stack([a, b])
+
+
 def _check_not_subnormal(absmax):
     """A ValueError naming the columns of X whose nonzero values are all subnormal."""
     tiny = np.finfo(np.float64).tiny
@@ -147,7 +166,7 @@ def _check_not_subnormal(absmax):
         )
 
 
-def _feature_scaling(X, weights, fit_intercept: bool):
+def _feature_scaling(X, weights, fit_intercept: bool, moments=None):
     """``(scale, center, live)``: the solver's coordinates are the weights of standardised
     features; ``live`` marks the columns that can move the score (not zero, nor constant
     beside an intercept).
@@ -160,9 +179,10 @@ def _feature_scaling(X, weights, fit_intercept: bool):
     noisier: 70000 x 10000 CSR rows with 20 non-zeros each, 100 passes, test AUC 0.56
     centred vs 0.75 not; see benchmarks/robust.py). The rule reads the moments only, so
     dense and CSR copies of the same data get the same coordinates and the same model. A
-    column of zero spread gets scale 1 (centred, its gradient is zero).
+    column of zero spread gets scale 1 (centred, its gradient is zero). ``moments``: the
+    ``(mean, std)`` of the columns if already computed (e.g. on a Dask cluster).
     """
-    mean, std = _column_moments(X, weights)
+    mean, std = _column_moments(X, weights) if moments is None else moments
     center = fit_intercept & (np.abs(mean) > std)
     scale = np.where(center, std, np.hypot(mean, std))
     live = (scale > 0) & np.isfinite(scale)
@@ -521,6 +541,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             raise
 
     def _fit_or_raise(self, X, y, sample_weight=None, **fit_params):
+        if is_dask_collection(X):
+            from ._dask import fit_dask
+
+            return fit_dask(self, X, y, sample_weight, fit_params)
         self._validate_params()
         _check_index_alignment(X, "y", y)
         _check_index_alignment(X, "sample_weight", sample_weight)
@@ -874,13 +898,18 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array or DataFrame} of shape (n_samples, n_features)
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            A dask array (computed block by block on the workers) for dask input.
         """
         check_is_fitted(self)
+        if is_dask_collection(X):
+            from ._dask import blockwise_scores
+
+            return blockwise_scores(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=_DTYPES, reset=False)
         return self._score(X)
 
@@ -908,7 +937,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             that the constraints were written with.
         """
         s = self.decision_function(X)
-        return np.column_stack([expit(-s), expit(s)])
+        return _two_columns(expit(-s), expit(s))
 
     def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`, computed without overflow.
@@ -922,7 +951,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, 2)
         """
         s = self.decision_function(X)
-        return np.column_stack([log_expit(-s), log_expit(s)])
+        return _two_columns(log_expit(-s), log_expit(s))
 
     def predict(self, X: MatrixLike) -> np.ndarray:
         """Class of each row: ``classes_[1]`` where the score is positive.
@@ -936,6 +965,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         positive = self.decision_function(X) > 0
+        if is_dask_collection(positive):
+            classes = self.classes_
+            return positive.map_blocks(lambda p: classes[p.astype(int)], dtype=classes.dtype)
         return self.classes_[positive.astype(int)]
 
     def __sklearn_tags__(self):

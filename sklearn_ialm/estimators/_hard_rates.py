@@ -27,6 +27,7 @@ accuracy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from scipy.special import expit, logit
@@ -266,7 +267,10 @@ def fit_hard_rates(
             # their base rates): moving towards it would only lose accuracy. The solve
             # nearest the bound is returned, and the fit says the bound is not met.
             return _finish(problem, units, x_in, z_in, results, [result_in], 0.0, passes)
-    t = _segment_point(problem, units, z_in, z_out, base)
+    # (A problem whose rows are on a cluster searches the segment with its own reductions.)
+    t = getattr(problem, "segment_point", partial(_segment_point, problem))(
+        units, z_in, z_out, base
+    )
     # Scores are linear in x: those of the point on the segment need no data pass. They are
     # formed in the two ends' arrays (no longer needed), not in two new n-vectors.
     x = (1 - t) * x_in + t * x_out
@@ -352,7 +356,11 @@ def fit_negative_weight(
         ``> 0`` prints a line before each solve: which one, and why it is needed.
     """
     base_u = problem.u  # read only: each round's weights are a new array
-    floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
+    share = getattr(problem, "positive_share", None)  # rows on a cluster: reductions
+    if share is None:
+        floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
+    else:
+        floor = 0.5 * problem.smallest_weight_share(negatives)
     log_w, trace, results, passes = 0.0, [], [], 0.0
     best = None  # (|log error|, x, scores, result, log weight)
     warm = None
@@ -372,7 +380,10 @@ def fit_negative_weight(
         results.append(result)
         passes += result.n_data_passes + _pass_share(problem)
         scores = problem.constraint_scores(result.x)
-        rate = np.dot(weights[negatives], scores[negatives] > 0) / weights[negatives].sum()
+        if share is not None:
+            rate = share(scores, negatives)
+        else:
+            rate = np.dot(weights[negatives], scores[negatives] > 0) / weights[negatives].sum()
         error = np.log(max(rate, floor)) - np.log(max_rate)
         if best is None or abs(error) < best[0]:
             best = (abs(error), result.x, scores, result, log_w)

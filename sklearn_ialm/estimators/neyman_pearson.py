@@ -12,7 +12,14 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
-from ._base import _DTYPES, DEFERRED_SCALING, BaseIALMClassifier, MatrixLike, calibration_seed
+from ._base import (
+    _DTYPES,
+    DEFERRED_SCALING,
+    BaseIALMClassifier,
+    MatrixLike,
+    calibration_seed,
+    is_dask_collection,
+)
 from ._hard_rates import fit_negative_weight, rate_threshold
 from ._umbrella import (
     training_fpr_upper_limit,
@@ -405,6 +412,11 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             self._warn_if_few_negatives()
             return self
 
+        if is_dask_collection(X):
+            raise NotImplementedError(
+                'calibration="umbrella" on dask input is not supported yet: its hold-out '
+                "order statistic reads the held-out scores on the client."
+            )
         # calibration="umbrella". Validate everything once, on all rows, then train on the
         # rows that are not held out: zero weight is "row removed" for the solver.
         self._validate_params()

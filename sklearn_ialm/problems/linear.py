@@ -707,6 +707,11 @@ class LinearProblem(FiniteSumProblem):
             out.append(batches)
         return np.array(out, dtype=np.intp)
 
+    def _block_rows(self, draws):
+        """``(problem, draws)`` whose rows the compiled block reads: this problem and the
+        draws as they are (a problem whose rows live elsewhere brings the drawn rows here)."""
+        return self, draws
+
     def pstorm_block(self, est):
         """A runner of PStorm iterations in compiled code, or None for the numpy path.
 
@@ -751,17 +756,20 @@ class LinearProblem(FiniteSumProblem):
             draws = self._block_draws(est, batch_size, n_iter, rng, counter, budget)
             if draws is None:
                 return z, d, 0
+            # The rows the block reads, and the draws as indices into them (the same problem
+            # and draws for data in memory; rows brought from a cluster otherwise).
+            pb, draws = self._block_rows(draws)
             # (T, k, b) -> k C-ordered (T, b) arrays: one compiled signature for all of them.
             draws = np.ascontiguousarray(draws.transpose(1, 0, 2))
             idx_o = draws[0]
-            o_src = self.A_obj.kernel_source(idx_o)
+            o_src = pb.A_obj.kernel_source(idx_o)
             idx_c = ridx_c = no_rows
             c_src = o_src
             if len(draws) > 1:
                 # The constraint minibatches of an iteration side by side, (T, k * b): one
                 # source for them all (gathered together if need be).
                 idx_c = np.concatenate(draws[1:], axis=1) if len(draws) > 2 else draws[1]
-                c_src = self.A_con.kernel_source(idx_c)
+                c_src = pb.A_con.kernel_source(idx_c)
                 ridx_c = c_src[5]
             lazy = plan
             if plan is not None and self.lazy_updates == "auto":
@@ -770,8 +778,8 @@ class LinearProblem(FiniteSumProblem):
             z, d = _kernels.pstorm_block(
                 z, d, np.asarray(y, dtype=float).reshape(self.n_constraints),
                 beta, eta, eta_slack, keep, nf, self.fit_intercept, inv_scale, center, *prox,
-                loss_code, alpha, *_kernels.source(*o_src[:5]), self.b, self.bu, idx_o,
-                o_src[5], *_kernels.source(*c_src[:5]), self.W, offset, ineq, idx_c, ridx_c,
+                loss_code, alpha, *_kernels.source(*o_src[:5]), pb.b, pb.bu, idx_o,
+                o_src[5], *_kernels.source(*c_src[:5]), pb.W, offset, ineq, idx_c, ridx_c,
                 max(len(draws) - 1, 1), lazy=lazy,
             )  # fmt: skip
             return z, d, draws.shape[1]
@@ -1005,6 +1013,10 @@ class LinearProblem(FiniteSumProblem):
         top = dict(zip(distinct, lams[2:], strict=True))
         return float(lams[0]), float(lams[1]), np.array([top[first[k]] for k in range(m)])
 
+    def _weight_means(self):
+        """``(mean W**2, mean |W|)`` per constraint column, over the constraint rows."""
+        return np.mean(self.W**2, axis=0), np.abs(self.W).mean(axis=0)
+
     def _compiled_gram(self, A, weights, n):
         """``v -> _grad(A, weights * _score(A, v), n)`` in one compiled pass, or None.
 
@@ -1052,7 +1064,8 @@ class LinearProblem(FiniteSumProblem):
         L0 = self.loss.curvature * lam_obj
         if not self.n_constraints:
             return L0, 0.0
-        jac = 0.25 * np.sqrt(lam_con * np.mean(self.W**2, axis=0))
+        mean_sq, mean_abs = self._weight_means()
+        jac = 0.25 * np.sqrt(lam_con * mean_sq)
         hess = SIGMOID_CURVATURE * hess_lam
-        cmax = np.abs(self.W).mean(axis=0) + np.abs(self.offset)
+        cmax = mean_abs + np.abs(self.offset)
         return L0, float(np.sum(jac**2 + cmax * hess))

@@ -1,0 +1,156 @@
+"""Fits on a Dask cluster against the in-memory fit: time per row and data passes.
+
+Usage (from the repository root, with ``pip install "sklearn-ialm[dask]"``)::
+
+    python -m benchmarks.dask                      # 1e6 and 1e7 rows
+    python -m benchmarks.dask --sizes 1e5 3e5      # other sizes
+
+Writes ``benchmarks/results/dask.md`` (and ``dask.csv``). For each size ``n`` (``d = 20``),
+a ``LocalCluster`` of two single-threaded workers builds ``X`` block by block (random
+features; labels and a group as functions of them), and each estimator
+(``FairLogisticClassifier(constraint="demographic_parity", bound=0.05)``,
+``NeymanPearsonClassifier(max_fpr=0.1)``, ``random_state=0``) is fitted on the dask array;
+wall time, ``n_data_passes_``, the training accuracy and the bound's value on predictions
+(counted by Dask) are recorded. Up to ``--max-memory`` rows the same estimator is also fitted
+on the computed array in memory. Beside them, dask-ml's ``LogisticRegression`` (L-BFGS, no
+bound) on the same dask array when dask-ml is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.distributed import Client, LocalCluster
+
+from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+
+OUT = Path(__file__).resolve().parent / "results"
+D = 20
+
+
+def make_data(n, chunk):
+    def block(block_id=None):
+        return np.random.default_rng(block_id[0]).standard_normal((chunk, D))
+
+    X = da.map_blocks(block, chunks=((chunk,) * (n // chunk), (D,)), dtype=float)
+    noise = da.random.default_rng(0).standard_normal(n, chunks=chunk)
+    y = (X @ np.linspace(1.0, -1.0, D) + 2 * noise > 0).astype(np.int8)
+    groups = (X[:, 0] + noise > 0.5).astype(np.int8)
+    return X, y, groups
+
+
+def estimators():
+    return [
+        (
+            "fair DP 0.05",
+            FairLogisticClassifier(constraint="demographic_parity", bound=0.05, random_state=0),
+            True,
+        ),
+        ("NP max_fpr 0.1", NeymanPearsonClassifier(max_fpr=0.1, random_state=0), False),
+    ]
+
+
+def bound_value(pred, y, groups, with_groups):
+    if with_groups:
+        rates = [((pred == 1) & (groups == g)).sum() / (groups == g).sum() for g in (0, 1)]
+        r0, r1 = da.compute(*rates) if isinstance(pred, da.Array) else rates
+        return abs(float(r0) - float(r1))
+    fpr = ((pred == 1) & (y == 0)).sum() / (y == 0).sum()
+    return float(fpr.compute() if isinstance(fpr, da.Array) else fpr)
+
+
+def run(n, max_memory, rows):
+    chunk = min(n, 250_000)
+    X, y, groups = make_data(n, chunk)
+    in_memory = None
+    if n <= max_memory:
+        in_memory = dask.compute(X, y, groups)
+    for name, clf, with_groups in estimators():
+        kw = {"sensitive_features": groups} if with_groups else {}
+        t = time.perf_counter()
+        clf.fit(X, y, **kw)
+        wall = time.perf_counter() - t
+        pred = clf.predict(X)
+        acc = float((pred == y).mean().compute())
+        rows.append(
+            dict(n=n, fit=name, where="dask", seconds=round(wall, 2),
+                 us_per_row=round(1e6 * wall / n, 3), passes=round(clf.n_data_passes_, 1),
+                 accuracy=round(acc, 4), bound_value=round(bound_value(pred, y, groups,
+                 with_groups), 4), converged=clf.converged_)
+        )  # fmt: skip
+        print(rows[-1], flush=True)
+        if in_memory is not None:
+            Xm, ym, gm = in_memory
+            kw = {"sensitive_features": gm} if with_groups else {}
+            t = time.perf_counter()
+            clf.fit(Xm, ym, **kw)
+            wall = time.perf_counter() - t
+            pred = clf.predict(Xm)
+            rows.append(
+                dict(n=n, fit=name, where="memory", seconds=round(wall, 2),
+                     us_per_row=round(1e6 * wall / n, 3), passes=round(clf.n_data_passes_, 1),
+                     accuracy=round(float(np.mean(pred == ym)), 4),
+                     bound_value=round(bound_value(pred, ym, gm, with_groups), 4),
+                     converged=clf.converged_)
+            )  # fmt: skip
+            print(rows[-1], flush=True)
+    try:
+        from dask_ml.linear_model import LogisticRegression
+    except ImportError:
+        return
+    t = time.perf_counter()
+    lr = LogisticRegression().fit(X, y)
+    wall = time.perf_counter() - t
+    pred = lr.predict(X)
+    rows.append(
+        dict(n=n, fit="dask-ml LogisticRegression", where="dask", seconds=round(wall, 2),
+             us_per_row=round(1e6 * wall / n, 3), passes=float("nan"),
+             accuracy=round(float((pred == y).mean().compute()), 4),
+             bound_value=round(bound_value(pred, y, groups, True), 4), converged=True)
+    )  # fmt: skip
+    print(rows[-1], flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
+    parser.add_argument("--max-memory", type=float, default=1e7)
+    parser.add_argument("--memory-limit", default="2GiB")
+    args = parser.parse_args()
+    rows = []
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, memory_limit=args.memory_limit,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster),
+    ):  # fmt: skip
+        for n in args.sizes:
+            run(int(n), args.max_memory, rows)
+    OUT.mkdir(exist_ok=True)
+    with open(OUT / "dask.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = [
+        "# Fits on a two-worker LocalCluster against the in-memory fit",
+        "",
+        f"`python -m benchmarks.dask --sizes {' '.join(f'{s:g}' for s in args.sizes)}`; "
+        f"d = {D}, workers of {args.memory_limit}, 2 cores shared. `bound_value`: the parity "
+        "gap (fair) or the false-positive rate (NP) of `predict` on the training rows.",
+        "",
+        "| " + " | ".join(rows[0]) + " |",
+        "|" + "---|" * len(rows[0]),
+    ]
+    lines += ["| " + " | ".join(str(v) for v in r.values()) + " |" for r in rows]
+    (OUT / "dask.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

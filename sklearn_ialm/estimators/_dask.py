@@ -1,0 +1,358 @@
+"""The estimators on dask collections: inputs as row-chunked arrays, blockwise predictions.
+
+Imported only when an input is a dask collection (see ``_base.is_dask_collection``), so that
+numpy and scipy.sparse users never import dask.
+"""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+
+
+def as_rows(X, *, name: str = "X"):
+    """``X`` as a dask array chunked by rows only (all columns in each block).
+
+    A DataFrame or Series becomes an array whose partition lengths are known (dask reads them
+    once: row indices need them). A 1-D input stays 1-D.
+    """
+    if hasattr(X, "to_dask_array"):
+        X = X.to_dask_array(lengths=True)
+    if not isinstance(X, da.Array):
+        raise TypeError(f"{name} must be a dask array, DataFrame or Series, got {type(X)}.")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    if X.ndim == 2 and len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    return X
+
+
+def like_rows(value, X, *, name: str):
+    """A per-row ``value`` (dask or in memory) as a 1-D dask array chunked like ``X``."""
+    if dask.is_dask_collection(value):
+        value = as_rows(value, name=name)
+    else:
+        value = da.from_array(np.asarray(value), chunks=(X.chunks[0],))
+    if value.ndim != 1 or value.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"{name} must have shape ({X.shape[0]},) (one value per row of X), got {value.shape}."
+        )
+    return value.rechunk((X.chunks[0],)) if value.chunks[0] != X.chunks[0] else value
+
+
+def check_features(estimator, X):
+    """``X`` (a dask collection) as rows, checked against the fitted features."""
+    columns = getattr(X, "columns", None)
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None and columns is not None and list(columns) != list(names):
+        raise ValueError(
+            "The feature names of X differ from those seen in fit: "
+            f"{list(columns)[:10]} vs {list(names)[:10]}."
+        )
+    X = as_rows(X)
+    if X.ndim != 2 or X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1] if X.ndim == 2 else 'no'} features, but "
+            f"{type(estimator).__name__} is expecting {estimator.n_features_in_} features as "
+            "input."
+        )
+    return X
+
+
+def blockwise_scores(estimator, X):
+    """``estimator._score`` of every block of ``X``: a dask array of shape (n_samples,)."""
+    X = check_features(estimator, X)
+    coef, intercept = estimator.coef_[0].copy(), float(estimator.intercept_[0])
+
+    def score(block):
+        # The in-memory formula (float64 products), block by block: the same values as
+        # decision_function on the computed array.
+        return np.asarray(block, dtype=np.float64) @ coef + intercept
+
+    return X.map_blocks(score, drop_axis=1, dtype=np.float64)
+
+
+# -- fit -----------------------------------------------------------------------------------------
+def _cells_block(y, g, w, y_values, g_values):
+    """The cell (label, group) of each row of a block, as an index into the cell table."""
+    return np.searchsorted(y_values, y) * len(g_values) + np.searchsorted(g_values, g)
+
+
+def _cell_sums(cell, w, *, n_cells):
+    """Per cell: total weight, total squared weight, row count (one pass)."""
+    cw = da.bincount(cell, weights=w, minlength=n_cells)
+    cw2 = da.bincount(cell, weights=w * w, minlength=n_cells)
+    count = da.bincount(cell, minlength=n_cells)
+    return dask.compute(cw, cw2, count)
+
+
+def _scores_by_cell(X, cell, w, z, threshold, n_cells):
+    return (
+        np.bincount(cell, weights=w * _expit(z), minlength=n_cells),
+        np.bincount(cell, weights=w * (z > threshold), minlength=n_cells),
+    )
+
+
+def _expit(z):
+    from scipy.special import expit
+
+    return expit(z)
+
+
+def _negative_share_grid(X, cell, w, z, negatives, ts):
+    keep = w * negatives[cell]
+    return ((z[None, :] > ts[:, None]) @ keep, np.array([keep.sum()]))
+
+
+def _rate_threshold(problem, scores, negatives, max_rate, *, grid=256, passes=3):
+    """The threshold of ``rate_threshold`` on the negatives' scores, by grid passes.
+
+    Each pass measures the weighted share of negatives above ``grid + 1`` thresholds in one
+    reduction and keeps the interval where the share crosses ``max_rate``; the threshold
+    returned is the interval's upper end, whose share is ``<= max_rate``: the lowest threshold
+    meeting the rate up to ``grid ** -passes`` of the scores' range.
+    """
+    from ..problems._dask_rows import _ByBlock
+
+    z = scores.rechunk(problem.A_obj.A.chunks[:1])
+    lo, hi = dask.compute(z.min(), z.max())
+    lo, hi = float(lo) - 1e-9 * max(1.0, abs(float(lo))), float(hi)
+    mask = np.asarray(negatives, dtype=float)
+    for _ in range(passes):
+        ts = np.linspace(lo, hi, grid + 1)
+        above, total = problem.A_obj.reduce(_negative_share_grid, _ByBlock(z), mask, ts)
+        ok = np.flatnonzero(above / total[0] <= max_rate * (1 + 1e-12))
+        i = int(ok[0])  # the largest score itself has share 0
+        if i == 0:
+            return float(ts[0])
+        lo, hi = float(ts[i - 1]), float(ts[i])
+    return hi
+
+
+def fit_dask(est, X, y, sample_weight, fit_params):
+    """``est._fit_or_raise`` on dask input: the same steps, X never brought to the client.
+
+    The labels, groups and weights enter the problem through the cells they form (a label
+    and a group): the estimator's own problem builder runs on one row per cell, weighted by
+    the cell's total, and its per-row weights are spread back over the rows (each row's
+    weight times its cell's factor), so every bound and offset is the estimator's own. The
+    report is computed the same way: each rate the estimators report is a weighted mean of
+    the predictions over a label and a group, hence of the cells' weighted means.
+    """
+    from ..problems._dask_rows import DaskLinearProblem, DaskRows
+    from ..solver.ialm import clip_batch_size
+    from ..solver.prox import Ridge
+    from ._base import (
+        _MIN_DECREASE,
+        _feature_scaling,
+        _initial_dual_residual,
+        _joined_history,
+        _select,
+        _solve,
+        spawn_seeds,
+    )
+
+    est._validate_params()
+    if getattr(est, "max_fpr", None) is not None and hasattr(est, "constraint"):
+        raise NotImplementedError(
+            "On dask input, FairLogisticClassifier's max_fpr is not supported yet."
+        )
+    columns = getattr(X, "columns", None)
+    X = as_rows(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got shape {X.shape}.")
+    if X.dtype.kind != "f":
+        X = X.astype(np.float64)
+    n, d = X.shape
+    est.n_features_in_ = d
+    if columns is not None and all(isinstance(c, str) for c in columns):
+        est.feature_names_in_ = np.asarray(list(columns), dtype=object)
+    elif hasattr(est, "feature_names_in_"):
+        del est.feature_names_in_
+    y = like_rows(y, X, name="y")
+    w = (
+        da.ones(n, chunks=(X.chunks[0],))
+        if sample_weight is None
+        else like_rows(sample_weight, X, name="sample_weight").astype(np.float64)
+    )
+    sf = fit_params.get("sensitive_features")
+    g = (
+        da.zeros(n, dtype=np.int8, chunks=(X.chunks[0],))
+        if sf is None
+        else like_rows(sf, X, name="sensitive_features")
+    )
+    y_values, g_values, w_min = dask.compute(da.unique(y), da.unique(g), w.min())
+    if w_min < 0:
+        raise ValueError("Negative values in sample_weight are not allowed.")
+    K = len(y_values) * len(g_values)
+    cell = da.map_blocks(
+        _cells_block, y, g, w, y_values, g_values, dtype=np.intp, meta=np.zeros(0, np.intp)
+    )
+    S, S2, count = _cell_sums(cell, w, n_cells=K)
+    y_cells = np.repeat(y_values, len(g_values))
+    g_cells = np.tile(g_values, len(y_values))
+    classes, y01_all = est._check_target(y_cells)
+    # One row per cell of positive weight stands for the cell in the estimator's builder.
+    live = np.flatnonzero(S > 0)
+    Xc = np.zeros((len(live), d))
+    sw_live = est._sample_weights(S[live], Xc, y_cells[live], y01_all[live], classes)
+    # The cells of positive weight are the problem's cells; a row of a cell of weight zero
+    # (weight zero itself) is put in cell 0, where its zero weight leaves every sum as it is.
+    remap = np.zeros(K, dtype=np.intp)
+    remap[live] = np.arange(len(live))
+    cell = cell.map_blocks(lambda c: remap[c], dtype=np.intp)
+    S, S2 = S[live], S2[live]
+    factor = sw_live / S  # class weights, per unit of sample weight
+    row_w = da.map_blocks(lambda c, w: w * factor[c], cell, w, dtype=np.float64)
+    y01c = y01_all[live]
+    params = {}
+    if "sensitive_features" in fit_params:
+        params = (
+            {"codes": None, "labels": None}
+            if sf is None
+            else {
+                "codes": np.searchsorted(g_values, g_cells[live]).astype(np.intp),
+                "labels": g_values,
+            }
+        )
+    problem_c, context = est._build_problem(Xc, y01c, sw_live, params)
+    if problem_c.A_con.rows is not None and problem_c.n_constraints:
+        raise NotImplementedError(
+            "On dask input, bands of four or more groups (balanced constraint draws) are not "
+            "supported yet."
+        )
+    # The builder's per-row arrays, per unit of row weight (see DaskLinearProblem).
+    L = len(live)
+    obj = np.arange(L) if problem_c.A_obj.rows is None else problem_c.A_obj.rows
+    U = np.zeros(L)
+    np.add.at(U, obj, problem_c.u / sw_live[obj])
+    m = problem_c.n_constraints
+    H = np.zeros((L, m))
+    if m:
+        con = np.arange(L) if problem_c.A_con.rows is None else problem_c.A_con.rows
+        scale = n / (problem_c.A_con.n_rows * sw_live[con])
+        np.add.at(H, con, problem_c.W * scale[:, None])
+    B = np.where(y01c == 1, 1.0, -1.0)
+    cell_weight = sw_live
+    # Each row's cell and weight stay on the workers (9 bytes a row, against 8 d for X): every
+    # pass and every minibatch reads them, and they would otherwise be recomputed from y, the
+    # groups and the weights (re-read from their files) each time.
+    cell, row_w = dask.persist(cell.astype(np.min_scalar_type(max(L - 1, 0))), row_w)
+    rows = DaskRows(X, cell, row_w)
+    common = dict(
+        loss=problem_c.loss,
+        offset=problem_c.offset,
+        inequality=problem_c.inequality,
+        fit_intercept=problem_c.fit_intercept,
+        constraint_names=problem_c.constraint_names,
+        levels=problem_c.levels,
+    )
+    raw = DaskLinearProblem(rows, B, U, H, cell_weight, smoothness=(1.0, 1.0), **common)
+    total = float(cell_weight.sum())
+    moments = raw.column_moments(total)
+    scale, mean, live_cols = _feature_scaling(None, None, raw.fit_intercept, moments=moments)
+    n_live = max(1, int(live_cols.sum()))
+    h = None
+    if est.C is not None and np.isfinite(est.C):
+        mask = np.r_[np.ones(d, bool), np.zeros(int(raw.fit_intercept), bool)]
+        h = Ridge(1.0 / (est.C * total * n_live), mask=mask)
+    problem = DaskLinearProblem(
+        rows, B, raw.u, H, cell_weight, h=h, feature_scale=scale * np.sqrt(n_live),
+        feature_center=mean, **common,
+    )  # fmt: skip
+    problem.setup_evaluations += raw.setup_evaluations
+    x0, y0, slack0 = est._warm_start_point(problem, classes, d)
+    dual_tol = min(est.tol, _MIN_DECREASE * _initial_dual_residual(problem)) or est.tol
+
+    seeds = spawn_seeds(est.random_state, est.n_seeds)
+    solver_kwargs = dict(
+        x0=x0, y0=y0, slack0=slack0, tol=est.tol, dual_tol=dual_tol, preset=est.preset,
+        **est._penalty_schedule(),
+        batch_size=clip_batch_size(est.batch_size, problem, stacklevel=5),
+        max_passes=est.max_passes, verbose=est.verbose,
+    )  # fmt: skip
+    first = {}
+
+    def solve(pb, rnd, warm, budget):
+        kwargs = dict(solver_kwargs, max_passes=budget)
+        if rnd == 0:
+            # The seeds run one after the other: each already keeps the cluster busy.
+            results = [_solve(pb, seed, kwargs) for seed in seeds]
+            first.update(results=results, best=_select(results))
+            return results[first["best"]]
+        kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
+        return _solve(pb, [seeds[first["best"]], rnd], kwargs)
+
+    est.classes_ = classes
+    if est._steers_hard_rates(problem):
+        fit = est._steer(problem, solve, context, float(est.max_passes))
+        result, x, n_passes = fit.result, fit.x, fit.n_data_passes
+        history = _joined_history(fit.results)
+        est.n_rounds_ = len(fit.results)
+    else:
+        result = solve(problem, 0, None, float(est.max_passes))
+        fit, x, n_passes = None, result.x, result.n_data_passes
+        history = result.history
+        est.n_rounds_ = 1
+    results, best = first["results"], first["best"]
+    coef, intercept = problem.coef(x)
+    est.coef_ = coef.reshape(1, -1).copy()
+    est.intercept_ = np.array([intercept])
+    est.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
+    est._slack = np.asarray(result.slack, dtype=float).copy()
+    est.primal_residual_ = float(result.primal_residual)
+    est.dual_residual_ = float(result.dual_residual)
+    est.kkt_primal_residual_ = float(result.kkt_primal_residual)
+    est.kkt_dual_residual_ = float(result.kkt_dual_residual)
+    used = fit.results if fit else [result]
+    est.n_iter_ = int(sum(r.n_iter for r in used))
+    est.n_outer_iter_ = int(sum(r.n_outer_iter for r in used))
+    est.objective_ = float(result.objective)
+    est.history_ = {key: np.asarray(val).copy() for key, val in history.items()}
+    if len(results) > 1:
+        est.seeds_ = [
+            dict(
+                seed=seed, converged=bool(r.converged), primal_residual=float(r.primal_residual),
+                dual_residual=float(r.dual_residual), n_data_passes=float(r.n_data_passes),
+                objective=float(r.objective), selected=i == best,
+            )
+            for i, (seed, r) in enumerate(zip(seeds, results, strict=True))
+        ]  # fmt: skip
+    elif hasattr(est, "seeds_"):
+        del est.seeds_
+
+    # The report: the scores of every row stay on the workers; each reported rate is read
+    # from the cells' weighted means of the predictions.
+    scores = blockwise_scores(est, X).persist()
+    report_passes = 1.0
+    threshold = 0.0
+    from .neyman_pearson import NeymanPearsonClassifier
+
+    if isinstance(est, NeymanPearsonClassifier) and est.rate == "hard":
+        negatives = y01c == 0
+        threshold = _rate_threshold(problem, scores, negatives, est.max_fpr)
+        est.threshold_ = threshold
+    elif hasattr(est, "threshold_"):
+        est.threshold_ = 0.0
+    from ..problems._dask_rows import _ByBlock
+
+    soft, hard = problem.A_obj.reduce(
+        _scores_by_cell, _ByBlock(scores.rechunk(X.chunks[:1])), threshold, L
+    )
+    est.n_data_passes_ = float(n_passes + report_passes)
+    est.constraint_values_ = est._constraint_report(soft / cell_weight, y01c, sw_live, context)
+    est.hard_constraint_values_ = est._constraint_report(
+        hard / cell_weight, y01c, sw_live, context
+    )
+    context.update(steering=fit, scores=None, y01=y01c, weights=sw_live)
+    est._set_report_attributes(context)
+    if "negatives" in context:
+        # Kish's effective number of negatives from the rows' weights, not the cells'.
+        neg = y01c == 0
+        w_neg, w2_neg = (S[neg] * factor[neg]).sum(), (S2[neg] * factor[neg] ** 2).sum()
+        est._n_effective_negatives = int(w_neg**2 / w2_neg + 1e-9)
+    est.bound_met_ = est._bound_met(result, fit)
+    est.converged_ = bool(result.converged) if fit is None else fit.converged and est.bound_met_
+    est._warn_if_not_converged(result, context, fit)
+    return est

@@ -1,0 +1,440 @@
+"""Rows that live in a Dask collection: a :class:`LinearProblem` whose data no process holds.
+
+The estimators' per-row arrays are functions of a row's *cell* (its label and group) and its
+weight: the margin ``b_j`` is the label's sign, and the objective weight and every constraint
+weight are the row's weight times a constant of its cell (``u_j = w_j U[c_j]``,
+``W[j] = w_j H[c_j]``). So the problem keeps, per row, only the two dask arrays ``cell`` and
+``weight`` (chunked like ``X``), and per cell the small tables ``B``, ``U``, ``H``; every
+per-row array is formed block by block where it is read, never as an n-vector on the client.
+
+Where the rows are read:
+
+* the minibatches of a block of PStorm iterations are drawn on the client exactly as for data
+  in memory (uniformly with replacement over all rows, by ``random_state``), then the distinct
+  rows drawn are brought to the client in one ``dask.compute`` and the compiled block runs on
+  them: each iteration's estimate is the in-memory one on the same rows, hence unbiased;
+* everything that reads all rows (the smoothness set-up, every stop test, the hard rates of
+  the steering) is a reduction: a function of each block (the parameters, a few hundred
+  bytes, go with it) whose small results are summed on the client, one ``dask.compute`` a
+  pass.
+
+Imported only for dask input; numpy and scipy.sparse data never reach this module.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import dask
+import dask.array as da
+import numpy as np
+from scipy.special import expit
+
+from .linear import _GRAM_MAX_PARAMS, LinearProblem, _Rows
+
+__all__ = ["DaskRows", "DaskLinearProblem"]
+
+#: Most rows brought to the client for one block of PStorm iterations (2.5 MB at d = 20).
+_GATHER_ROWS = 1 << 14
+#: Candidate points per pass of the segment search (:meth:`DaskLinearProblem.segment_point`).
+_SEGMENT_GRID = 64
+#: Passes of the segment search: the point found is within ``_SEGMENT_GRID ** -3`` (4e-6) of
+#: the segment's length from the first point that meets the bound.
+_SEGMENT_PASSES = 3
+
+
+def _sum_parts(parts):
+    """The elementwise sum of a list of equal-length tuples of arrays."""
+    return [sum(vals[1:], start=vals[0]) for vals in zip(*parts, strict=True)]
+
+
+class DaskRows:
+    """The rows of a row-chunked dask array, with each row's cell and weight.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n, d)
+        Chunked by rows only.
+    cell, weight : dask.array.Array of shape (n,)
+        Chunked like ``X``.
+    """
+
+    sparse = False
+    rows = None  # every row of X (the problem's row subsets are cells of weight zero)
+
+    def __init__(self, X, cell, weight):
+        self.A = X
+        self.cell = cell
+        self.weight = weight
+        self.n_rows = X.shape[0]
+
+    def in_place(self) -> bool:
+        return False
+
+    def gather(self, idx):
+        """``(X rows, cells, weights, local)`` of the distinct rows in ``idx``, brought here in
+        one ``dask.compute``; ``local`` indexes them as ``idx`` indexes all rows."""
+        rows, local = np.unique(np.asarray(idx).ravel(), return_inverse=True)
+        Xr, cr, wr = dask.compute(self.A[rows], self.cell[rows], self.weight[rows])
+        return np.ascontiguousarray(Xr, dtype=np.float64), cr, wr, local.reshape(np.shape(idx))
+
+    def reduce(self, fn, *args):
+        """``sum over blocks of fn(X_block, cell_block, weight_block, *args)``, one compute.
+
+        ``fn`` returns a tuple of arrays; ``args`` (small) travel with each block's task, but
+        a :class:`_ByBlock` argument (an array split like the rows) gives each task its block.
+        """
+        blocks = zip(
+            self.A.to_delayed().ravel(),
+            self.cell.to_delayed().ravel(),
+            self.weight.to_delayed().ravel(),
+            strict=True,
+        )
+        parts = [
+            dask.delayed(fn, pure=True)(
+                x, c, w, *(a.blocks[i] if isinstance(a, _ByBlock) else a for a in args)
+            )
+            for i, (x, c, w) in enumerate(blocks)
+        ]
+        return _sum_parts(dask.compute(*parts))
+
+    def map_scores(self, v, b0):
+        """The scores ``X @ v + b0`` as a dask array chunked like the rows."""
+
+        def score(block):
+            return np.asarray(block, dtype=np.float64) @ v + b0
+
+        return self.A.map_blocks(score, drop_axis=1, dtype=np.float64)
+
+
+# -- per-block functions (module level: the workers import them) ---------------------------------
+def _moments_first(X, cell, w, total):
+    Xf = np.asarray(X, dtype=np.float64)
+    return (np.abs(Xf).max(axis=0, initial=0.0), (w / total) @ Xf)
+
+
+def _moments_second(X, cell, w, total, unit, mean):
+    dev = np.asarray(X, dtype=np.float64) / unit - mean
+    wt = w / total
+    return (wt @ dev, wt @ (dev * dev))
+
+
+def _gram_block(X, cell, w, U, H, inv):
+    """Gram sums of the weight columns ``(u, 1, |W_1|, ..., |W_m|)`` and W's moments."""
+    B = np.asarray(X, dtype=np.float64)
+    if inv is not None:
+        B = B * inv
+    cols = [w * U[cell], np.ones(len(w))]
+    Wb = w[:, None] * H[cell]
+    cols += [np.abs(Wb[:, k]) for k in range(H.shape[1])]
+    C = np.column_stack(cols)
+    G = np.einsum("ij,ik,il->jkl", C, B, B)
+    return G, C.T @ B, C.sum(axis=0), (Wb**2).sum(axis=0), np.abs(Wb).sum(axis=0)
+
+
+def _full_block(X, cell, w, v, b0, loss, B, U, H):
+    """The sums of :meth:`LinearProblem.full_evaluation` over one block."""
+    A = np.asarray(X, dtype=np.float64)
+    z = A @ v + b0
+    b, u = B[cell], w * U[cell]
+    margin = b * z
+    f = np.dot(u, loss.value(margin))
+    r = b * u * loss.derivative(margin)
+    out = [np.array([f]), A.T @ r, np.array([r.sum()])]
+    if H.shape[1]:
+        Wb = w[:, None] * H[cell]
+        p = expit(z)
+        dp = p * (1.0 - p)
+        DW = dp[:, None] * Wb
+        out += [p @ Wb, A.T @ DW, DW.sum(axis=0)]
+    return tuple(out)
+
+
+def _rates_block(X, cell, w, z, H, hard):
+    q = (z > 0).astype(float) if hard else expit(z)
+    return (q @ (w[:, None] * H[cell]),)
+
+
+def _share_block(X, cell, w, z, mask):
+    keep = w * mask[cell]
+    return (np.array([keep @ (z > 0), keep.sum()]),)
+
+
+def _segment_block(X, cell, w, z_in, z_out, ts, H):
+    # Scores are linear along the segment: row j is positive at t where
+    # (1 - t) z_in + t z_out > 0.
+    Q = (np.outer(1.0 - ts, z_in) + np.outer(ts, z_out) > 0).astype(float)
+    return (Q @ (w[:, None] * H[cell]),)
+
+
+class DaskLinearProblem(LinearProblem):
+    """A :class:`LinearProblem` on rows held by a Dask cluster (see the module docstring).
+
+    Parameters
+    ----------
+    rows : DaskRows
+    B : ndarray of shape (n_cells,)
+        The margin (label sign) of each cell.
+    U : ndarray of shape (n_cells,)
+        Objective weight per unit of row weight, of each cell (zero: not an objective row);
+        normalised here so that the row weights ``w_j U[c_j]`` have mean one.
+    H : ndarray of shape (n_cells, m)
+        Constraint weights per unit of row weight, of each cell: ``W[j] = w_j H[c_j]`` over
+        all rows (zero: not a constraint row).
+    cell_weight : ndarray of shape (n_cells,)
+        The total row weight of each cell.
+    loss, offset, inequality, fit_intercept, h, constraint_names, levels, feature_scale, \
+feature_center
+        As for :class:`LinearProblem`.
+    """
+
+    def __init__(
+        self,
+        rows,
+        B,
+        U,
+        H,
+        cell_weight,
+        *,
+        loss,
+        offset,
+        inequality=True,
+        fit_intercept=False,
+        h=None,
+        constraint_names=None,
+        levels=None,
+        feature_scale=1.0,
+        feature_center=None,
+        smoothness=None,
+    ):
+        from ..solver.prox import NoProx
+
+        n, d = rows.A.shape
+        if d + fit_intercept > _GRAM_MAX_PARAMS:
+            raise ValueError(
+                f"Dask input supports up to {_GRAM_MAX_PARAMS} parameters (the smoothness "
+                f"set-up sums d x d Gram matrices on the workers); got {d + fit_intercept}."
+            )
+        H = np.asarray(H, dtype=float).reshape(len(B), -1)
+        super(LinearProblem, self).__init__(n, n if H.shape[1] else 0)
+        self.setup_evaluations = 0
+        self.A_obj = self.A_con = rows
+        self.n_features = d
+        self.fit_intercept = bool(fit_intercept)
+        self.n_params = d + self.fit_intercept
+        self.cell_weight = np.asarray(cell_weight, dtype=float)
+        self.B = np.asarray(B, dtype=float)
+        self.H = H
+        self.u = self._row_mean_one(U)
+        # No per-row array lives on the client: the oracles of a minibatch form theirs from
+        # the rows brought here (see _view).
+        self.b = self.bu = self.W = None
+        self.loss = loss
+        self.offset = np.asarray(offset, dtype=float).reshape(H.shape[1])
+        self.n_constraints = H.shape[1]
+        self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (H.shape[1],))
+        self.levels = levels
+        self.h = NoProx() if h is None else h
+        self.constraint_names = constraint_names
+        self.feature_scale = (
+            float(feature_scale)
+            if np.ndim(feature_scale) == 0
+            else np.asarray(feature_scale, dtype=float).reshape(d)
+        )
+        self._inv_scale = 1.0 / self.feature_scale
+        self._scaled = np.any(self.feature_scale != 1.0)
+        if feature_center is not None and not np.any(feature_center):
+            feature_center = None
+        self.feature_center = feature_center
+        self.paper_settings = None
+        self.smoothness = self.smoothness_bound() if smoothness is None else tuple(smoothness)
+
+    def _row_mean_one(self, U):
+        """Cell factors ``U`` scaled so that the row weights ``w_j U[c_j]`` have mean one (from
+        the cells' weight totals: no pass over the rows)."""
+        U = np.asarray(U, dtype=float)
+        return U / (U @ self.cell_weight / self.n_objective_samples)
+
+    # -- rows brought to the client --------------------------------------------------------------
+    def _view(self, idx):
+        """An in-memory :class:`LinearProblem` on the distinct rows of ``idx`` (with the
+        per-row arrays of those rows), and ``idx`` as indices into them."""
+        Xr, cr, wr, local = self.A_obj.gather(idx)
+        view = LinearProblem.__new__(LinearProblem)
+        view.__dict__.update(self.__dict__)
+        view.A_obj = view.A_con = _Rows(Xr)
+        view.b = self.B[cr]
+        view.u = wr * self.u[cr]
+        view.bu = view.b * view.u
+        view.W = wr[:, None] * self.H[cr]
+        return view, local
+
+    def _block_rows(self, draws):
+        return self._view(draws)
+
+    def pstorm_block(self, est):
+        """The compiled block of :class:`LinearProblem`, at most ``_GATHER_ROWS`` rows (and
+        an eighth of all rows) brought to the client per block.
+
+        A shorter block draws the same minibatches (the generator's stream is the same in
+        one call or several), so the cap changes the cost, not the model.
+        """
+        run = super().pstorm_block(est)
+        if run is None:
+            return None
+        draws = 1 + (self.n_constraints > 0) * (1 + (est.estimator == "independent"))
+        cap = max(1, min(_GATHER_ROWS, self.n_samples // 8))
+
+        def capped(z, d, y, beta, *, batch_size, n_iter, **kwargs):
+            n_iter = max(1, min(n_iter, cap // (batch_size * draws)))
+            return run(z, d, y, beta, batch_size=batch_size, n_iter=n_iter, **kwargs)
+
+        return capped
+
+    def objective(self, x, batch):
+        view, idx = self._view(batch)
+        return LinearProblem.objective(view, x, idx)
+
+    def objective_value(self, x, batch):
+        view, idx = self._view(batch)
+        return LinearProblem.objective_value(view, x, idx)
+
+    def constraints(self, x, batch):
+        view, idx = self._view(batch)
+        return LinearProblem.constraints(view, x, idx)
+
+    def objective_pair(self, x1, x2, batch, a1, a2):
+        view, idx = self._view(batch)
+        return LinearProblem.objective_pair(view, x1, x2, idx, a1, a2)
+
+    def constraints_pair(self, x1, x2, batch):
+        view, idx = self._view(batch)
+        return LinearProblem.constraints_pair(view, x1, x2, idx)
+
+    # -- reductions over all rows ----------------------------------------------------------------
+    def _distinct_weight_columns(self):
+        return list(range(self.n_constraints))
+
+    def _gram_sums(self):
+        inv = np.broadcast_to(self._inv_scale, (self.n_features,)) if self._scaled else None
+        G, mu, total, sq, ab = self.A_obj.reduce(_gram_block, self.u, self.H, inv)
+        self.setup_evaluations += self.A_obj.n_rows
+        n = self.A_con.n_rows
+        self._w_means = (sq / n, ab / n)
+        if not self.n_constraints:
+            G, mu, total = G[:1], mu[:1], total[:1]
+        return list(G), list(mu), list(total), False
+
+    def _weight_means(self):
+        return self._w_means
+
+    def full_evaluation(self, x, rng=None, batches=None):
+        """Objective value and gradient, constraint values and ``J^T`` over all rows: one
+        pass, each block's sums computed where the block is."""
+        v, b0 = self._effective(x)
+        m = self.n_constraints
+        out = self.A_obj.reduce(_full_block, v, float(b0), self.loss, self.B, self.u, self.H)
+        n = self.A_obj.n_rows
+        f, g, rsum = float(out[0][0]) / n, out[1], float(out[2][0])
+        grad = self._finish_grad(g, rsum, n)
+        if not m:
+            return f, grad, np.zeros(0), lambda y: np.zeros_like(x)
+        csum, G, gsum = out[3:]
+        c = csum / n + self.offset
+
+        def jac_t(y):
+            y = np.asarray(y, dtype=float)
+            return self._finish_grad(G @ y, float(gsum @ y), n)
+
+        return f, grad, c, jac_t
+
+    def full_evaluation_cost(self) -> int:
+        return self.A_obj.n_rows
+
+    def constraint_scores(self, x):
+        """The scores of every row at ``x``: a dask array kept on the workers (8 bytes a row;
+        the rates read from it cost no pass over ``X``)."""
+        v, b0 = self._effective(x)
+        return self.A_con.map_scores(v, float(b0)).persist()
+
+    def rate_constraints(self, scores, *, hard=True, offset=None):
+        (s,) = self.A_con.reduce(_rates_block, *self._blocks_of(scores), self.H, hard)
+        return s / self.A_con.n_rows + (self.offset if offset is None else offset)
+
+    def _blocks_of(self, *scores):
+        """Score arrays split like the rows: one delayed block per row block (as ``reduce``
+        passes them to its function)."""
+        return [_ByBlock(a.rechunk(self.A_obj.A.chunks[:1])) for a in scores]
+
+    def positive_share(self, scores, cells):
+        """The weighted share of rows in ``cells`` (a mask over the cells) whose score is
+        positive."""
+        mask = np.asarray(cells, dtype=float)
+        ((hits, total),) = self.A_con.reduce(_share_block, *self._blocks_of(scores), mask)
+        return float(hits / total)
+
+    def smallest_weight_share(self, cells):
+        """The smallest positive row weight in ``cells`` (a mask over the cells), as a share
+        of their total weight (one pass over the weights, not over ``X``)."""
+        mask = np.asarray(cells, dtype=bool)
+        rows = self.A_obj
+        inside = rows.cell.map_blocks(lambda c: mask[c], dtype=bool)
+        w = rows.weight
+        smallest = float(da.where(inside & (w > 0), w, np.inf).min().compute())
+        return smallest / float(self.cell_weight[mask].sum())
+
+    def segment_point(self, units, z_in, z_out, offset):
+        """A point ``t`` of the segment from scores ``z_in`` to ``z_out`` where every hard value
+        is ``<= 0``, within ``_SEGMENT_GRID ** -_SEGMENT_PASSES`` of the first such point.
+
+        The in-memory steering sorts the rows' events along the segment; here each pass
+        scores a grid of points in one reduction and the next pass refines the grid between
+        the last point that misses the bound and the first that meets it.
+        """
+        from ..estimators._hard_rates import _EPS
+
+        lo, hi = 0.0, 1.0
+        z_in, z_out = self._blocks_of(z_in, z_out)
+        for _ in range(_SEGMENT_PASSES):
+            ts = np.linspace(lo, hi, _SEGMENT_GRID + 1)
+            (s,) = self.A_con.reduce(_segment_block, z_in, z_out, ts, self.H)
+            hard = s / self.A_con.n_rows + offset
+            ok = np.flatnonzero(np.all(units.values(hard) <= _EPS, axis=1))
+            i = int(ok[0]) if len(ok) else len(ts) - 1
+            if i == 0:
+                return lo
+            lo, hi = float(ts[i - 1]), float(ts[i])
+        return hi
+
+    def with_objective_weights(self, weights, *, overwrite=False):
+        """The same problem with objective weights ``weights`` per unit of row weight, one per
+        cell (as :attr:`u` is); its smoothness bound is recomputed (one pass)."""
+        other = copy.copy(self)
+        other.u = self._row_mean_one(np.asarray(weights, dtype=float).reshape(len(self.B)))
+        other.setup_evaluations = 0
+        other.smoothness = other.smoothness_bound()
+        return other
+
+    def column_moments(self, total):
+        """Weighted ``(mean, std)`` of the columns under the row weights (summing to
+        ``total``): the two passes and the corrected two-pass formula of the in-memory
+        ``_column_moments`` (see there), each pass one reduction."""
+        from ..estimators._base import _ROUNDING_SPREAD, _check_not_subnormal
+
+        rows = self.A_obj
+        absmax, mean = rows.reduce(_moments_first, total)
+        _check_not_subnormal(absmax)
+        unit = np.where(absmax > 0, absmax, 1.0)
+        mean = mean / unit
+        first, second = rows.reduce(_moments_second, total, unit, mean)
+        self.setup_evaluations += 2 * rows.n_rows
+        std = np.sqrt(np.clip(second - first * first, 0.0, None))
+        std[std <= _ROUNDING_SPREAD] = 0.0
+        return (mean + first) * unit, std * unit
+
+
+class _ByBlock:
+    """A dask array passed to :meth:`DaskRows.reduce` block by block (see ``_blocks_of``)."""
+
+    def __init__(self, array):
+        self.blocks = array.to_delayed().ravel()
