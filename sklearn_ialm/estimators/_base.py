@@ -574,15 +574,38 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         x0, y0, slack0 = self._warm_start_point(problem, classes, X.shape[1])
         if x0 is None:
             x0 = _null_start(problem)
+        result, fit, n_passes = self._solve_problem(problem, context, classes, x0, y0, slack0)
+        # The report below scores every row of X once more: part of the fit's work.
+        self.n_data_passes_ = float(n_passes + X.shape[0] / problem.n_samples)
+        # The problem's per-row arrays (margins, weights, W) are not needed for the report
+        # below, which scores X again: freed first, they do not add to its n-vectors.
+        del problem
+
+        scores = self._away_from_ties(self._score(X), y01, sw, context)
+        scores = self._at_least_constant(scores, y01, sw, context)
+        threshold = self._decision_threshold(scores, y01, sw)
+        self.constraint_values_ = self._constraint_report(expit(scores), y01, sw, context)
+        self.hard_constraint_values_ = self._constraint_report(
+            (scores > threshold).astype(float), y01, sw, context
+        )
+        if isinstance(context, dict):
+            context.update(steering=fit, scores=scores, y01=y01, weights=sw)
+        self._set_report_attributes(context)
+        return self._conclude(result, fit, context)
+
+    def _solve_problem(self, problem, context, classes, x0, y0, slack0, run_seeds=None):
+        """Solve ``problem`` (every seed, then the steering's further solves) and set the
+        fitted attributes of the solution; ``(result, fit, data passes)``. The data layer's
+        fits (in memory, Dask) share it; ``run_seeds`` runs the seeds (default joblib)."""
         # In standard units the dual residual no longer depends on the units of X; the test
         # also asks for a tenfold decrease from the null model (see _initial_dual_residual).
         # Its footing stays at x = 0, not at the start: at the null model's best intercept the
         # residual is the weighted correlations alone (2e-8 on the class-weight check, see
-        # _null_start),
-        # a tenth of which no stochastic gradient meets, at a start that is already optimal.
-        # The primal residual is in the units of the bound already.
+        # _null_start), a tenth of which no stochastic gradient meets, at a start that is
+        # already optimal. The primal residual is in the units of the bound already.
         self._null_dual_residual = _initial_dual_residual(problem)
         dual_tol = min(self.tol, _MIN_DECREASE * self._null_dual_residual) or self.tol
+        run_seeds = self._run_seeds if run_seeds is None else run_seeds
 
         seeds = spawn_seeds(self.random_state, self.n_seeds)
         solver_kwargs = dict(
@@ -594,7 +617,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             preset=self.preset,
             **self._penalty_schedule(),
             # Clipped here, to warn once for all the solves of the fit.
-            batch_size=clip_batch_size(self.batch_size, problem, stacklevel=5),
+            batch_size=clip_batch_size(self.batch_size, problem, stacklevel=6),
             max_passes=self.max_passes,
             verbose=self.verbose,
         )
@@ -604,7 +627,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             """Round 0: every seed, the best kept; later rounds warm-start the chosen seed."""
             kwargs = dict(solver_kwargs, max_passes=budget)
             if rnd == 0:
-                results = self._run_seeds(pb, seeds, kwargs)
+                results = run_seeds(pb, seeds, kwargs)
                 first.update(results=results, best=_select(results))
                 return results[first["best"]]
             kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
@@ -624,11 +647,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         results, best = first["results"], first["best"]
 
         coef, intercept = problem.coef(x)
-        # The report below scores every row of X once more: part of the fit's work.
-        report_passes = X.shape[0] / problem.n_samples
-        # The problem's per-row arrays (margins, weights, W) are not needed for the report
-        # below, which scores X again: freed first, they do not add to its n-vectors.
-        del problem
         self.coef_ = coef.reshape(1, -1).copy()
         self.intercept_ = np.array([intercept])
         self.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
@@ -639,7 +657,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self.kkt_dual_residual_ = float(result.kkt_dual_residual)
         self.n_iter_ = int(sum(r.n_iter for r in (fit.results if fit else [result])))
         self.n_outer_iter_ = int(sum(r.n_outer_iter for r in (fit.results if fit else [result])))
-        self.n_data_passes_ = float(n_passes + report_passes)
         self.objective_ = float(result.objective)
         self.history_ = {key: np.asarray(val).copy() for key, val in history.items()}
         if len(results) > 1:
@@ -658,17 +675,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         elif hasattr(self, "seeds_"):
             # A stale record of an earlier multi-seed fit would describe another model.
             del self.seeds_
+        return result, fit, n_passes
 
-        scores = self._away_from_ties(self._score(X), y01, sw, context)
-        scores = self._at_least_constant(scores, y01, sw, context)
-        threshold = self._decision_threshold(scores, y01, sw)
-        self.constraint_values_ = self._constraint_report(expit(scores), y01, sw, context)
-        self.hard_constraint_values_ = self._constraint_report(
-            (scores > threshold).astype(float), y01, sw, context
-        )
-        if isinstance(context, dict):
-            context.update(steering=fit, scores=scores, y01=y01, weights=sw)
-        self._set_report_attributes(context)
+    def _conclude(self, result, fit, context):
+        """``bound_met_``, ``converged_`` and the warnings, once the report is set."""
         self.bound_met_ = self._bound_met(result, fit)
         if fit is None:
             self.converged_ = bool(result.converged)

@@ -141,17 +141,8 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     the predictions over a label and a group, hence of the cells' weighted means.
     """
     from ..problems._dask_rows import DaskLinearProblem, DaskRows
-    from ..solver.ialm import clip_batch_size
     from ..solver.prox import Ridge
-    from ._base import (
-        _MIN_DECREASE,
-        _feature_scaling,
-        _initial_dual_residual,
-        _joined_history,
-        _select,
-        _solve,
-        spawn_seeds,
-    )
+    from ._base import _feature_scaling, _solve
 
     est._validate_params()
     if getattr(est, "max_fpr", None) is not None and hasattr(est, "constraint"):
@@ -263,64 +254,11 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     )  # fmt: skip
     problem.setup_evaluations += raw.setup_evaluations
     x0, y0, slack0 = est._warm_start_point(problem, classes, d)
-    dual_tol = min(est.tol, _MIN_DECREASE * _initial_dual_residual(problem)) or est.tol
-
-    seeds = spawn_seeds(est.random_state, est.n_seeds)
-    solver_kwargs = dict(
-        x0=x0, y0=y0, slack0=slack0, tol=est.tol, dual_tol=dual_tol, preset=est.preset,
-        **est._penalty_schedule(),
-        batch_size=clip_batch_size(est.batch_size, problem, stacklevel=5),
-        max_passes=est.max_passes, verbose=est.verbose,
+    # The seeds run one after the other: each already keeps the cluster busy.
+    result, fit, n_passes = est._solve_problem(
+        problem, context, classes, x0, y0, slack0,
+        run_seeds=lambda pb, seeds, kwargs: [_solve(pb, seed, kwargs) for seed in seeds],
     )  # fmt: skip
-    first = {}
-
-    def solve(pb, rnd, warm, budget):
-        kwargs = dict(solver_kwargs, max_passes=budget)
-        if rnd == 0:
-            # The seeds run one after the other: each already keeps the cluster busy.
-            results = [_solve(pb, seed, kwargs) for seed in seeds]
-            first.update(results=results, best=_select(results))
-            return results[first["best"]]
-        kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
-        return _solve(pb, [seeds[first["best"]], rnd], kwargs)
-
-    est.classes_ = classes
-    if est._steers_hard_rates(problem):
-        fit = est._steer(problem, solve, context, float(est.max_passes))
-        result, x, n_passes = fit.result, fit.x, fit.n_data_passes
-        history = _joined_history(fit.results)
-        est.n_rounds_ = len(fit.results)
-    else:
-        result = solve(problem, 0, None, float(est.max_passes))
-        fit, x, n_passes = None, result.x, result.n_data_passes
-        history = result.history
-        est.n_rounds_ = 1
-    results, best = first["results"], first["best"]
-    coef, intercept = problem.coef(x)
-    est.coef_ = coef.reshape(1, -1).copy()
-    est.intercept_ = np.array([intercept])
-    est.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
-    est._slack = np.asarray(result.slack, dtype=float).copy()
-    est.primal_residual_ = float(result.primal_residual)
-    est.dual_residual_ = float(result.dual_residual)
-    est.kkt_primal_residual_ = float(result.kkt_primal_residual)
-    est.kkt_dual_residual_ = float(result.kkt_dual_residual)
-    used = fit.results if fit else [result]
-    est.n_iter_ = int(sum(r.n_iter for r in used))
-    est.n_outer_iter_ = int(sum(r.n_outer_iter for r in used))
-    est.objective_ = float(result.objective)
-    est.history_ = {key: np.asarray(val).copy() for key, val in history.items()}
-    if len(results) > 1:
-        est.seeds_ = [
-            dict(
-                seed=seed, converged=bool(r.converged), primal_residual=float(r.primal_residual),
-                dual_residual=float(r.dual_residual), n_data_passes=float(r.n_data_passes),
-                objective=float(r.objective), selected=i == best,
-            )
-            for i, (seed, r) in enumerate(zip(seeds, results, strict=True))
-        ]  # fmt: skip
-    elif hasattr(est, "seeds_"):
-        del est.seeds_
 
     # The report: the scores of every row stay on the workers; each reported rate is read
     # from the cells' weighted means of the predictions.
@@ -352,7 +290,7 @@ def fit_dask(est, X, y, sample_weight, fit_params):
         neg = y01c == 0
         w_neg, w2_neg = (S[neg] * factor[neg]).sum(), (S2[neg] * factor[neg] ** 2).sum()
         est._n_effective_negatives = int(w_neg**2 / w2_neg + 1e-9)
-    est.bound_met_ = est._bound_met(result, fit)
-    est.converged_ = bool(result.converged) if fit is None else fit.converged and est.bound_met_
-    est._warn_if_not_converged(result, context, fit)
-    return est
+    # (Rows on the boundary stay where they are, and no constant model is weighed against
+    # the fit: both read every training score on the client.)
+    est._constant_fallback = None
+    return est._conclude(result, fit, context)

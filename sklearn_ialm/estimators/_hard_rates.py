@@ -159,7 +159,8 @@ def _shift_cap(problem, units, scores, base):
     overall rate). A surrogate's bound tightened past that asks for a gap below zero, a band
     of negative width: no model meets it (it was seen to stall a fit at its primal residual).
     """
-    equal = np.full(len(scores), logit(np.mean(expit(scores))))
+    # (scores * 0 + ...: an array like the scores, in memory or on Dask workers.)
+    equal = scores * 0.0 + logit(float(np.mean(expit(scores))))
     floor = units.values(problem.rate_constraints(equal, hard=False, offset=base))
     return 0.9 * np.maximum(-floor, 0.0)
 
