@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
-from scipy.special import expit, logit
+from scipy.special import expit
 
 __all__ = ["HardRateFit", "fit_hard_rates", "fit_negative_weight", "rate_threshold"]
 
@@ -79,7 +79,9 @@ class _Units:
                 # (Within a band every upper constraint has one slope, every lower one too.)
                 self.members.append(rows)
                 self.slopes.append((-e[e < 0][0], e[e > 0][0], e < 0))
-        for k in np.flatnonzero(free):
+        self.n_bands = len(self.members)
+        self.free = np.flatnonzero(free)  # each its own unit, after the bands
+        for k in self.free:
             self.members.append(np.array([k]))
             self.slopes.append(None)
         self.spread = np.zeros((m, len(self.members)))
@@ -93,11 +95,9 @@ class _Units:
         """Unit values of constraint values ``V`` (shape ``(..., m)``)."""
         V = np.asarray(V, dtype=float)
         out = np.empty(V.shape[:-1] + (len(self),))
-        for u, (rows, slopes) in enumerate(zip(self.members, self.slopes, strict=True)):
-            if slopes is None:
-                out[..., u] = V[..., rows[0]]
-                continue
-            a, e, upper = slopes
+        out[..., self.n_bands :] = V[..., self.free]
+        for u in range(self.n_bands):
+            rows, (a, e, upper) = self.members[u], self.slopes[u]
             hi = V[..., rows[upper]].max(axis=-1)  # falls as a * t with the level t
             lo = V[..., rows[~upper]].max(axis=-1)  # rises as e * t
             out[..., u] = (e * hi + a * lo) / (a + e)
@@ -153,16 +153,15 @@ def _say(verbose, text):
         print(f"[steering] {text}")
 
 
-def _shift_cap(problem, units, scores, base):
+def _shift_cap(column_means, units, scores, base):
     """The largest shift each unit can take: nine tenths of the way to the value its
-    constraints have at equal soft predictions for every row (perfect parity at the current
-    overall rate). A surrogate's bound tightened past that asks for a gap below zero, a band
-    of negative width: no model meets it (it was seen to stall a fit at its primal residual).
+    constraints have at equal soft predictions ``q`` for every row (perfect parity at the
+    current overall rate), ``q * column_means + base``. A surrogate's bound tightened past
+    that asks for a gap below zero, a band of negative width: no model meets it (it was seen
+    to stall a fit at its primal residual).
     """
-    # (scores * 0 + ...: an array like the scores, in memory or on Dask workers.)
-    equal = scores * 0.0 + logit(float(np.mean(expit(scores))))
-    floor = units.values(problem.rate_constraints(equal, hard=False, offset=base))
-    return 0.9 * np.maximum(-floor, 0.0)
+    q = float(np.mean(expit(scores)))
+    return 0.9 * np.maximum(-units.values(q * column_means + base), 0.0)
 
 
 def fit_hard_rates(
@@ -193,6 +192,7 @@ def fit_hard_rates(
     shift = np.zeros(m)
     trace = [[] for _ in range(m)]  # (soft value, hard value) per unit, for the secant
     results, passes = [], 0.0
+    column_means = None  # see _shift_cap
     # (x, scores, hard values, solver result) of the best solve on each side of the bound:
     # the scores are kept, so the segment between the two costs no further data pass.
     infeasible = feasible = None
@@ -227,7 +227,12 @@ def fit_hard_rates(
         # moved the hard value less than its shift, and a secant on the shift would read
         # that as a flat relation and overshoot (e.g. ask for the reverse gap: infeasible).
         soft = units.values(problem.rate_constraints(scores, hard=False, offset=base))
-        cap = _shift_cap(problem, units, scores, base)
+        if column_means is None:
+            # The mean of each constraint's row weights: its value at predictions all 1, less
+            # its offset (one product with the weights, once; an array like the scores, in
+            # memory or on Dask workers).
+            column_means = problem.rate_constraints(scores * 0.0 + 1.0) - problem.offset
+        cap = _shift_cap(column_means, units, scores, base)
         for k in range(m):
             if not (hard[k] > _EPS or (active[k] and hard[k] < -bound_tol)):
                 continue
