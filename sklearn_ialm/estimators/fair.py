@@ -1005,7 +1005,6 @@ class FairLogisticClassifier(BaseIALMClassifier):
             neg = y01 == 0
             self.train_fpr_ = float(np.average(scores[neg] > 0, weights=w[neg]))
             self.train_soft_fpr_ = float(np.average(expit(scores[neg]), weights=w[neg]))
-        self._fit_context = {"bound": context["bound"]}
         self.bound_ = context["bound"]
         self.groups_ = context["groups"]
         labels = context["labels"]
@@ -1033,7 +1032,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             return super()._bound_met(result, fit)
         # fairlearn's verdict on predict: the report's metric of the training predictions
         # (the steering's own check reads scores in the solver's coordinates).
-        ok = self._meets(self.hard_constraint_values_, self._fit_context)
+        ok = self._meets(self.hard_constraint_values_, {"bound": self.bound_})
         if self.max_fpr is not None:
             ok = ok and self.train_fpr_ <= self.max_fpr + 1e-12
         return ok
