@@ -105,6 +105,28 @@ def test_kernel_matches_numpy_path(case, estimator):
 
 
 @needs_numba
+@pytest.mark.parametrize("case", CASES[:4])
+def test_kernel_matches_numpy_path_with_stratified_batches(case):
+    """Constraint batches drawn by stratum (three strata of 10 to 80 rows): the compiled
+    block's weighted U-statistic gives the numpy path's iterates and counts."""
+    results = []
+    for use in (False, True):
+        pb = _problem(**case)
+        strata = np.repeat([0, 1, 2], [80, 30, 10])
+        pb.stratify_constraints(np.random.default_rng(5).permutation(strata))
+        results.append(_run(pb, "ustat", use))
+    (z0, d0, t0, stop0, b0), c0, checks0 = results[0]
+    (z1, d1, t1, stop1, b1), c1, checks1 = results[1]
+    assert (t0, stop0, b0, checks0) == (t1, stop1, b1, checks1)
+    assert c0 == c1
+    if case["m"]:
+        # A batch of 6 draws holds two rows of each stratum, 12 of 12 once grown.
+        assert c0.constraint_draws == 20 * 6 + 20 * 12
+    np.testing.assert_allclose(z1, z0, rtol=0, atol=1e-12 * (1.0 + np.abs(z0).max()))
+    np.testing.assert_allclose(d1, d0, rtol=0, atol=1e-12 * (1.0 + np.abs(d0).max()))
+
+
+@needs_numba
 @pytest.mark.parametrize("sparse", [False, True])
 def test_kernel_stops_at_the_budget_like_the_numpy_path(sparse):
     """A budget that runs out between two checks ends the block after the same iteration:
@@ -328,10 +350,10 @@ def test_lazy_csr_block_gives_the_eager_iterates(prox, m, estimator, monkeypatch
     lazy_calls = []
     block = _kernels.pstorm_block
 
-    def record(z, *args, lazy=None):
+    def record(z, *args, lazy=None, **kwargs):
         if lazy is not None:
             lazy_calls.append(1)
-        return block(z, *args, lazy=lazy)
+        return block(z, *args, lazy=lazy, **kwargs)
 
     monkeypatch.setattr(_kernels, "pstorm_block", record)
     runs = {}

@@ -105,6 +105,37 @@ def test_neyman_pearson_point_satisfies_kkt_by_finite_differences():
     assert np.hypot(np.linalg.norm(r), slack_part) <= 1e-2 + 1e-6
 
 
+@pytest.mark.parametrize("estimator", ["ustat", "independent"])
+def test_stratified_gradient_estimator_is_exactly_unbiased(estimator):
+    # Constraint rows in strata of 3 and 2 rows (shares 3/5 and 2/5), two draws from each
+    # per batch: the mean over every possible batch is the full gradient, exactly. (Left
+    # unweighted, the same batches over-weigh the small stratum.)
+    X, y = _logistic_data(4, n=5, d=2)
+    pb = _positive_rate_problem(X, y, 0.4, inequality=True)
+    pb.stratify_constraints(np.array(["a", "b", "a", "b", "a"]))
+    est = AugmentedLagrangianEstimator(pb, estimator)
+    z = np.array([0.4, -0.6, 0.1])
+    yv, beta = np.array([0.7]), 2.5
+    counter = Counter()
+    members = [np.array([0, 2, 4]), np.array([1, 3])]
+    strata = [
+        np.concatenate([members[0][list(i)], members[1][list(j)]])
+        for i in itertools.product(range(3), repeat=2)
+        for j in itertools.product(range(2), repeat=2)
+    ]
+    objective = [np.array(o) for o in itertools.product(range(5), repeat=2)]
+    second = strata if estimator == "independent" else [None]
+    draws = [(o, c, c2) for o in objective for c in strata for c2 in second]
+    mean = np.mean([est.gradient(z, yv, beta, dr, counter) for dr in draws], axis=0)
+    f0, grad, c, jac_t = pb.full_evaluation(z[:2])
+    w = yv + beta * (c + z[2:])
+    np.testing.assert_allclose(mean[:2], grad + jac_t(w), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(mean[2:], w, rtol=1e-10)
+    # Every batch the problem draws holds each stratum, twice at least.
+    batch = pb.sample(np.random.default_rng(0), 3, "constraint")
+    assert sorted(np.bincount([pb.constraint_strata[i] == "b" for i in batch])) == [2, 2]
+
+
 @pytest.mark.parametrize("estimator, b", [("ustat", 2), ("ustat", 3), ("independent", 2)])
 def test_gradient_estimator_is_exactly_unbiased(estimator, b):
     # Average the estimator over every ordered batch of i.i.d. draws: it must equal the

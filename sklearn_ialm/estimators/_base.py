@@ -237,6 +237,7 @@ def _standardised(problem, X, sample_weight, C):
         rows_objective=problem.A_obj.rows,
         rows_constraint=problem.A_con.rows,
         levels=problem.levels,
+        constraint_strata=problem.constraint_strata,
     )
 
 

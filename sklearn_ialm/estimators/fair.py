@@ -955,6 +955,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             if problem.levels is None
             else np.vstack([problem.levels, np.zeros((1, problem.levels.shape[1]))]),
             rows_constraint=rows,
+            constraint_strata=problem.constraint_strata,
             **DEFERRED_SCALING,
         )
 

@@ -169,7 +169,8 @@ def _block(
     lam, lower, upper, ridge, loss_code, alpha,
     o_dense, o_data, o_indices, o_indptr, margins, margins_u, idx_o, ridx_o,
     c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c, ridx_c, n_batches,
-    z_new, V, B, g, out, K, dP, wa, runs, last, a, touched, powers,
+    c_alpha, c_code, per,
+    z_new, V, B, g, out, K, dP, wa, ssum, runs, last, a, touched, powers,
 ):  # fmt: skip
     """Run ``idx_o.shape[0]`` PStorm iterations from ``(z, d)``, in place.
 
@@ -179,6 +180,12 @@ def _block(
     ``n_batches`` constraint minibatches of iteration ``t`` side by side (the second is the
     independent estimator's); ``K`` and ``dP`` have room for all of them. Returns whether
     the final point is in ``z_new`` (else in ``z``).
+
+    Stratified constraint batches (``per > 0``, one batch): constraint row ``j`` is in
+    stratum ``c_code[j]`` and weighs ``c_alpha[j]``, each stratum has ``per`` rows in a
+    batch, and the cotangents are the weighted U-statistic's
+    (:meth:`~sklearn_ialm.solver.pstorm.AugmentedLagrangianEstimator.penalty_cotangent`);
+    ``ssum`` holds the strata's weighted sums at both points.
 
     Lazy updates (CSR data; ``runs, last, a, touched, powers`` are None for dense data, and
     numba then compiles none of their code): only the coordinates in the ranges
@@ -294,6 +301,42 @@ def _block(
                         if ineq[k]:
                             K[pt, at, k] += x[slack]
                             slack += 1
+            if per > 0:
+                # U_i = alpha_i (w + beta (S_s - per alpha_i K_i) / (per - 1)), w = y + beta
+                # sum_i alpha_i K_i, S_s the stratum's weighted sum.
+                ssum[:, :, :] = 0.0
+                for pt in range(2):
+                    for k in range(m):
+                        wa[pt, 0, k] = 0.0
+                    for i in range(bc):
+                        j = idx_c[t, i]
+                        s_ = c_code[j]
+                        for k in range(m):
+                            v = c_alpha[j] * K[pt, i, k]
+                            wa[pt, 0, k] += v
+                            ssum[pt, s_, k] += v
+                    for k in range(m):
+                        wa[pt, 0, k] = y[k] + beta * wa[pt, 0, k]
+                slack = p
+                for k in range(m):
+                    if ineq[k]:
+                        out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
+                        slack += 1
+                inv = beta / (per - 1.0)
+                for i in range(bc):
+                    j = idx_c[t, i]
+                    s_ = c_code[j]
+                    al = c_alpha[j]
+                    q = 0.0
+                    for pt in range(2):
+                        uw = 0.0
+                        for k in range(m):
+                            u = wa[pt, 0, k] + inv * (ssum[pt, s_, k] - per * al * K[pt, i, k])
+                            uw += al * u * W[j, k]
+                        q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
+                    rsum += q
+                    _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
+        if m > 0 and per == 0:
             # wa[pt, 0] = w (the slack block's, whose gradient goes to out), wa[pt, 1] = A
             # (the cotangents' constant).
             slack = p
@@ -537,7 +580,9 @@ def lazy_plan(nf, dim, center, lam, lower, upper, ridge):
     return _runs(np.concatenate([~free, np.ones(dim - nf, dtype=bool)])), ridge0
 
 
-def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy=None):
+def pstorm_block(
+    z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy=None, strata=None
+):
     """Run the compiled block (see ``_block`` for the argument order): the new ``(z, d)``.
 
     ``z`` and ``d`` are not modified. The minibatch index arrays are ``(T, b)`` int arrays.
@@ -545,15 +590,20 @@ def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy
     the coordinates its rows read, and its cost per iteration does not grow with the number
     of features (a second compiled version of ``_block``: the one without, for dense data
     or every coordinate every iteration, keeps its own code).
+    ``strata``: ``(alpha, code, n_strata, per)`` of stratified constraint batches.
     """
     z = np.array(z, dtype=float)
     d = np.array(d, dtype=float)
     W, idx_c = args[-6], args[-3]
     m = W.shape[1]
     rows_c = idx_c.shape[1]
+    if strata is None:
+        strata = (np.zeros(0), np.zeros(0, dtype=np.intp), 0, 0)
+    c_alpha, c_code, n_strata, per = strata
     bufs = (
         np.empty_like(z), np.empty((2, nf)), np.empty(2), np.zeros(nf), np.zeros_like(z),
         np.empty((2, rows_c, m)), np.empty((2, rows_c)), np.empty((2, 2, m)),
+        np.empty((2, n_strata, m)),
     )  # fmt: skip
     lazy_bufs = (None,) * 5
     if lazy is not None:
@@ -566,6 +616,7 @@ def pstorm_block(z, d, y, beta, eta, eta_slack, keep, nf, intercept, *args, lazy
         lazy_bufs = (runs, last, a, np.empty(nf, dtype=np.intp), np.empty((3, T + 1)))
     swapped, _ = _block(
         z, d, np.asarray(y, dtype=float), float(beta), float(eta), float(eta_slack),
-        float(keep), int(nf), bool(intercept), *args, *bufs, *lazy_bufs,
+        float(keep), int(nf), bool(intercept), *args, c_alpha, c_code, int(per), *bufs,
+        *lazy_bufs,
     )  # fmt: skip
     return (bufs[0] if swapped else z), d

@@ -240,6 +240,9 @@ class LinearProblem(FiniteSumProblem):
     rows_objective, rows_constraint : array of int, optional
         Use only these rows of ``A_objective`` / ``A_constraint`` (both may be the same
         matrix): the subsets are read in place, never copied.
+    constraint_strata : array of shape (n_constraint_samples,), optional
+        Labels of the constraint rows to stratify the constraint minibatches by (see
+        :meth:`~sklearn_ialm.solver.FiniteSumProblem.stratify_constraints`).
     feature_scale : float, ndarray of shape (n_features,) or "auto", default=1.0
         The score is ``((a - feature_center) . w) / feature_scale + b0``: the same linear
         model as ``a.coef + intercept``, in coordinates where the features are centred and
@@ -289,6 +292,7 @@ class LinearProblem(FiniteSumProblem):
         rows_objective=None,
         rows_constraint=None,
         levels=None,
+        constraint_strata=None,
     ):
         W = np.asarray(W, dtype=float)
         if W.ndim == 1:
@@ -326,6 +330,7 @@ class LinearProblem(FiniteSumProblem):
                     "levels: each constraint has at most one level, and only inequalities."
                 )
         self.levels = levels
+        self.stratify_constraints(constraint_strata)
         self.h = NoProx() if h is None else h
         sums = None
         if isinstance(feature_scale, str) and feature_scale == "auto":
@@ -667,7 +672,8 @@ class LinearProblem(FiniteSumProblem):
         return lam, lower, upper, ridge
 
     def _block_draws(self, est, batch_size, n_iter, rng, counter, budget):
-        """The minibatches of up to ``n_iter`` iterations, as an ``(T, k, b)`` index array.
+        """The minibatches of up to ``n_iter`` iterations, as an ``(T, k, b)`` index array
+        (stratified constraint batches: a list of ``k`` ``(T, b_k)`` arrays).
 
         ``k`` is 1, 2 or 3 (objective, constraint, second constraint batch), ``T`` stops where
         the numpy loop would (the budget is tested before each iteration), and the counts are
@@ -678,7 +684,8 @@ class LinearProblem(FiniteSumProblem):
         ranges = [self.n_objective_samples]
         if self.n_constraints:
             ranges += [self.n_constraint_samples] * (1 + (est.estimator == "independent"))
-        if type(self).sample is FiniteSumProblem.sample and len(set(ranges)) == 1:
+        uniform = type(self).sample is FiniteSumProblem.sample and self._strata is None
+        if uniform and len(set(ranges)) == 1:
             # One call for the whole block: ``integers`` with one range draws its values in
             # sequence from the generator's stream, so this is the per-iteration calls' sample
             # (the kernel-vs-numpy tests check it).
@@ -705,6 +712,8 @@ class LinearProblem(FiniteSumProblem):
             for b in batches[1:]:
                 counter.add("constraint", evaluations=2 * len(b))
             out.append(batches)
+        if self._strata is not None:
+            return [np.array([b[i] for b in out], dtype=np.intp) for i in range(len(out[0]))]
         return np.array(out, dtype=np.intp)
 
     def _block_rows(self, draws):
@@ -736,7 +745,8 @@ class LinearProblem(FiniteSumProblem):
 
         loss_code = self._kernel_loss_code()
         prox = self._kernel_prox()
-        if loss_code is None or prox is None:
+        stratified = self._strata is not None
+        if loss_code is None or prox is None or (stratified and est.estimator != "ustat"):
             return None
         alpha = self._loss_alpha()
         nf = self.n_features
@@ -752,15 +762,27 @@ class LinearProblem(FiniteSumProblem):
             As = [self.A_obj.A] + ([self.A_con.A] if self.n_constraints else [])
             nnz_row = max(A.nnz / max(A.shape[0], 1) for A in As)
 
+        row_alpha = {}
+
         def run(z, d, y, beta, *, eta, eta_slack, keep, batch_size, n_iter, rng, counter, budget):
             draws = self._block_draws(est, batch_size, n_iter, rng, counter, budget)
             if draws is None:
                 return z, d, 0
-            # The rows the block reads, and the draws as indices into them (the same problem
-            # and draws for data in memory; rows brought from a cluster otherwise).
-            pb, draws = self._block_rows(draws)
-            # (T, k, b) -> k C-ordered (T, b) arrays: one compiled signature for all of them.
-            draws = np.ascontiguousarray(draws.transpose(1, 0, 2))
+            strata = None
+            if stratified:
+                # Objective and (longer) constraint batches apart, (T, b) and (T, S per).
+                pb, draws = self, [np.ascontiguousarray(a) for a in draws]
+                codes, counts, share = self._strata[0], self._strata[1], self._strata[4]
+                per = self._per_stratum(batch_size)
+                if row_alpha.get("per") != per:  # an n-vector: formed again if per changes
+                    row_alpha.update(per=per, rows=share[codes] / per)
+                strata = (row_alpha["rows"], codes, len(counts), per)
+            else:
+                # The rows the block reads, and the draws as indices into them (the same
+                # problem and draws for data in memory; rows brought from a cluster otherwise).
+                pb, draws = self._block_rows(draws)
+                # (T, k, b) -> k C-ordered (T, b) arrays: one compiled signature for them all.
+                draws = np.ascontiguousarray(draws.transpose(1, 0, 2))
             idx_o = draws[0]
             o_src = pb.A_obj.kernel_source(idx_o)
             idx_c = ridx_c = no_rows
@@ -773,16 +795,16 @@ class LinearProblem(FiniteSumProblem):
                 ridx_c = c_src[5]
             lazy = plan
             if plan is not None and self.lazy_updates == "auto":
-                nnz_it = draws.shape[0] * draws.shape[2] * nnz_row
+                nnz_it = sum(a.shape[1] for a in draws) * nnz_row
                 lazy = plan if nf > self.LAZY_RATIO * nnz_it else None
             z, d = _kernels.pstorm_block(
                 z, d, np.asarray(y, dtype=float).reshape(self.n_constraints),
                 beta, eta, eta_slack, keep, nf, self.fit_intercept, inv_scale, center, *prox,
                 loss_code, alpha, *_kernels.source(*o_src[:5]), pb.b, pb.bu, idx_o,
                 o_src[5], *_kernels.source(*c_src[:5]), pb.W, offset, ineq, idx_c, ridx_c,
-                max(len(draws) - 1, 1), lazy=lazy,
+                max(len(draws) - 1, 1), lazy=lazy, strata=strata,
             )  # fmt: skip
-            return z, d, draws.shape[1]
+            return z, d, idx_o.shape[0]
 
         return run
 

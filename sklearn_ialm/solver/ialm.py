@@ -717,7 +717,8 @@ def stoc_ialm(
             # A fresh subsample per test, read once, chunk by chunk: the chunks' estimates
             # give the standard errors, their mean the subsample's.
             bo = problem.sample(rng, rows, "objective")
-            bc = problem.sample(rng, rows, "constraint") if m else None
+            # (Uniform rows: a test's plain means read them, stratified draws or not.)
+            bc = problem.sample(rng, rows, "constraint", stratified=False) if m else None
             counter.check_evaluations += kinds * rows
             chunks = [
                 _chunk_evaluation(
@@ -827,7 +828,6 @@ def stoc_ialm(
 
     beta = float(beta0)
     batch = batch_size
-    per_draw = est.evaluations_per_draw
 
     def fits(evaluations):
         """Whether minibatch work of this many evaluations fits in what is left of the budget."""
@@ -837,7 +837,7 @@ def stoc_ialm(
     if problem.finite and settings["max_batch_size"] is None:
         max_batch = max(batch_size, problem.n_objective_samples, problem.n_constraint_samples)
     d = None
-    if preset != "theory" and fits(m0 * per_draw):
+    if preset != "theory" and fits(est.draw_evaluations(m0)):
         d = init_momentum(z, y, beta)
     converged = False
     k = 0
@@ -876,7 +876,7 @@ def stoc_ialm(
                 # A level step is a change of multipliers y -> y + beta * shift as far as the
                 # gradient in x is concerned: the momentum estimate follows it unbiasedly.
                 bc = problem.sample(rng, b, "constraint")
-                counter.constraint_draws += b
+                counter.constraint_draws += len(bc)
                 dc = dc + est.multiplier_change(zc, y, beta, y + beta * moved, beta, bc, counter)
             if settings["slack_projection"]:
                 dc = dc.copy()
@@ -958,7 +958,9 @@ def stoc_ialm(
             bc = problem.sample(rng, int(n_mult), "constraint")
             C, _ = problem.constraints(z[:p], bc)
             counter.add("constraint", draws=C.shape[0], evaluations=C.shape[0])
-            kk = est.k(C, z[p:]).mean(axis=0)
+            strata = problem.batch_strata(bc)
+            K = est.k(C, z[p:])
+            kk = K.mean(axis=0) if strata is None else strata[1] @ K
         y_old, beta_old = y, beta
         y = y + min(beta, gamma / float(np.linalg.norm(kk))) * kk
         if verbose:
@@ -973,7 +975,8 @@ def stoc_ialm(
             spent = problem.finite and counter.evaluations >= budget
         else:
             # A new estimate and one iteration must fit: else work that no test reports.
-            spent = not fits((batch if warm else m0 * per_draw) + 2 * batch * per_draw)
+            change = problem.constraint_batch_length(batch) if warm else est.draw_evaluations(m0)
+            spent = not fits(change + 2 * est.draw_evaluations(batch))
         if spent:
             message = "budget of data passes spent" if problem.finite else "oracle budget spent"
             break
@@ -981,7 +984,7 @@ def stoc_ialm(
             pass  # every call starts from its own m0-sample estimate
         elif warm:
             bc = problem.sample(rng, batch, "constraint")
-            counter.constraint_draws += batch
+            counter.constraint_draws += len(bc)
             d = d + est.multiplier_change(z, y_old, beta_old, y, beta_next, bc, counter)
         else:
             d = init_momentum(z, y, beta_next)

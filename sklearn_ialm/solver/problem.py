@@ -189,6 +189,19 @@ class Problem:
     def sample(self, rng: np.random.Generator, size: int, kind: str) -> Any:
         raise NotImplementedError
 
+    def constraint_batch_length(self, size: int) -> int:
+        """Rows in a constraint minibatch drawn with ``sample(rng, size, "constraint")``."""
+        return size
+
+    def batch_strata(self, batch: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(codes, alpha, counts)`` of a stratified constraint minibatch, else None.
+
+        ``codes[i]`` is row ``i``'s stratum, ``counts[s]`` the rows drawn from stratum ``s``
+        and ``alpha[i] = share[s] / counts[s]`` its weight: ``sum_i alpha_i C_i`` is unbiased
+        for the constraints' mean (see :meth:`FiniteSumProblem.stratify_constraints`).
+        """
+        return None
+
     def evaluation_batch(self, rng: np.random.Generator, kind: str) -> Any:
         raise NotImplementedError
 
@@ -270,6 +283,9 @@ class FiniteSumProblem(Problem):
     """
 
     finite = True
+    #: The labels constraint minibatches are stratified by (:meth:`stratify_constraints`).
+    constraint_strata = None
+    _strata = None
 
     def __init__(self, n_objective_samples: int, n_constraint_samples: int):
         self.n_objective_samples = _check_count(
@@ -283,10 +299,61 @@ class FiniteSumProblem(Problem):
     def _n(self, kind):
         return self.n_objective_samples if kind == "objective" else self.n_constraint_samples
 
-    def sample(self, rng, size, kind):
+    def sample(self, rng, size, kind, stratified=True):
+        strata = self._strata
+        if kind == "constraint" and strata is not None and stratified:
+            # The same number of i.i.d. draws from every stratum, at least two (the
+            # U-statistic within a stratum needs a pair): each stratum is in every batch.
+            codes, counts, order, starts, share = strata
+            per = self._per_stratum(size)
+            u = rng.random((len(counts), per))
+            within = np.minimum((u * counts[:, None]).astype(np.intp), counts[:, None] - 1)
+            return order[(starts[:, None] + within).ravel()]
         # i.i.d. draws (with replacement): the U-statistic over distinct positions of one
         # batch is then exactly unbiased for J^T c.
         return rng.integers(self._n(kind), size=size)
+
+    def stratify_constraints(self, labels) -> None:
+        """Draw every constraint minibatch stratified by ``labels`` (one per constraint row).
+
+        A batch then holds ``max(2, ceil(size / S))`` i.i.d. draws from each of the ``S``
+        strata, weighted back by the stratum's share of the rows (:meth:`batch_strata`). Where a
+        constraint reads a small stratum only (a small group's rate), a uniform batch finds
+        it now and then and its estimate is a lottery; a stratified one finds it every time.
+        ``labels=None`` returns to uniform draws.
+        """
+        self.constraint_strata = labels
+        if labels is None:
+            self._strata = None
+            return
+        labels = np.asarray(labels).reshape(-1)
+        if len(labels) != self.n_constraint_samples:
+            raise ValueError(
+                f"labels has {len(labels)} entries for {self.n_constraint_samples} constraint "
+                "rows."
+            )
+        codes = np.unique(labels, return_inverse=True)[1].reshape(-1).astype(np.intp)
+        counts = np.bincount(codes)
+        order = np.argsort(codes, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        self._strata = (codes, counts, order, starts, counts / len(codes))
+
+    def _per_stratum(self, size):
+        return max(2, -(-int(size) // len(self._strata[1])))
+
+    def constraint_batch_length(self, size):
+        strata = self._strata
+        if strata is None:
+            return size
+        return self._per_stratum(size) * len(strata[1])
+
+    def batch_strata(self, batch):
+        strata = self._strata
+        if strata is None or isinstance(batch, slice):
+            return None
+        codes = strata[0][batch]
+        counts = np.bincount(codes, minlength=len(strata[1]))
+        return codes, strata[4][codes] / counts[codes], counts
 
     def evaluation_batch(self, rng, kind):
         return slice(None)

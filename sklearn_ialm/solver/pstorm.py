@@ -95,12 +95,15 @@ class AugmentedLagrangianEstimator:
     def dim(self) -> int:
         return self.p + self.n_slack
 
-    @property
-    def evaluations_per_draw(self) -> int:
-        """Per-sample evaluations of one gradient estimate per draw of a minibatch: one
-        objective row, and one constraint row per constraint batch (two with
-        ``"independent"``). One PStorm iteration evaluates its minibatch at two points."""
-        return 1 + (self.m > 0) * (1 + (self.estimator == "independent"))
+    def draw_evaluations(self, size):
+        """Per-sample evaluations of one gradient estimate on a minibatch of ``size`` draws:
+        the objective rows, and the rows of each constraint batch (two with
+        ``"independent"``; a stratified batch can hold more rows than ``size``). One PStorm
+        iteration evaluates its minibatch at two points."""
+        if not self.m:
+            return size
+        rows = self.problem.constraint_batch_length(size)
+        return size + rows * (1 + (self.estimator == "independent"))
 
     def k(self, C, s):
         """Add slacks to the inequality columns of per-sample constraint values."""
@@ -123,19 +126,26 @@ class AugmentedLagrangianEstimator:
         if self.m == 0:
             return bo, None, None
         bc = pb.sample(rng, size, "constraint")
-        counter.constraint_draws += size
+        counter.constraint_draws += len(bc)
         bc2 = None
         if self.estimator == "independent":
             bc2 = pb.sample(rng, size, "constraint")
-            counter.constraint_draws += size
-            counter.second_batch_draws += size
+            counter.constraint_draws += len(bc2)
+            counter.second_batch_draws += len(bc2)
         return bo, bc, bc2
 
-    def penalty_cotangent(self, K, K2, y, beta):
+    def penalty_cotangent(self, K, K2, y, beta, strata=None, strata2=None):
         """Per-sample cotangents ``U`` with ``sum_i J_i^T U_i`` unbiased for ``J^T (y + beta k)``.
 
-        Also returns the estimate of ``y + beta k`` used for the slack block.
+        Also returns the estimate of ``y + beta k`` used for the slack block. ``strata`` (and
+        ``strata2`` for ``K2``) are the batches' :meth:`~sklearn_ialm.solver.Problem.batch_strata`
+        when they were drawn by stratum: row ``i`` of stratum ``s`` (``b_s`` rows, share
+        ``pi_s``) weighs ``alpha_i = pi_s / b_s``; a pair of rows from two strata weighs
+        ``alpha_i alpha_j`` and a pair from one stratum ``alpha_i alpha_j b_s / (b_s - 1)``
+        (its U-statistic), so the double sum stays unbiased for ``J^T k``.
         """
+        if strata is not None:
+            return self._stratified_cotangent(K, K2, y, beta, strata, strata2)
         b = K.shape[0]
         if K2 is None:
             ksum = K.sum(axis=0)
@@ -144,6 +154,22 @@ class AugmentedLagrangianEstimator:
         kbar2 = K2.mean(axis=0)
         w = y + beta * kbar2
         return np.broadcast_to(w / b, K.shape), w
+
+    def _stratified_cotangent(self, K, K2, y, beta, strata, strata2):
+        codes, alpha, counts = strata
+        aK = alpha[:, None] * K
+        if K2 is not None:
+            w = y + beta * (strata2[1][:, None] * K2).sum(axis=0)
+            return alpha[:, None] * w, w
+        total = aK.sum(axis=0)
+        by_stratum = np.zeros((len(counts), K.shape[1]))
+        np.add.at(by_stratum, codes, aK)
+        b = counts[codes][:, None].astype(float)
+        U = alpha[:, None] * (y + beta * (total + (by_stratum[codes] - b * aK) / (b - 1.0)))
+        return U, y + beta * total
+
+    def _strata(self, batch):
+        return None if batch is None else self.problem.batch_strata(batch)
 
     def gradient(self, z, y, beta, batches, counter):
         """Unbiased estimate of ``grad Phi(z)`` on the given minibatch."""
@@ -162,7 +188,9 @@ class AugmentedLagrangianEstimator:
             C2, _ = pb.constraints(x, bc2)
             counter.constraint_evaluations += C2.shape[0]
             K2 = self.k(C2, s)
-        U, w = self.penalty_cotangent(self.k(C, s), K2, y, beta)
+        U, w = self.penalty_cotangent(
+            self.k(C, s), K2, y, beta, self._strata(bc), self._strata(bc2)
+        )
         out = np.empty(self.dim)
         out[: self.p] = gx + vjp(U)
         out[self.p :] = w[self.ineq]
@@ -192,8 +220,9 @@ class AugmentedLagrangianEstimator:
             D1, D2, _ = pb.constraints_pair(x1, x2, bc2)
             counter.constraint_evaluations += 2 * D1.shape[0]
             K1, K2 = self.k(D1, s1), self.k(D2, s2)
-        U1, w1 = self.penalty_cotangent(self.k(C1, s1), K1, y, beta)
-        U2, w2 = self.penalty_cotangent(self.k(C2, s2), K2, y, beta)
+        st, st2 = self._strata(bc), self._strata(bc2)
+        U1, w1 = self.penalty_cotangent(self.k(C1, s1), K1, y, beta, st, st2)
+        U2, w2 = self.penalty_cotangent(self.k(C2, s2), K2, y, beta, st, st2)
         out = np.empty(self.dim)
         out[: self.p] = gx + vjp(U1, -keep * U2)
         out[self.p :] = (w1 - keep * w2)[self.ineq]
@@ -211,8 +240,9 @@ class AugmentedLagrangianEstimator:
         counter.constraint_evaluations += C.shape[0]
         K = self.k(C, s)
         # The U-statistic is unbiased whichever estimator the iterations use.
-        U1, w1 = self.penalty_cotangent(K, None, y_new, beta_new)
-        U0, w0 = self.penalty_cotangent(K, None, y_old, beta_old)
+        st = self._strata(batch)
+        U1, w1 = self.penalty_cotangent(K, None, y_new, beta_new, st)
+        U0, w0 = self.penalty_cotangent(K, None, y_old, beta_old, st)
         out = np.empty(self.dim)
         out[: self.p] = vjp(U1 - U0)
         out[self.p :] = (w1 - w0)[self.ineq]
@@ -282,7 +312,7 @@ def pstorm(
     while True:
         # The count (an integer) before the last iteration that fits: c + cost <= budget
         # exactly when c < floor(budget - cost) + 1, the form of the block's own test.
-        last_start = np.floor(budget - 2 * batch_size * est.evaluations_per_draw) + 1
+        last_start = np.floor(budget - 2 * est.draw_evaluations(batch_size)) + 1
         if counter.evaluations >= last_start:
             break
         if run_block is not None:
