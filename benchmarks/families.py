@@ -8,7 +8,11 @@ Each case fits ``FairLogisticClassifier`` at a bound and reports, on the trainin
 ``LogisticRegression`` at the same bound (its own training gap is printed: the comparison is
 fair where the two gaps are alike). The targets of issue 20: bound met on the training rows,
 ``converged_`` within 100 passes, accuracy at least the constant model's and at least the
-peer's minus 0.01. Each row says which targets it misses.
+peer's minus 0.01, where the peer is ExponentiatedGradient, at the same training gap (ours is
+refitted at EG's gap when the two differ by more than 0.005). Cases of fewer than 10000
+training rows are fitted with 5 seeds: accuracy is their mean, gap and passes the worst,
+``converged_`` and ``bound_met_`` whether all seeds say so. Each row says which targets it
+misses.
 
 Run from the root of a checkout (its ``sklearn_ialm`` is imported)::
 
@@ -233,20 +237,34 @@ def _peer(kind, bound, in_x, X, y, g, Xt, gt):
     )
 
 
+#: Below this many training rows a single fit's test accuracy moves by a few points with the
+#: seed: the row reports the mean over these seeds (gap and passes: the worst).
+_SMALL, _SEEDS = 10_000, 5
+
+
+def _fit(kind, bound, X, y, g, seed):
+    clf = FairLogisticClassifier(constraint=kind, bound=bound, random_state=seed)
+    t = time.process_time()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y, sensitive_features=g)
+    return clf, time.process_time() - t, caught
+
+
 def run_case(name, report):
     make, in_x, settings = CASES[name]
     X, y, g, Xt, yt, gt = make()
+    seeds = range(_SEEDS if X.shape[0] < _SMALL else 1)
     for kind, bound in settings:
         metric = _METRIC[kind][0]
-        t = time.process_time()
-        clf = FairLogisticClassifier(constraint=kind, bound=bound, random_state=0)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            clf.fit(X, y, sensitive_features=g)
-        seconds = time.process_time() - t
-        p, pt = clf.predict(X), clf.predict(Xt)
-        gap = metric(y, p, sensitive_features=g)
-        acc = np.mean(pt == yt)
+        fits = [_fit(kind, bound, X, y, g, seed) for seed in seeds]
+        gaps = [metric(y, clf.predict(X), sensitive_features=g) for clf, _, _ in fits]
+        accs = [np.mean(clf.predict(Xt) == yt) for clf, _, _ in fits]
+        gap, acc = max(gaps), float(np.mean(accs))
+        test_gap = max(metric(yt, clf.predict(Xt), sensitive_features=gt) for clf, _, _ in fits)
+        clf = max(fits, key=lambda f: f[0].n_data_passes_)[0]  # the slowest seed speaks
+        seconds = float(np.mean([f[1] for f in fits]))
+        caught = [w for f in fits for w in f[2]]
         const = max(np.mean(yt), 1 - np.mean(yt))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -254,10 +272,19 @@ def run_case(name, report):
             peer, peer_pred, peer_gap = _peer(kind, bound, in_x, X, y, g, Xt, gt)
             peer_seconds = time.process_time() - t
         peer_acc = np.nan if peer_pred is None else np.mean(peer_pred == yt)
+        # ExponentiatedGradient's training gap can be far from ours at the same bound (twice
+        # it where the bound binds hard): the target compares the two at the same gap, ours
+        # refitted at EG's.
+        at_peer = ""
+        ours = acc
+        if peer.startswith("ExponentiatedGradient") and abs(peer_gap - gap) > 0.005:
+            again = [_fit(kind, peer_gap, X, y, g, seed)[0] for seed in seeds]
+            ours = float(np.mean([np.mean(c.predict(Xt) == yt) for c in again]))
+            at_peer = f" (ours at the peer's gap: {ours:.4f})"
         misses = []
         if not gap <= bound + 1e-12:
             misses.append(f"bound missed by {gap - bound:.4f}")
-        if not (clf.converged_ and clf.n_data_passes_ <= 100):
+        if not (all(f[0].converged_ for f in fits) and clf.n_data_passes_ <= 100):
             misses.append(
                 f"converged_={clf.converged_} at {clf.n_data_passes_:.0f} passes "
                 f"({clf.n_rounds_} solves; primal {clf.primal_residual_:.2g}, dual "
@@ -265,15 +292,15 @@ def run_case(name, report):
             )
         if acc < const:
             misses.append(f"{const - acc:.4f} below the constant model")
-        if acc < peer_acc - 0.01:
-            misses.append(f"{peer_acc - acc:.4f} below the peer")
+        if ours < peer_acc - 0.01:
+            misses.append(f"{peer_acc - ours:.4f} below the peer")
         said = {str(w.message).split(":")[0][:60] for w in caught if "did not" in str(w.message)}
         report(
-            f"| {name} | {kind} {bound:g} | {gap:.4f} | "
-            f"{metric(yt, pt, sensitive_features=gt):.4f}"
-            f" | {acc:.4f} | {const:.4f} | {peer} | {peer_gap:.4f} | {peer_acc:.4f} | "
-            f"{acc - peer_acc:+.4f} | {clf.n_data_passes_:.1f} | {clf.converged_} | "
-            f"{clf.bound_met_} | {seconds:.1f} / {peer_seconds:.1f} | "
+            f"| {name}{f' ({len(seeds)} seeds)' if len(seeds) > 1 else ''} | {kind} {bound:g} "
+            f"| {gap:.4f} | {test_gap:.4f} | {acc:.4f} | {const:.4f} | {peer} | {peer_gap:.4f} | "
+            f"{peer_acc:.4f} | {acc - peer_acc:+.4f}{at_peer} | {clf.n_data_passes_:.1f} | "
+            f"{all(f[0].converged_ for f in fits)} | {all(f[0].bound_met_ for f in fits)} | "
+            f"{seconds:.1f} / {peer_seconds:.1f} | "
             f"{'; '.join(misses) or 'all met'}{' (warned)' if said else ''} |"
         )
 
