@@ -533,6 +533,9 @@ def fairness_problem(
         the constraint rows, each copy with ``1 / r_g`` of the row's weight, so every
         constraint value is unchanged while a group of a hundred rows is no longer a
         lottery in a minibatch of thirty (the penalty gradient's variance falls with it).
+        On that list every constraint minibatch is then drawn by stratum (the group, or
+        group and class for the kinds that condition on the label): at least two rows of
+        each, weighted back by its share (``LinearProblem(constraint_strata=...)``).
     feature_scale : float or "auto", default=1.0
         See :class:`LinearProblem`; ``"auto"`` makes ``tol`` independent of the scale of ``X``.
 
