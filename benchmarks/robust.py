@@ -210,5 +210,6 @@ if __name__ == "__main__":
             + (families.__doc__.split("\n\nRun from")[0])
             + "\n\n"
             + "\n".join(_LINES)
-            + "\n"
+            + "\n\n"
+            + families.WHY
         )
