@@ -313,8 +313,8 @@ WHY = """### Why the misses
   soft rates, not on `predict`; the steering then moves the surrogate's bound and solves
   again, about 40 passes a solve (4 solves).
 - **adult_race, error-rate parity** (bound missed, budget): the first solve's dual residual
-  stops at its noise floor (about 0.011 against tol 0.01) with the soft constraints met
-  (primal 0.008), so the budget ends before the steering can close the gap between soft
+  stops at its noise floor (about 0.011 against tol 0.01) with the soft constraints
+  nearly met (primal residual about 0.01), so the budget ends before the steering can close the gap between soft
   and predicted error rates. ExponentiatedGradient misses this bound too.
 - **intersections** (budget): the penalty grows by 1.25 per outer iteration while the soft
   constraints are violated by 0.085; the fifth inner solve stalls at a dual residual of
