@@ -16,7 +16,7 @@ misses.
 
 Run from the root of a checkout (its ``sklearn_ialm`` is imported)::
 
-    OMP_NUM_THREADS=1 python -m benchmarks.families [case ...]
+    OMP_NUM_THREADS=1 python -m benchmarks.families [--seeds N] [case ...]
 
 ``python -m benchmarks.robust`` runs these cases after its own and writes both to
 ``benchmarks/results/robust.md``.
@@ -251,10 +251,10 @@ def _fit(kind, bound, X, y, g, seed):
     return clf, time.process_time() - t, caught
 
 
-def run_case(name, report):
+def run_case(name, report, n_seeds=None):
     make, in_x, settings = CASES[name]
     X, y, g, Xt, yt, gt = make()
-    seeds = range(_SEEDS if X.shape[0] < _SMALL else 1)
+    seeds = range(n_seeds or (_SEEDS if X.shape[0] < _SMALL else 1))
     for kind, bound in settings:
         metric = _METRIC[kind][0]
         fits = [_fit(kind, bound, X, y, g, seed) for seed in seeds]
@@ -313,9 +313,9 @@ WHY = """### Why the misses
   soft rates, not on `predict`; the steering then moves the surrogate's bound and solves
   again, about 40 passes a solve (4 solves).
 - **adult_race, error-rate parity** (bound missed, budget): the first solve's dual residual
-  stops at its noise floor (about 0.011 against tol 0.01) with the soft constraints
-  nearly met (primal residual about 0.01), so the budget ends before the steering can close the gap between soft
-  and predicted error rates. ExponentiatedGradient misses this bound too.
+  stops at its noise floor (about 0.011 against tol 0.01) with the soft constraints nearly
+  met (primal residual about 0.01), so the budget ends before the steering can close the
+  gap between soft and predicted error rates. ExponentiatedGradient misses this bound too.
 - **intersections** (budget): the penalty grows by 1.25 per outer iteration while the soft
   constraints are violated by 0.085; the fifth inner solve stalls at a dual residual of
   0.0104 against 0.01 for 280 passes. Ending inner solves early while the primal residual
@@ -347,12 +347,18 @@ HEADER = [
 ]
 
 
-def main(names, report=print):
+def main(names, report=print, n_seeds=None):
     for line in HEADER:
         report(line)
     for name in names:
-        run_case(name, report)
+        run_case(name, report, n_seeds)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or list(CASES), report=lambda line: print(line, flush=True))
+    args = sys.argv[1:]
+    n_seeds = None
+    if "--seeds" in args:
+        at = args.index("--seeds")
+        n_seeds = int(args[at + 1])
+        del args[at : at + 2]
+    main(args or list(CASES), report=lambda line: print(line, flush=True), n_seeds=n_seeds)
