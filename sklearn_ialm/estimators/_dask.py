@@ -18,7 +18,11 @@ def as_rows(X, *, name: str = "X"):
     once: row indices need them). A 1-D input stays 1-D.
     """
     if hasattr(X, "to_dask_array"):
-        X = X.to_dask_array(lengths=True)
+        # Not ``lengths=True``: that counts the rows of the frame's partitions as they are
+        # for ``len`` (dask may read a column subset of Parquet files in fewer, larger
+        # partitions than the whole frame) and fails when the array's partitions differ;
+        # the array's own blocks are counted below instead (one read of X).
+        X = X.to_dask_array()
     if not isinstance(X, da.Array):
         raise TypeError(f"{name} must be a dask array, DataFrame or Series, got {type(X)}.")
     if any(np.isnan(c) for c in X.chunks[0]):
@@ -121,13 +125,32 @@ def _rate_threshold(problem, scores, negatives, max_rate, *, grid=256, passes=3)
     mask = np.asarray(negatives, dtype=float)
     for _ in range(passes):
         ts = np.linspace(lo, hi, grid + 1)
-        above, total = problem.A_obj.reduce(_negative_share_grid, _ByBlock(z), mask, ts)
+        above, total = problem.A_obj.reduce(
+            _negative_share_grid, _ByBlock(z), mask, ts, reads_x=False
+        )
         ok = np.flatnonzero(above / total[0] <= max_rate * (1 + 1e-12))
         i = int(ok[0])  # the largest score itself has share 0
         if i == 0:
             return float(ts[0])
         lo, hi = float(ts[i - 1]), float(ts[i])
     return hi
+
+
+def _wait(*collections):
+    """Block until persisted collections are computed.
+
+    A distributed client persists in the background: a pass started meanwhile would read
+    X's blocks on the workers and hold them there until the rows' cells (which it reads
+    too) are computed, a worker storing many blocks of X at once. The other schedulers
+    persist before returning.
+    """
+    try:
+        from distributed import futures_of, wait
+    except ImportError:
+        return
+    futures = futures_of(collections)
+    if futures:
+        wait(futures)
 
 
 def fit_dask(est, X, y, sample_weight, fit_params):
@@ -230,6 +253,7 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     # pass and every minibatch reads them, and they would otherwise be recomputed from y, the
     # groups and the weights (re-read from their files) each time.
     cell, row_w = dask.persist(cell.astype(np.min_scalar_type(max(L - 1, 0))), row_w)
+    _wait(cell, row_w)
     rows = DaskRows(X, cell, row_w)
     common = dict(
         loss=problem_c.loss,
@@ -276,7 +300,7 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     from ..problems._dask_rows import _ByBlock
 
     soft, hard = problem.A_obj.reduce(
-        _scores_by_cell, _ByBlock(scores.rechunk(X.chunks[:1])), threshold, L
+        _scores_by_cell, _ByBlock(scores.rechunk(X.chunks[:1])), threshold, L, reads_x=False
     )
     est.n_data_passes_ = float(n_passes + report_passes)
     est.constraint_values_ = est._constraint_report(soft / cell_weight, y01c, sw_live, context)

@@ -67,34 +67,67 @@ class DaskRows:
         self.cell = cell
         self.weight = weight
         self.n_rows = X.shape[0]
+        # Each block's (X, cell, weight) as delayed objects, made once: every pass and every
+        # gather is a task per block on them (turning the arrays into delayed blocks
+        # optimises their graphs, a cost on the client best paid once per fit).
+        self._blocks = list(
+            zip(
+                X.to_delayed().ravel(),
+                cell.to_delayed().ravel(),
+                weight.to_delayed().ravel(),
+                strict=True,
+            )
+        )
+        self._starts = np.r_[0, np.cumsum(X.chunks[0])]
+        # The offsets of the rows a gather takes from a block travel in its task, and the
+        # client's distributed keeps its last messages (``distributed.admin.
+        # low-level-log-length``, 1000): the smallest integers that index a block.
+        self._offset_type = np.min_scalar_type(max(max(X.chunks[0]) - 1, 0))
 
     def in_place(self) -> bool:
         return False
 
     def gather(self, idx):
         """``(X rows, cells, weights, local)`` of the distinct rows in ``idx``, brought here in
-        one ``dask.compute``; ``local`` indexes them as ``idx`` indexes all rows."""
-        rows, local = np.unique(np.asarray(idx).ravel(), return_inverse=True)
-        Xr, cr, wr = dask.compute(self.A[rows], self.cell[rows], self.weight[rows])
-        return np.ascontiguousarray(Xr, dtype=np.float64), cr, wr, local.reshape(np.shape(idx))
+        one ``dask.compute``; ``local`` indexes them as ``idx`` indexes all rows.
 
-    def reduce(self, fn, *args):
+        Each block that holds rows of ``idx`` sends only those (a task per block, given
+        their offsets in it), so the client receives the rows and nothing more.
+        """
+        rows, local = np.unique(np.asarray(idx).ravel(), return_inverse=True)
+        # rows is sorted: the rows of block k are a run of it.
+        cuts = np.searchsorted(rows, self._starts)
+        parts = [
+            dask.delayed(_take_rows, pure=True)(
+                x, c, w, (rows[a:b] - start).astype(self._offset_type)
+            )
+            for (x, c, w), a, b, start in zip(
+                self._blocks, cuts[:-1], cuts[1:], self._starts[:-1], strict=True
+            )
+            if b > a
+        ]
+        taken = dask.compute(*parts)
+        Xr = np.concatenate([t[0] for t in taken]) if len(taken) > 1 else taken[0][0]
+        cr = np.concatenate([t[1] for t in taken])
+        wr = np.concatenate([t[2] for t in taken])
+        return Xr, cr, wr, local.reshape(np.shape(idx))
+
+    def reduce(self, fn, *args, reads_x=True):
         """``sum over blocks of fn(X_block, cell_block, weight_block, *args)``, one compute.
 
         ``fn`` returns a tuple of arrays; ``args`` (small) travel with each block's task, but
         a :class:`_ByBlock` argument (an array split like the rows) gives each task its block.
+        With ``reads_x=False`` ``fn`` gets None for ``X_block``: a function of the scores,
+        cells and weights alone costs no read of X (and no worker holds X's blocks for it).
         """
-        blocks = zip(
-            self.A.to_delayed().ravel(),
-            self.cell.to_delayed().ravel(),
-            self.weight.to_delayed().ravel(),
-            strict=True,
-        )
         parts = [
             dask.delayed(fn, pure=True)(
-                x, c, w, *(a.blocks[i] if isinstance(a, _ByBlock) else a for a in args)
+                x if reads_x else None,
+                c,
+                w,
+                *(a.blocks[i] if isinstance(a, _ByBlock) else a for a in args),
             )
-            for i, (x, c, w) in enumerate(blocks)
+            for i, (x, c, w) in enumerate(self._blocks)
         ]
         return _sum_parts(dask.compute(*parts))
 
@@ -108,6 +141,10 @@ class DaskRows:
 
 
 # -- per-block functions (module level: the workers import them) ---------------------------------
+def _take_rows(X, cell, w, rows):
+    return np.ascontiguousarray(X[rows], dtype=np.float64), cell[rows], w[rows]
+
+
 def _moments_first(X, cell, w, total):
     Xf = np.asarray(X, dtype=np.float64)
     return (np.abs(Xf).max(axis=0, initial=0.0), (w / total) @ Xf)
@@ -187,6 +224,12 @@ class DaskLinearProblem(LinearProblem):
 feature_center
         As for :class:`LinearProblem`.
     """
+
+    #: Stop tests read all rows (see ``stoc_ialm``'s ``check_sample``): a subsample drawn
+    #: uniformly falls in every partition, so it reads the partitions a full test reads, and
+    #: it would bring its rows (up to an eighth of all rows per kind) to the client, where a
+    #: full test is one reduction returning a few vectors.
+    subsample_checks = False
 
     def __init__(
         self,
@@ -269,6 +312,20 @@ feature_center
         view.W = wr[:, None] * self.H[cr]
         return view, local
 
+    def _rows_here(self, batches):
+        """An in-memory problem on the rows of ``batches`` (brought here in one
+        ``dask.compute``) and ``batches`` as indices into them."""
+        kept = [np.asarray(b) for b in batches if b is not None]
+        view, local = self._view(np.concatenate([b.ravel() for b in kept]))
+        out, at = [], 0
+        for b in batches:
+            if b is None:
+                out.append(None)
+                continue
+            out.append(local[at : at + np.size(b)].reshape(np.shape(b)))
+            at += np.size(b)
+        return view, tuple(out)
+
     def _block_rows(self, draws):
         return self._view(draws)
 
@@ -330,7 +387,11 @@ feature_center
 
     def full_evaluation(self, x, rng=None, batches=None):
         """Objective value and gradient, constraint values and ``J^T`` over all rows: one
-        pass, each block's sums computed where the block is."""
+        pass, each block's sums computed where the block is; on the rows of ``batches``
+        (brought here) when given."""
+        if batches is not None:
+            view, batches = self._rows_here(batches)
+            return LinearProblem.full_evaluation(view, x, rng, batches)
         v, b0 = self._effective(x)
         m = self.n_constraints
         out = self.A_obj.reduce(_full_block, v, float(b0), self.loss, self.B, self.u, self.H)
@@ -358,7 +419,9 @@ feature_center
         return self.A_con.map_scores(v, float(b0)).persist()
 
     def rate_constraints(self, scores, *, hard=True, offset=None):
-        (s,) = self.A_con.reduce(_rates_block, *self._blocks_of(scores), self.H, hard)
+        (s,) = self.A_con.reduce(
+            _rates_block, *self._blocks_of(scores), self.H, hard, reads_x=False
+        )
         return s / self.A_con.n_rows + (self.offset if offset is None else offset)
 
     def _blocks_of(self, *scores):
@@ -370,7 +433,9 @@ feature_center
         """The weighted share of rows in ``cells`` (a mask over the cells) whose score is
         positive."""
         mask = np.asarray(cells, dtype=float)
-        ((hits, total),) = self.A_con.reduce(_share_block, *self._blocks_of(scores), mask)
+        ((hits, total),) = self.A_con.reduce(
+            _share_block, *self._blocks_of(scores), mask, reads_x=False
+        )
         return float(hits / total)
 
     def smallest_weight_share(self, cells):
@@ -397,7 +462,7 @@ feature_center
         z_in, z_out = self._blocks_of(z_in, z_out)
         for _ in range(_SEGMENT_PASSES):
             ts = np.linspace(lo, hi, _SEGMENT_GRID + 1)
-            (s,) = self.A_con.reduce(_segment_block, z_in, z_out, ts, self.H)
+            (s,) = self.A_con.reduce(_segment_block, z_in, z_out, ts, self.H, reads_x=False)
             hard = s / self.A_con.n_rows + offset
             ok = np.flatnonzero(np.all(units.values(hard) <= _EPS, axis=1))
             i = int(ok[0]) if len(ok) else len(ts) - 1

@@ -646,7 +646,10 @@ def stoc_ialm(
     # ``start``: None when every test reads all rows; ``ref``: the last test on all rows, the
     # control variate of the subsample's estimates.
     sub = {"rows": None, "start": None, "ref": None}
-    if problem.finite and check_sample is not False:
+    # A problem may say that a subsample test would read as much as a test on all rows (rows
+    # held by a Dask cluster: random rows fall in every partition, so either test reads them
+    # all): its tests then read all rows.
+    if problem.finite and check_sample is not False and getattr(problem, "subsample_checks", True):
         rows0 = _SUBSAMPLE_ROWS if check_sample == "auto" else int(check_sample)
         least = _SUBSAMPLE_MIN_ROWS if check_sample == "auto" else 4 * rows0 + 1
         if check_cost >= least:
