@@ -107,12 +107,12 @@ def test_kernel_matches_numpy_path(case, estimator):
 @needs_numba
 @pytest.mark.parametrize("case", CASES[:4])
 def test_kernel_matches_numpy_path_with_stratified_batches(case):
-    """Constraint batches drawn by stratum (three strata of 10 to 80 rows): the compiled
+    """Constraint batches drawn by stratum (four strata of 8 to 70 rows): the compiled
     block's weighted U-statistic gives the numpy path's iterates and counts."""
     results = []
     for use in (False, True):
         pb = _problem(**case)
-        strata = np.repeat([0, 1, 2], [80, 30, 10])
+        strata = np.repeat([0, 1, 2, 3], [70, 30, 12, 8])
         pb.stratify_constraints(np.random.default_rng(5).permutation(strata))
         results.append(_run(pb, "ustat", use))
     (z0, d0, t0, stop0, b0), c0, checks0 = results[0]
@@ -120,8 +120,8 @@ def test_kernel_matches_numpy_path_with_stratified_batches(case):
     assert (t0, stop0, b0, checks0) == (t1, stop1, b1, checks1)
     assert c0 == c1
     if case["m"]:
-        # A batch of 6 draws holds two rows of each stratum, 12 of 12 once grown.
-        assert c0.constraint_draws == 20 * 6 + 20 * 12
+        # A batch of 6 draws holds two rows of each of the 4 strata (8 rows), of 12 three.
+        assert c0.constraint_draws == 20 * 8 + 20 * 12
     np.testing.assert_allclose(z1, z0, rtol=0, atol=1e-12 * (1.0 + np.abs(z0).max()))
     np.testing.assert_allclose(d1, d0, rtol=0, atol=1e-12 * (1.0 + np.abs(d0).max()))
 

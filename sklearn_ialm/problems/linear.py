@@ -772,11 +772,11 @@ class LinearProblem(FiniteSumProblem):
             if stratified:
                 # Objective and (longer) constraint batches apart, (T, b) and (T, S per).
                 pb, draws = self, [np.ascontiguousarray(a) for a in draws]
-                codes, counts, share = self._strata[0], self._strata[1], self._strata[4]
+                st = self._strata
                 per = self._per_stratum(batch_size)
                 if row_alpha.get("per") != per:  # an n-vector: formed again if per changes
-                    row_alpha.update(per=per, rows=share[codes] / per)
-                strata = (row_alpha["rows"], codes, len(counts), per)
+                    row_alpha.update(per=per, rows=st.share[st.codes] / per)
+                strata = (row_alpha["rows"], st.codes, len(st.counts), per)
             else:
                 # The rows the block reads, and the draws as indices into them (the same
                 # problem and draws for data in memory; rows brought from a cluster otherwise).

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -244,6 +244,17 @@ class Problem:
         return f0, grad, c, jac_t
 
 
+class _Strata(NamedTuple):
+    """The constraint rows by stratum: each row's code, the strata's sizes and shares, and
+    the rows sorted by stratum (``order``) with each stratum's first position (``starts``)."""
+
+    codes: np.ndarray
+    counts: np.ndarray
+    order: np.ndarray
+    starts: np.ndarray
+    share: np.ndarray
+
+
 class FiniteSumProblem(Problem):
     """A finite sum: ``xi`` is a row index drawn uniformly with replacement.
 
@@ -304,11 +315,11 @@ class FiniteSumProblem(Problem):
         if kind == "constraint" and strata is not None and stratified:
             # The same number of i.i.d. draws from every stratum, at least two (the
             # U-statistic within a stratum needs a pair): each stratum is in every batch.
-            codes, counts, order, starts, share = strata
             per = self._per_stratum(size)
-            u = rng.random((len(counts), per))
-            within = np.minimum((u * counts[:, None]).astype(np.intp), counts[:, None] - 1)
-            return order[(starts[:, None] + within).ravel()]
+            counts = strata.counts[:, None]
+            u = rng.random((len(strata.counts), per))
+            within = np.minimum((u * counts).astype(np.intp), counts - 1)
+            return strata.order[(strata.starts[:, None] + within).ravel()]
         # i.i.d. draws (with replacement): the U-statistic over distinct positions of one
         # batch is then exactly unbiased for J^T c.
         return rng.integers(self._n(kind), size=size)
@@ -336,24 +347,24 @@ class FiniteSumProblem(Problem):
         counts = np.bincount(codes)
         order = np.argsort(codes, kind="stable")
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        self._strata = (codes, counts, order, starts, counts / len(codes))
+        self._strata = _Strata(codes, counts, order, starts, counts / len(codes))
 
     def _per_stratum(self, size):
-        return max(2, -(-int(size) // len(self._strata[1])))
+        return max(2, -(-int(size) // len(self._strata.counts)))
 
     def constraint_batch_length(self, size):
         strata = self._strata
         if strata is None:
             return size
-        return self._per_stratum(size) * len(strata[1])
+        return self._per_stratum(size) * len(strata.counts)
 
     def batch_strata(self, batch):
         strata = self._strata
         if strata is None or isinstance(batch, slice):
             return None
-        codes = strata[0][batch]
-        counts = np.bincount(codes, minlength=len(strata[1]))
-        return codes, strata[4][codes] / counts[codes], counts
+        codes = strata.codes[batch]
+        counts = np.bincount(codes, minlength=len(strata.counts))
+        return codes, strata.share[codes] / counts[codes], counts
 
     def evaluation_batch(self, rng, kind):
         return slice(None)

@@ -157,10 +157,10 @@ class AugmentedLagrangianEstimator:
 
     def _stratified_cotangent(self, K, K2, y, beta, strata, strata2):
         codes, alpha, counts = strata
-        aK = alpha[:, None] * K
         if K2 is not None:
-            w = y + beta * (strata2[1][:, None] * K2).sum(axis=0)
+            w = y + beta * (strata2[1] @ K2)
             return alpha[:, None] * w, w
+        aK = alpha[:, None] * K
         total = aK.sum(axis=0)
         by_stratum = np.zeros((len(counts), K.shape[1]))
         np.add.at(by_stratum, codes, aK)
