@@ -210,6 +210,33 @@ def test_full_evaluation_matches_the_generic_oracles(sparse):
         np.testing.assert_allclose(fused[3](v), generic[3](v), rtol=1e-10, atol=1e-14)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_row_subset_with_repeated_rows_is_the_copied_rows(sparse):
+    # A constraint row list may name a row several times (the estimators' balanced lists
+    # repeat small groups' rows): every oracle must read it as that many rows, as the same
+    # problem on the rows copied out does. The all-rows J^T once kept one copy of each.
+    from sklearn_ialm.solver.problem import Problem
+
+    X, y, groups, rng = _data(n=60)
+    Xs = sp.csr_matrix(X) if sparse else X
+    rows = np.r_[np.arange(60), np.repeat(np.flatnonzero(groups == 0), 3)]
+    W = np.column_stack([groups[rows] == 0, groups[rows] == 1]).astype(float)
+    W /= W.mean(axis=0)
+    b = np.where(y == 1, 1.0, -1.0)
+    kw = dict(fit_intercept=True, feature_center=rng.standard_normal(X.shape[1]))
+    subset = LinearProblem(
+        Xs, b, LOSSES["logistic"](), Xs, W, np.zeros(2), rows_constraint=rows, **kw
+    )
+    copied = LinearProblem(Xs, b, LOSSES["logistic"](), Xs[rows], W, np.zeros(2), **kw)
+    x = 0.3 * rng.standard_normal(subset.n_params)
+    v = rng.standard_normal(2)
+    truth = copied.full_evaluation(x)
+    generic = Problem.full_evaluation(subset, x, None, (slice(None), slice(None)))
+    for ev in (subset.full_evaluation(x), generic):
+        np.testing.assert_allclose(ev[2], truth[2], rtol=1e-12)
+        np.testing.assert_allclose(ev[3](v), truth[3](v), rtol=1e-10, atol=1e-14)
+
+
 def test_smoothness_bound_on_a_row_subset_of_large_data():
     # Above 50000 rows the power iterations run on a random subset of rows: the bound stays
     # within a few per cent of the one computed on every row.

@@ -77,8 +77,8 @@ class _Subset:
         return (self.A @ x)[self.rows]
 
     def rmatvec(self, r):
-        full = np.zeros(self.A.shape[0])
-        full[self.rows] = r
+        # A row named several times counts as many times (an assignment would keep one).
+        full = np.bincount(self.rows, weights=r, minlength=self.A.shape[0])
         return self.A.T @ full
 
 
