@@ -10,11 +10,12 @@ a ``LocalCluster`` of two single-threaded workers builds ``X`` block by block (r
 features; labels and a group as functions of them), and each estimator
 (``FairLogisticClassifier(constraint="demographic_parity", bound=0.05)``,
 ``NeymanPearsonClassifier(max_fpr=0.1)``, ``random_state=0``) is fitted on the dask array;
-wall time, ``n_data_passes_``, the training accuracy and the bound's value on predictions
-(counted by Dask) are recorded. Up to ``--max-memory`` rows the same estimator is also fitted
-on the same rows built in a numpy array on the client (the workers' generator, block by
-block). Beside them, dask-ml's ``LogisticRegression`` (L-BFGS, no bound) on the same dask
-array when dask-ml is installed. Results are written after every fit.
+wall time, the graphs sent to the scheduler, ``n_data_passes_``, the training accuracy and
+the bound's value on predictions (counted by Dask) are recorded. Up to ``--max-memory``
+rows the same estimator is also fitted on the same rows built in a numpy array on the
+client (the workers' generator, block by block). Beside them, dask-ml's
+``LogisticRegression`` (L-BFGS, no bound) on the same dask array when dask-ml is installed.
+Results are written after every fit.
 """
 
 from __future__ import annotations
@@ -76,6 +77,31 @@ def in_memory_data(n, chunk, y, groups):
     return (X, *dask.compute(y, groups))
 
 
+class ComputeCount:
+    """Counts the graphs the client sends to the scheduler (``dask.compute``, ``.compute()``,
+    ``persist``) while it is entered: each reads the partitions it needs."""
+
+    def __enter__(self):
+        from distributed import Client as C
+
+        self.n, self._get, self._persist = 0, C.get, C.persist
+
+        def counted(method):
+            def call(client, *args, **kwargs):
+                self.n += 1
+                return method(client, *args, **kwargs)
+
+            return call
+
+        C.get, C.persist = counted(C.get), counted(C.persist)
+        return self
+
+    def __exit__(self, *exc):
+        from distributed import Client as C
+
+        C.get, C.persist = self._get, self._persist
+
+
 def run(n, max_memory, rows, write):
     chunk = min(n, 250_000)
     X, y, groups = make_data(n, chunk)
@@ -84,13 +110,14 @@ def run(n, max_memory, rows, write):
         in_memory = in_memory_data(n, chunk, y, groups)
     for name, clf, with_groups in estimators():
         kw = {"sensitive_features": groups} if with_groups else {}
-        t = time.perf_counter()
-        clf.fit(X, y, **kw)
-        wall = time.perf_counter() - t
+        with ComputeCount() as computes:
+            t = time.perf_counter()
+            clf.fit(X, y, **kw)
+            wall = time.perf_counter() - t
         pred = clf.predict(X)
         acc = float((pred == y).mean().compute())
         rows.append(
-            dict(n=n, fit=name, where="dask", seconds=round(wall, 2),
+            dict(n=n, fit=name, where="dask", computes=computes.n, seconds=round(wall, 2),
                  us_per_row=round(1e6 * wall / n, 3), passes=round(clf.n_data_passes_, 1),
                  accuracy=round(acc, 4), bound_value=round(bound_value(pred, y, groups,
                  with_groups), 4), converged=clf.converged_)
@@ -105,7 +132,7 @@ def run(n, max_memory, rows, write):
             wall = time.perf_counter() - t
             pred = clf.predict(Xm)
             rows.append(
-                dict(n=n, fit=name, where="memory", seconds=round(wall, 2),
+                dict(n=n, fit=name, where="memory", computes=0, seconds=round(wall, 2),
                      us_per_row=round(1e6 * wall / n, 3), passes=round(clf.n_data_passes_, 1),
                      accuracy=round(float(np.mean(pred == ym)), 4),
                      bound_value=round(bound_value(pred, ym, gm, with_groups), 4),
@@ -117,12 +144,14 @@ def run(n, max_memory, rows, write):
         from dask_ml.linear_model import LogisticRegression
     except ImportError:
         return
-    t = time.perf_counter()
-    lr = LogisticRegression().fit(X, y)
-    wall = time.perf_counter() - t
+    with ComputeCount() as computes:
+        t = time.perf_counter()
+        lr = LogisticRegression().fit(X, y)
+        wall = time.perf_counter() - t
     pred = lr.predict(X)
     rows.append(
-        dict(n=n, fit="dask-ml LogisticRegression", where="dask", seconds=round(wall, 2),
+        dict(n=n, fit="dask-ml LogisticRegression", where="dask", computes=computes.n,
+             seconds=round(wall, 2),
              us_per_row=round(1e6 * wall / n, 3), passes=float("nan"),
              accuracy=round(float((pred == y).mean().compute()), 4),
              bound_value=round(bound_value(pred, y, groups, True), 4), converged=True)
@@ -153,6 +182,9 @@ def main():
             f"{command}; d = {D}, workers of {args.memory_limit}, 2 cores shared. "
             "`where`: `dask` fits the dask array (X made on the workers, never on the "
             "client); `memory` fits the same rows built in a numpy array on the client. "
+            "`computes`: the client's `Client.get` and `Client.persist` calls during the fit "
+            "(each `dask.compute` or `persist`; each one that reads X recomputes it here, "
+            "as it would re-read X's files). "
             "`bound_value`: the parity gap (fair) or the false-positive rate (NP) of "
             "`predict` on the training rows.",
             "",

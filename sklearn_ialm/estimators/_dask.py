@@ -64,8 +64,15 @@ def check_features(estimator, X):
     return X
 
 
-def blockwise_scores(estimator, X):
-    """``estimator._score`` of every block of ``X``: a dask array of shape (n_samples,)."""
+def blockwise_scores(estimator, X, *, prefix="score"):
+    """``estimator._score`` of every block of ``X``: a dask array of shape (n_samples,).
+
+    Its keys are ``prefix`` and a token of ``X`` and the coefficients. The fit's report
+    keeps its scores on the workers under its own prefix: ``predict`` right after ``fit``
+    would otherwise submit the same keys while the fit's are still held, with another
+    graph (the fit's were persisted with ``X``'s blocks fused into them), and the scheduler
+    warns "Detected different `run_spec`" (dask/dask#9888).
+    """
     X = check_features(estimator, X)
     coef, intercept = estimator.coef_[0].copy(), float(estimator.intercept_[0])
 
@@ -74,7 +81,8 @@ def blockwise_scores(estimator, X):
         # decision_function on the computed array.
         return np.asarray(block, dtype=np.float64) @ coef + intercept
 
-    return X.map_blocks(score, drop_axis=1, dtype=np.float64)
+    name = f"{prefix}-{dask.base.tokenize(X, coef, intercept)}"
+    return X.map_blocks(score, drop_axis=1, dtype=np.float64, name=name)
 
 
 # -- fit -----------------------------------------------------------------------------------------
@@ -105,17 +113,26 @@ def _expit(z):
 
 
 def _negative_share_grid(X, cell, w, z, negatives, ts):
+    """The negatives' weight above each threshold of the sorted grid ``ts``, and their total.
+
+    ``z > ts[i]`` exactly when ``i < searchsorted(ts, z)``: each row's weight is counted in
+    the bin of its position among the thresholds, and the weight above ``ts[i]`` is the sum
+    of the bins after ``i`` (memory and time of the block's rows, not of rows x grid).
+    """
     keep = w * negatives[cell]
-    return ((z[None, :] > ts[:, None]) @ keep, np.array([keep.sum()]))
+    at = np.searchsorted(ts, z, side="left")
+    bins = np.bincount(at, weights=keep, minlength=len(ts) + 1)
+    above = np.cumsum(bins[::-1])[::-1][1:]
+    return above, np.array([keep.sum()])
 
 
-def _rate_threshold(problem, scores, negatives, max_rate, *, grid=256, passes=3):
+def _rate_threshold(problem, scores, negatives, max_rate, *, grid=4096, passes=2):
     """The threshold of ``rate_threshold`` on the negatives' scores, by grid passes.
 
     Each pass measures the weighted share of negatives above ``grid + 1`` thresholds in one
     reduction and keeps the interval where the share crosses ``max_rate``; the threshold
     returned is the interval's upper end, whose share is ``<= max_rate``: the lowest threshold
-    meeting the rate up to ``grid ** -passes`` of the scores' range.
+    meeting the rate up to ``grid ** -passes`` (``2 ** -24``) of the scores' range.
     """
     from ..problems._dask_rows import _ByBlock
 
@@ -286,7 +303,7 @@ def fit_dask(est, X, y, sample_weight, fit_params):
 
     # The report: the scores of every row stay on the workers; each reported rate is read
     # from the cells' weighted means of the predictions.
-    scores = blockwise_scores(est, X).persist()
+    scores = blockwise_scores(est, X, prefix="fit-report-score").persist()
     report_passes = 1.0
     threshold = 0.0
     from .neyman_pearson import NeymanPearsonClassifier

@@ -390,7 +390,8 @@ def stoc_ialm(
         iterations, then each interval twice the previous one, but no longer than 50
         iterations or the iterations whose minibatch evaluations cost as much as one test
         (``problem.full_evaluation_cost()``, or ``n_samples``; for a sampled problem
-        ``problem.evaluation_size`` per kind), whichever is more.
+        ``problem.evaluation_size`` per kind; ``problem.check_work()`` when the problem
+        prices its tests on all rows itself), whichever is more.
     slack_projection : bool
         At each stop test, replace the slack block by its exact minimiser given ``x``
         (``max(-(c + y/beta), 0)``) and the momentum estimate's slack block by its exact
@@ -665,6 +666,11 @@ def stoc_ialm(
         if check_cost is not None:
             # The cost of the test in use: a subsample's grows with it.
             check_work = lambda: _CHECK_WORK_RATIO * test_cost()  # noqa: E731
+            own_work = getattr(problem, "check_work", None)
+            if own_work is not None and sub["start"] is None:
+                # A problem may price a test on all rows in minibatch work itself, when the
+                # rows a test reads are not what it costs (rows on a Dask cluster).
+                check_work = lambda: _CHECK_WORK_RATIO * own_work()  # noqa: E731
     hist = {
         k: []
         for k in HISTORY_COUNTS
