@@ -339,6 +339,35 @@ def best_single_linear(case, bound=0.05, n_directions=6000, seed=0):
     return round(float(acc), 4), round(float(np.mean(pred == yt)), 4), round(float(gap), 4)
 
 
+def per_group_thresholds(case="many_groups", positives=10):
+    """LogisticRegression on the columns of X that are not a group's indicator, then in
+    each training group its ``positives`` highest-scoring rows predicted positive: a linear
+    model whose groups' columns act as per-group thresholds, with a training gap of 0 when
+    the groups are of equal size. Returns ``(training accuracy, test accuracy, test gap)``.
+
+    ``python -c "from benchmarks.families import *; print(per_group_thresholds())"``
+    """
+    X, y, g, Xt, yt, gt = CASES[case][0]()
+    X, Xt = (sp.csr_matrix(a).toarray() for a in (X, Xt))
+    groups = np.unique(g)
+    features = [j for j in range(X.shape[1]) if not np.isin(X[:, j], (0, 1)).all()]
+    coef = LogisticRegression().fit(X[:, features], y).coef_.ravel()
+    s, st = X[:, features] @ coef, Xt[:, features] @ coef
+    pred, pred_t = np.zeros(len(y), int), np.zeros(len(yt), int)
+    for v in groups:
+        rows = np.flatnonzero(g == v)
+        top = np.sort(s[rows])[::-1]
+        threshold = (top[positives - 1] + top[positives]) / 2
+        pred[rows] = s[rows] > threshold
+        pred_t[gt == v] = st[gt == v] > threshold
+    rates = [pred_t[gt == v].mean() for v in groups]
+    return (
+        round(float(np.mean(pred == y)), 4),
+        round(float(np.mean(pred_t == yt)), 4),
+        round(float(max(rates) - min(rates)), 4),
+    )
+
+
 #: Why the rows that miss a target miss it: what was measured on each (sessions 5 and 6,
 #: with the commands in the issue's notes). Printed under the table; the table's figures
 #: are this run's.
@@ -357,16 +386,23 @@ WHY = """### Why the misses
   second solve, at a bound moved by 0.018, spends the remaining 206 passes in an inner
   solve at penalty 8.5 whose dual residual falls from 0.0137 to 0.0106 with batches grown
   to 3840 rows (slow, not noisy), so the model is moved 53 % of the way to the constant
-  model to meet the bound. Tried, one seed each: larger steps (4 to 200 times, or set by
-  the penalty's curvature at the test point, 0.55 against the bound's 245) raise the
-  noise floor and reach 0.77-0.82 at the budget; moving the surrogate's bound at the outer
-  iterations of one solve instead of solving again reaches 0.818 at the budget.
+  model to meet the bound. Tried, one seed each: fixed larger steps (4 to 200 times the
+  bound's) reach 0.78-0.82 at the budget; a step of 1 / (the penalty's curvature at the
+  test point, 0.55 against the bound's 245) converges in 215 passes at 0.825, but that
+  curvature came from power iterations whose passes were not counted (about 15 a test);
+  estimated from the Jacobian at the test instead, with a guard that halves the step
+  when the residual grows, noise trips the guard and the step falls back to the bound's
+  (0.785 at the budget); moving the surrogate's bound at the outer iterations of one solve
+  instead of solving again reaches 0.818 at the budget.
 - **many_groups** (budget, constant model): 200 band constraints; the penalty's smoothness
   bound is 1350 (a spectral bound of the Jacobian gives 112) against the loss's 0.25, so
   the step is 1/405. Drawing every group in every batch cut the momentum estimate's error
   from 0.8 to 0.005, but the iterate moves too slowly: the dual residual falls from 0.026
   to 0.022 in 300 passes. Neither peer meets this bound (ThresholdOptimizer's training gap
-  is 0.30, ExponentiatedGradient's 0.45); a linear model with the groups' intercepts can.
+  is 0.30, ExponentiatedGradient's 0.45); a linear model with the groups' columns as
+  per-group thresholds does (`per_group_thresholds` above: training gap 0, test accuracy
+  0.70), but 20-row groups' soft rates meet the band only with scores so sharp that the
+  sigmoid is nearly a step.
 - **tfidf** (budget): the stop test asks for a tenth of the gradient at 0 (0.00055 here); at
   batch 30 the momentum estimate's error is 0.01. Batches grown to 15360 rows bring that
   error to 0.0005 but the dual residual stays at 0.0033: first-order steps on 10000 sparse
