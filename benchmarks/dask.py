@@ -79,12 +79,13 @@ def in_memory_data(n, chunk, y, groups):
 
 class ComputeCount:
     """Counts the graphs the client sends to the scheduler (``dask.compute``, ``.compute()``,
-    ``persist``) while it is entered: each reads the partitions it needs."""
+    ``persist``, ``Client.compute``) while it is entered: each reads the partitions it
+    needs."""
 
     def __enter__(self):
         from distributed import Client as C
 
-        self.n, self._get, self._persist = 0, C.get, C.persist
+        self.n, self._get, self._persist, self._compute = 0, C.get, C.persist, C.compute
 
         def counted(method):
             def call(client, *args, **kwargs):
@@ -93,13 +94,13 @@ class ComputeCount:
 
             return call
 
-        C.get, C.persist = counted(C.get), counted(C.persist)
+        C.get, C.persist, C.compute = counted(C.get), counted(C.persist), counted(C.compute)
         return self
 
     def __exit__(self, *exc):
         from distributed import Client as C
 
-        C.get, C.persist = self._get, self._persist
+        C.get, C.persist, C.compute = self._get, self._persist, self._compute
 
 
 def run(n, max_memory, rows, write):

@@ -214,12 +214,7 @@ def test_fit_on_a_cluster_whose_workers_cannot_hold_X(tmp_path, monkeypatch, sou
             for a in (X, y, groups)
         )
         yy, gg = _as_array(y), _as_array(groups)
-        # (On Parquet, the fairness fit alone: it reads X, y and the groups from the frame,
-        # and past the conversion to arrays both estimators run the same code. Neyman-Pearson
-        # on Parquet, with blocks of minibatches of an eighth of the rows, peaked once at
-        # 35.5 MB on the client here on a loaded machine, over the bound: it is fitted on
-        # Parquet files in test_neyman_pearson_fits_a_dataframe_read_from_parquet.)
-        for clf, with_groups in _estimators()[: 2 if source == "array" else 1]:
+        for clf, with_groups in _estimators():
             clf.set_params(random_state=0)
             client.run(lambda dask_worker: setattr(dask_worker.plugins["peak-stored"], "peak", 0))
             tracemalloc.start()
@@ -387,3 +382,75 @@ def test_neyman_pearson_fits_a_dataframe_read_from_parquet(tmp_path):
     assert pred[y == 0].mean() <= 0.1
     np.testing.assert_allclose(clf.hard_constraint_values_, [pred[y == 0].mean()])
     np.testing.assert_allclose(clf.coef_, ref.coef_, rtol=1e-9)
+
+
+def test_a_worker_lost_during_the_fit_is_replaced_and_the_model_is_the_same(monkeypatch):
+    """A worker killed between two reads of X (its process gone, with the rows' cells and
+    weights it kept): Dask recomputes what it held from the graph, the nanny starts a new
+    worker, and the fit goes on to the model of the same fit undisturbed (here, the fit in
+    this process with dask's threads, which also checks that a distributed client's rows,
+    fetched in turn, are the rows ``dask.compute`` brings)."""
+    import signal
+
+    from sklearn_ialm.problems._dask_rows import DaskRows
+
+    n, d, chunk = 40_000, 6, 4000
+
+    def make_block(block_id=None):
+        return np.random.default_rng(block_id[0]).standard_normal((chunk, d))
+
+    X = da.map_blocks(make_block, chunks=((chunk,) * (n // chunk), (d,)), dtype=float)
+    y = X[:, 0] - X[:, 1] + da.random.default_rng(1).logistic(size=n, chunks=chunk) > 0
+    y = y.astype(np.int8)
+    with dask.config.set(scheduler="threads"):
+        reference = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(X, y)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        gather, calls, killed = DaskRows.gather, [], []
+
+        def gather_after_a_kill(self, idx):
+            calls.append(1)
+            if len(calls) == 3:
+                # The worker that holds the most of the fit's data, killed outright.
+                held = client.run(lambda dask_worker: len(dask_worker.data))
+                address = max(held, key=held.get)
+                pid = client.run(os.getpid, workers=[address])[address]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(address)
+            return gather(self, idx)
+
+        monkeypatch.setattr(DaskRows, "gather", gather_after_a_kill)
+        clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(X, y)
+        workers = client.scheduler_info()["workers"]
+    assert killed and killed[0] not in workers  # the worker was lost, not merely idle
+    assert len(calls) > 3
+    assert clf.converged_
+    np.testing.assert_array_equal(clf.coef_, reference.coef_)
+    np.testing.assert_array_equal(clf.intercept_, reference.intercept_)
+
+
+def test_a_dask_fit_that_fails_leaves_the_estimator_as_it_was(monkeypatch):
+    """A fit stopped by the cluster (as distributed's ``KilledWorker`` stops it, raised from
+    a read of the rows) leaves the previous model whole."""
+    from sklearn_ialm.problems._dask_rows import DaskRows
+
+    X, y, _ = _data(6000, 8)
+    Xd, yd = da.from_array(X, chunks=(1500, -1)), da.from_array(y, chunks=1500)
+    with dask.config.set(scheduler="threads"):
+        clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(Xd, yd)
+        coef, intercept, passes = clf.coef_.copy(), clf.intercept_.copy(), clf.n_data_passes_
+
+        def killed(self, idx):
+            raise RuntimeError("Attempted to run task on 3 different workers, all died")
+
+        monkeypatch.setattr(DaskRows, "gather", killed)
+        with pytest.raises(RuntimeError, match="all died"):
+            clf.set_params(max_fpr=0.05).fit(Xd[:, :4], yd)
+    assert clf.n_features_in_ == 8 and clf.max_fpr == 0.05
+    np.testing.assert_array_equal(clf.coef_, coef)
+    np.testing.assert_array_equal(clf.intercept_, intercept)
+    assert clf.n_data_passes_ == passes
