@@ -33,7 +33,7 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 from benchmarks.families import binding_csr, binding_data
-from benchmarks.speed.common import BOUND, dp_gap, fpr_fnr, measure
+from benchmarks.speed.common import BOUND, dp_gap_counts, fpr_fnr, measure
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 MAX_FPR = 0.05  # the issue's Neyman-Pearson bound on these recipes
@@ -62,9 +62,12 @@ CASES = {
         ("fairness", "np"),
     ),
     "dense 1e6 x 20, strong": (
-        "group = noisy threshold of the label's score",
+        # X and y are the moderate case's (same seed): Neyman-Pearson, blind to the group,
+        # would repeat that case's fit.
+        "group = noisy threshold of the label's score; X, y as the moderate case (its "
+        "Neyman-Pearson row serves both)",
         lambda: binding_data(STRONG, n=1_000_000),
-        ("fairness", "np"),
+        ("fairness",),
     ),
     "dense 5e6 x 20, strong": (
         "group = noisy threshold of the label's score",
@@ -87,12 +90,10 @@ CASES = {
         ("np",),
     ),
 }
-#: (case, task) -> max_passes where the default budget would run for many minutes here (a
-#: pass of the fairness fit costs about a second on these two; the default is 300).
-MAX_PASSES = {
-    ("dense 5e6 x 20, strong", "fairness"): 100,
-    ("CSR 1e6 x 1e4, strong", "fairness"): 100,
-}
+#: (case, task) -> max_passes for a fit whose default budget (300 passes) would run far
+#: beyond ~5 minutes on this machine; none does, so every fit has the default, as the issue
+#: measured it (the report states any budget set here).
+MAX_PASSES: dict = {}
 
 
 def _passes(model):
@@ -120,34 +121,26 @@ def _warm_up():
 
 
 def _methods(case, tasks, X, y, A):
+    """(name, task, budget, fit) of each method; each fit binds its own budget."""
     out = [("LogisticRegression", "reference", None, lambda: LogisticRegression().fit(X, y))]
     if "fairness" in tasks:
         cap = MAX_PASSES.get((case, "fairness"))
-        out.append(
-            (
-                "FairLogisticClassifier",
-                "fairness",
-                cap,
-                lambda: FairLogisticClassifier(
-                    constraint="demographic_parity",
-                    bound=BOUND,
-                    random_state=0,
-                    **({"max_passes": cap} if cap else {}),
-                ).fit(X, y, sensitive_features=A),
-            )
-        )
+
+        def fair(cap=cap):
+            kw = {"max_passes": cap} if cap else {}
+            return FairLogisticClassifier(
+                constraint="demographic_parity", bound=BOUND, random_state=0, **kw
+            ).fit(X, y, sensitive_features=A)
+
+        out.append(("FairLogisticClassifier", "fairness", cap, fair))
     if "np" in tasks:
         cap = MAX_PASSES.get((case, "np"))
-        out.append(
-            (
-                "NeymanPearsonClassifier",
-                "np",
-                cap,
-                lambda: NeymanPearsonClassifier(
-                    max_fpr=MAX_FPR, random_state=0, **({"max_passes": cap} if cap else {})
-                ).fit(X, y),
-            )
-        )
+
+        def npc(cap=cap):
+            kw = {"max_passes": cap} if cap else {}
+            return NeymanPearsonClassifier(max_fpr=MAX_FPR, random_state=0, **kw).fit(X, y)
+
+        out.append(("NeymanPearsonClassifier", "np", cap, npc))
     return out
 
 
@@ -169,8 +162,8 @@ def run(log=print, cases=None, repeats=1):
                 row = dict(
                     case=case, desc=desc, n=X.shape[0], d=X.shape[1], method=name, task=task,
                     cpu=cpu, wall=wall, repeats=repeats, max_passes=cap,
-                    dp_train=dp_gap(y, pred_tr, A) if A is not None else None,
-                    dp_test=dp_gap(y_te, pred_te, A_te) if A is not None else None,
+                    dp_train=dp_gap_counts(pred_tr, A) if A is not None else None,
+                    dp_test=dp_gap_counts(pred_te, A_te) if A is not None else None,
                     fpr_train=fpr_tr, fpr_test=fpr_te, fnr_test=fnr_te,
                     acc_test=float(np.mean(pred_te == y_te)),
                 )  # fmt: skip
