@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python -m benchmarks.speed                          # every part, ~40-60 min on 2 cores
+    python -m benchmarks.speed                          # every part, ~25-35 min on 2 cores
     python -m benchmarks.speed --parts anchor,profile   # some parts; the report uses the
                                                         # saved results of the others
     python -m benchmarks.speed --report-only            # rewrite speed.md from the results
