@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python -m benchmarks.speed                          # every part, ~15-25 min on 2 cores
+    python -m benchmarks.speed                          # every part, ~25-35 min on 2 cores
     python -m benchmarks.speed --parts anchor,profile   # some parts; the report uses the
                                                         # saved results of the others
     python -m benchmarks.speed --report-only            # rewrite speed.md from the results
@@ -11,9 +11,11 @@ Parts (modules of this package): ``anchor`` (anchor task and spambase against
 LogisticRegression, ExponentiatedGradient and nproc), ``passes`` (the solver's data passes on
 the paper's problems), ``firstfit`` (fresh-process fit, cold and warm numba cache),
 ``scaling`` (dense to 1e7 x 20, CSR to 1e6 x 1e4) and ``profile`` (cProfile of one anchor
-fairness fit) and ``binding`` (dense 1e6 x 20 with a binding bound: fairness and
-Neyman-Pearson against LogisticRegression). Each saves ``results/speed_<part>.json``; the
-report is built from those.
+fairness fit), ``binding`` (binding bounds of issue 21: dense 1e6 x 20 at two binding
+levels, dense 5e6 x 20, CSR 1e6 x 1e4 and dense 2e6 x 50 Neyman-Pearson, against
+LogisticRegression) and ``np_splits`` (spambase, 30 stratified splits: Neyman-Pearson's test
+FNR against LogisticRegression thresholded at the same training FPR). Each saves
+``results/speed_<part>.json``; the report is built from those.
 """
 
 from __future__ import annotations
@@ -21,11 +23,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from benchmarks.speed import anchor, binding, firstfit, passes, profile, scaling
+from benchmarks.speed import anchor, binding, firstfit, np_splits, passes, profile, scaling
 from benchmarks.speed.common import load, machine_facts, save
 from benchmarks.speed.report import write
 
-PARTS = ("anchor", "passes", "firstfit", "scaling", "profile", "binding")
+PARTS = ("anchor", "passes", "firstfit", "scaling", "profile", "binding", "np_splits")
 # Cases whose default budget would take over ~3 minutes on this machine get a smaller one.
 SCALING_CAPS = {("dense", 10_000_000): 50, ("csr", 100_000): 100, ("csr", 1_000_000): 30}
 
@@ -74,6 +76,8 @@ def main(argv=None):
                 rows = [r for r in old["rows"] if r.get("kind") not in cases] + rows
         elif part == "binding":
             rows = binding.run(log)
+        elif part == "np_splits":
+            rows = np_splits.run(log)
         else:
             rows = profile.run(log)
         facts["load_end"] = machine_facts()["load"]
