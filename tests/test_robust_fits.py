@@ -40,10 +40,13 @@ def test_many_groups_pose_constraints_linear_in_the_number_of_groups():
     clf = FairLogisticClassifier(
         constraint="demographic_parity", bound=0.1, max_passes=10, random_state=0
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         clf.fit(X, y, sensitive_features=groups)
     assert clf.n_data_passes_ <= 10 + 2
+    # The warnings name the bound's groups by their count, not as a list of a hundred.
+    said = [str(w.message) for w in caught if "for groups" in str(w.message)]
+    assert said and all("(100 groups)" in m and "50, 51" not in m for m in said), said
 
 
 def test_small_groups_fit_as_a_band_and_meet_the_bound():

@@ -1039,6 +1039,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return ok
 
     def _bound_text(self, context):
-        return f"{self.constraint} bound {context['bound']:g} for groups " + str(
-            [_group_key(g) for g in self.protected_groups_]
+        keys = [_group_key(g) for g in self.protected_groups_]
+        # Every group named up to six; past that a message would be mostly the list.
+        named = (
+            str(keys)
+            if len(keys) <= 6
+            else f"{keys[:3]}".rstrip("]") + f", ..., {keys[-1]!r}] ({len(keys)} groups)"
         )
+        return f"{self.constraint} bound {context['bound']:g} for groups {named}"
