@@ -103,7 +103,7 @@ class ComputeCount:
         C.get, C.persist, C.compute = self._get, self._persist, self._compute
 
 
-def run(n, max_memory, rows, write):
+def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
     chunk = min(n, 250_000)
     X, y, groups = make_data(n, chunk)
     in_memory = None
@@ -145,10 +145,27 @@ def run(n, max_memory, rows, write):
         from dask_ml.linear_model import LogisticRegression
     except ImportError:
         return
+    import threading
+
+    lr = LogisticRegression()
     with ComputeCount() as computes:
         t = time.perf_counter()
-        lr = LogisticRegression().fit(X, y)
+        # In a thread, to be given up after `dask_ml_minutes` (it did not finish at 10**7
+        # rows in 12 minutes): the cluster's closing then ends it.
+        fitting = threading.Thread(target=lr.fit, args=(X, y), daemon=True)
+        fitting.start()
+        fitting.join(60 * dask_ml_minutes)
         wall = time.perf_counter() - t
+    if fitting.is_alive():
+        rows.append(
+            dict(n=n, fit="dask-ml LogisticRegression", where="dask", computes=computes.n,
+                 seconds=f"> {wall:.0f} (stopped)", us_per_row=f"> {1e6 * wall / n:.1f}",
+                 passes=float("nan"), accuracy=float("nan"), bound_value=float("nan"),
+                 converged=False)
+        )  # fmt: skip
+        print(rows[-1], flush=True)
+        write()
+        return
     pred = lr.predict(X)
     rows.append(
         dict(n=n, fit="dask-ml LogisticRegression", where="dask", computes=computes.n,
@@ -166,6 +183,9 @@ def main():
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
     parser.add_argument("--max-memory", type=float, default=1e7)
     parser.add_argument("--memory-limit", default="1GiB")
+    parser.add_argument(
+        "--dask-ml-minutes", type=float, default=30.0, help="dask-ml's fit is given up after"
+    )
     args = parser.parse_args()
     rows = []
     command = f"`python -m benchmarks.dask --sizes {' '.join(f'{s:g}' for s in args.sizes)}`"
@@ -183,8 +203,9 @@ def main():
             f"{command}; d = {D}, workers of {args.memory_limit}, 2 cores shared. "
             "`where`: `dask` fits the dask array (X made on the workers, never on the "
             "client); `memory` fits the same rows built in a numpy array on the client. "
-            "`computes`: the client's `Client.get` and `Client.persist` calls during the fit "
-            "(each `dask.compute` or `persist`; each one that reads X recomputes it here, "
+            "`computes`: the client's `Client.get`, `Client.compute` and `Client.persist` "
+            "calls during the fit (each `dask.compute`, `persist` or graph of futures; each "
+            "one that reads X recomputes it here, "
             "as it would re-read X's files). "
             "`bound_value`: the parity gap (fair) or the false-positive rate (NP) of "
             "`predict` on the training rows.",
@@ -203,7 +224,7 @@ def main():
         Client(cluster),
     ):  # fmt: skip
         for n in args.sizes:
-            run(int(n), args.max_memory, rows, write)
+            run(int(n), args.max_memory, rows, write, args.dask_ml_minutes)
 
 
 if __name__ == "__main__":
