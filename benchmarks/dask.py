@@ -6,7 +6,9 @@ Usage (from the repository root, with ``pip install "sklearn-ialm[dask]"``)::
     python -m benchmarks.dask --sizes 1e5 3e5      # other sizes
 
 Writes ``benchmarks/results/dask.md`` (and ``dask.csv``). For each size ``n`` (``d = 20``),
-a ``LocalCluster`` of two single-threaded workers builds ``X`` block by block (random
+a cluster of two single-threaded workers (scheduler and workers in processes of their own,
+so that the client's peak memory, traced during each dask fit, is the client's alone)
+builds ``X`` block by block (random
 features; labels and a group as functions of them), and each estimator
 (``FairLogisticClassifier(constraint="demographic_parity", bound=0.05)``,
 ``NeymanPearsonClassifier(max_fpr=0.1)``, ``random_state=0``) is fitted on the dask array;
@@ -23,12 +25,14 @@ from __future__ import annotations
 import argparse
 import csv
 import time
+import tracemalloc
 from pathlib import Path
 
 import dask
 import dask.array as da
 import numpy as np
-from dask.distributed import Client, LocalCluster
+from dask.distributed import Client
+from distributed.deploy.subprocess import SubprocessCluster
 
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
@@ -103,22 +107,31 @@ class ComputeCount:
         C.get, C.persist, C.compute = self._get, self._persist, self._compute
 
 
-def run(n, max_memory, rows, write):
+def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
     chunk = min(n, 250_000)
     X, y, groups = make_data(n, chunk)
     in_memory = None
     if n <= max_memory:
         in_memory = in_memory_data(n, chunk, y, groups)
+    # Imports and compiled code are a fixed cost of a process's first fits, not memory for
+    # data: both estimators fit once on a slice first.
+    for _, clf, with_groups in estimators():
+        kw = {"sensitive_features": groups[:20_000]} if with_groups else {}
+        clf.fit(X[:20_000], y[:20_000], **kw)
     for name, clf, with_groups in estimators():
         kw = {"sensitive_features": groups} if with_groups else {}
         with ComputeCount() as computes:
+            tracemalloc.start()
             t = time.perf_counter()
             clf.fit(X, y, **kw)
             wall = time.perf_counter() - t
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
         pred = clf.predict(X)
         acc = float((pred == y).mean().compute())
         rows.append(
             dict(n=n, fit=name, where="dask", computes=computes.n, seconds=round(wall, 2),
+                 X_MB=round(X.nbytes / 1e6), client_peak_MB=round(peak / 1e6, 1),
                  us_per_row=round(1e6 * wall / n, 3), passes=round(clf.n_data_passes_, 1),
                  accuracy=round(acc, 4), bound_value=round(bound_value(pred, y, groups,
                  with_groups), 4), converged=clf.converged_)
@@ -134,6 +147,7 @@ def run(n, max_memory, rows, write):
             pred = clf.predict(Xm)
             rows.append(
                 dict(n=n, fit=name, where="memory", computes=0, seconds=round(wall, 2),
+                     X_MB=round(X.nbytes / 1e6), client_peak_MB=float("nan"),
                      us_per_row=round(1e6 * wall / n, 3), passes=round(clf.n_data_passes_, 1),
                      accuracy=round(float(np.mean(pred == ym)), 4),
                      bound_value=round(bound_value(pred, ym, gm, with_groups), 4),
@@ -145,14 +159,32 @@ def run(n, max_memory, rows, write):
         from dask_ml.linear_model import LogisticRegression
     except ImportError:
         return
+    import threading
+
+    lr = LogisticRegression()
     with ComputeCount() as computes:
         t = time.perf_counter()
-        lr = LogisticRegression().fit(X, y)
+        # In a thread, to be given up after `dask_ml_minutes` (it did not finish at 10**7
+        # rows in 12 minutes): the cluster's closing then ends it.
+        fitting = threading.Thread(target=lr.fit, args=(X, y), daemon=True)
+        fitting.start()
+        fitting.join(60 * dask_ml_minutes)
         wall = time.perf_counter() - t
+    if fitting.is_alive():
+        rows.append(
+            dict(n=n, fit="dask-ml LogisticRegression", where="dask", computes=computes.n,
+                 seconds=f"> {wall:.0f} (stopped)", X_MB=round(X.nbytes / 1e6),
+                 client_peak_MB=float("nan"), us_per_row=f"> {1e6 * wall / n:.1f}",
+                 passes=float("nan"), accuracy=float("nan"), bound_value=float("nan"),
+                 converged=False)
+        )  # fmt: skip
+        print(rows[-1], flush=True)
+        write()
+        return
     pred = lr.predict(X)
     rows.append(
         dict(n=n, fit="dask-ml LogisticRegression", where="dask", computes=computes.n,
-             seconds=round(wall, 2),
+             seconds=round(wall, 2), X_MB=round(X.nbytes / 1e6), client_peak_MB=float("nan"),
              us_per_row=round(1e6 * wall / n, 3), passes=float("nan"),
              accuracy=round(float((pred == y).mean().compute()), 4),
              bound_value=round(bound_value(pred, y, groups, True), 4), converged=True)
@@ -166,6 +198,9 @@ def main():
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
     parser.add_argument("--max-memory", type=float, default=1e7)
     parser.add_argument("--memory-limit", default="1GiB")
+    parser.add_argument(
+        "--dask-ml-minutes", type=float, default=30.0, help="dask-ml's fit is given up after"
+    )
     args = parser.parse_args()
     rows = []
     command = f"`python -m benchmarks.dask --sizes {' '.join(f'{s:g}' for s in args.sizes)}`"
@@ -183,9 +218,12 @@ def main():
             f"{command}; d = {D}, workers of {args.memory_limit}, 2 cores shared. "
             "`where`: `dask` fits the dask array (X made on the workers, never on the "
             "client); `memory` fits the same rows built in a numpy array on the client. "
-            "`computes`: the client's `Client.get` and `Client.persist` calls during the fit "
-            "(each `dask.compute` or `persist`; each one that reads X recomputes it here, "
+            "`computes`: the client's `Client.get`, `Client.compute` and `Client.persist` "
+            "calls during the fit (each `dask.compute`, `persist` or graph of futures; each "
+            "one that reads X recomputes it here, "
             "as it would re-read X's files). "
+            "`client_peak_MB`: the most memory the client's Python allocations held at "
+            "once during the dask fit (`tracemalloc`). "
             "`bound_value`: the parity gap (fair) or the false-positive rate (NP) of "
             "`predict` on the training rows.",
             "",
@@ -196,14 +234,14 @@ def main():
         (OUT / "dask.md").write_text("\n".join(lines) + "\n")
 
     with (
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, memory_limit=args.memory_limit,
-            dashboard_address=None,
+        SubprocessCluster(
+            n_workers=2, threads_per_worker=1, dashboard_address=None,
+            worker_kwargs={"memory_limit": args.memory_limit},
         ) as cluster,
         Client(cluster),
     ):  # fmt: skip
         for n in args.sizes:
-            run(int(n), args.max_memory, rows, write)
+            run(int(n), args.max_memory, rows, write, args.dask_ml_minutes)
 
 
 if __name__ == "__main__":
