@@ -799,9 +799,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         name = type(self).__name__
         if fit is not None and fit.degenerate and self.bound_met_:
             warnings.warn(
-                f"{name}: the bound is met on the training rows only by a model that predicts "
-                f"the same class for every row ({self._rates_reached(context)}). Loosen the "
-                "bound, or check that the groups and labels are what you meant.",
+                f"{name}: the model found meets the bound on the training rows by predicting "
+                f"the same class for every row ({self._rates_reached(context)}); no better "
+                "model that meets it was found, though one may exist. Loosen the bound, or "
+                "check that the groups and labels are what you meant.",
                 UserWarning,
                 stacklevel=4,
             )
