@@ -97,14 +97,6 @@ def dp_gap(y, pred, A):
     return float(demographic_parity_difference(y, pred, sensitive_features=A))
 
 
-def dp_gap_counts(pred, A):
-    """The same gap by counting (``np.bincount``): fairlearn's groupby takes a minute at 5e6
-    rows. Largest minus smallest share of positive predictions over the groups."""
-    A = np.unique(np.asarray(A), return_inverse=True)[1]
-    rates = np.bincount(A, weights=np.asarray(pred, dtype=float)) / np.bincount(A)
-    return float(rates.max() - rates.min())
-
-
 # -- timing -------------------------------------------------------------------------------------
 def measure(fit, repeats):
     """Run ``fit()`` ``repeats`` times: the last model and the median CPU and wall seconds.

@@ -1041,9 +1041,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
     def _bound_text(self, context):
         keys = [_group_key(g) for g in self.protected_groups_]
         # Every group named up to six; past that a message would be mostly the list.
-        named = (
-            str(keys)
-            if len(keys) <= 6
-            else f"{keys[:3]}".rstrip("]") + f", ..., {keys[-1]!r}] ({len(keys)} groups)"
-        )
+        named = str(keys)
+        if len(keys) > 6:
+            named = f"[{', '.join(map(repr, keys[:3]))}, ..., {keys[-1]!r}] ({len(keys)} groups)"
         return f"{self.constraint} bound {context['bound']:g} for groups {named}"

@@ -174,8 +174,9 @@ def _results_in_turn(parts, groups=4):
         for future in batch:
             future.release()
         del batch
-        while values:
-            yield values.pop(0)
+        values.reverse()
+        while values:  # each part let go once the caller has copied it
+            yield values.pop()
 
 
 def _take_rows(X, cell, w, rows):
