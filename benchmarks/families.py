@@ -9,7 +9,7 @@ Each case fits ``FairLogisticClassifier`` at a bound and reports, on the trainin
 fair where the two gaps are alike). The targets of issue 20: bound met on the training rows,
 ``converged_`` within 100 passes, accuracy at least the constant model's and at least the
 peer's minus 0.01, where the peer is ExponentiatedGradient, at the same training gap (ours is
-refitted at EG's gap when the two differ by more than 0.005). Cases of fewer than 10000
+refitted at EG's gap when the two differ by more than 0.005). Cases of fewer than 100000
 training rows are fitted with 5 seeds: accuracy is their mean, gap and passes the worst,
 ``converged_`` and ``bound_met_`` whether all seeds say so. Each row says which targets it
 misses.
@@ -269,9 +269,10 @@ def _peer(kind, bound, in_x, X, y, g, Xt, gt):
     )
 
 
-#: Below this many training rows a single fit's test accuracy moves by a few points with the
-#: seed: the row reports the mean over these seeds (gap and passes: the worst).
-_SMALL, _SEEDS = 10_000, 5
+#: Below this many training rows a single fit's test accuracy and passes move with the seed
+#: (Adult by race, equalised odds: 24 to 286 passes over 5 seeds): the row reports the mean
+#: accuracy over these seeds, the worst gap and passes, and whether all converged.
+_SMALL, _SEEDS = 100_000, 5
 
 
 def _fit(kind, bound, X, y, g, seed):
