@@ -158,7 +158,7 @@ def test_one_pass_bound_is_the_exact_spectral_bound(sparse):
 
     # Two columns share |W_k|: one Gram serves both, and the whole bound took one pass.
     assert pb.setup_evaluations == len(X)
-    lam_obj, lam_con, hess = pb._spectral_bounds()
+    lam_obj, lam_con, hess, _ = pb._spectral_bounds()
     assert lam_obj == pytest.approx(top(At[pos], u), rel=1e-10)
     assert lam_con == pytest.approx(top(At[neg], np.ones(len(neg))), rel=1e-10)
     expected = [top(At[neg], np.abs(W[:, k])) for k in range(3)]

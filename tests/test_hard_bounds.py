@@ -215,6 +215,25 @@ def test_every_kind_holds_on_predict_as_fairlearn_measures_it(kind, form, n_grou
     assert clf.bound_met_
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_error_rate_parity_among_three_groups_is_met_whatever_the_seed(seed):
+    """Error rates of three groups within 0.02 of each other, on 2000 rows: a solve meets its
+    soft bound only to within tol (0.01, half the bound), so the hard gap came out over the
+    bound in every solve of some seeds (2 of 5), and the constant model, which has the
+    groups' base rates as error rates, does not meet it either. Missed solves now aim
+    deeper each time, and the solve nearest the bound has its threshold moved until the
+    bound holds; the fit says so when it does not converge."""
+    X, y, groups = _fair_data(3, seed=4, n=2000)
+    clf = FairLogisticClassifier(constraint="error_rate_parity", bound=0.02, random_state=seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(sp.csr_matrix(X), y, sensitive_features=groups)
+    after = _fairlearn_value("error_rate_parity", "difference", y, clf.predict(X), groups)
+    assert after <= 0.02 + 1e-12
+    assert clf.bound_met_
+    assert clf.converged_ or any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
 def test_fairness_and_false_positive_bounds_together():
     """Two constraints at once, both held on predict: a parity gap and a maximum FPR."""
     X, y, groups = _fair_data(2, seed=0)

@@ -284,6 +284,9 @@ def test_gram_sums_equal_the_weighted_products(sparse, weights, monkeypatch):
     cols += [
         (S, absW[:, k]) for k in range(pb.n_constraints) if pb._distinct_weight_columns()[k] == k
     ]
+    if pb._joint_weights() is not None:
+        # Columns of more than one |W_k|: the rows weighted by |W| cmax, for the joint bound.
+        cols.append((S, absW @ pb._joint_weights()))
     assert len(G) == len(cols) and not estimated
     # The rows fall into 2 x 2 classes (objective row or not, in the group or not).
     assert [len(c) if c is not None else None for c in found] == (

@@ -166,6 +166,82 @@ def test_smoothness_bound_dominates_the_curvature():
             assert np.linalg.norm(hp) <= LJ * 1.01
 
 
+def _column_sum_bound(pb):
+    """The penalty's bound taken column by column: sum_k |J_k|^2 + sum_k cmax_k |hess c_k|."""
+    from sklearn_ialm.problems.losses import SIGMOID_CURVATURE
+
+    _, lam_con, hess, _ = pb._spectral_bounds()
+    mean_sq, mean_abs = pb._weight_means()
+    cmax = mean_abs + np.abs(pb.offset)
+    return lam_con * np.sum(mean_sq) / 16 + np.sum(cmax * SIGMOID_CURVATURE * hess)
+
+
+def _penalty_curvature(pb, x, h=1e-6):
+    """The largest eigenvalue of the Hessian of |c(x)|^2 / 2 at x, by finite differences of
+    its gradient J^T c (offsets included)."""
+
+    def grad(u):
+        C, vjp = pb.constraints(u, slice(None))
+        c = C.mean(0) + pb.offset
+        return vjp(np.broadcast_to(c / C.shape[0], C.shape))
+
+    H = np.column_stack([(grad(x + h * e) - grad(x - h * e)) / (2 * h) for e in np.eye(len(x))])
+    return np.max(np.abs(np.linalg.eigvalsh((H + H.T) / 2)))
+
+
+def test_penalty_bound_of_many_groups_does_not_add_up_every_group():
+    from sklearn_ialm.problems.losses import SIGMOID_CURVATURE
+
+    # 20 equal groups on rows of their own, a band of two constraints each (2k constraints
+    # with a free level), each group a column of X.
+    rng = np.random.default_rng(3)
+    n, k = 2000, 20
+    groups = np.repeat(np.arange(k), n // k)
+    X = np.column_stack([rng.standard_normal((n, 3)), np.eye(k)[groups]])
+    y = (X[:, 0] + 0.2 * (groups % 4) + rng.logistic(size=n) > 0.5).astype(int)
+    pb = fairness_problem(
+        X, y, X, groups, bound=0.1, constraint="demographic_parity", fit_intercept=True,
+        loss="logistic",
+    )  # fmt: skip
+    assert pb.n_constraints == 2 * k
+    # |J|^2 <= lambda_S |W|^2 / (16 n). Each group's rate is compared with the overall rate:
+    # W_ik = +-(k [i in g] - 1) in its group's two columns, so W^T W / n has the largest
+    # eigenvalue 2 k (on a pair's (1, -1)), the columns' mean W_k^2 (the column sum) add up
+    # to 2 k (k - 1), and Schur's test (column means of |W| 2 (k - 1) / k, row sums of |W|
+    # 4 (k - 1)) gives 8 (k - 1)^2 / k, between the two.
+    W = pb.W
+    assert np.linalg.eigvalsh(W.T @ W / n)[-1] == pytest.approx(2 * k)
+    assert np.sum(pb._weight_means()[0]) == pytest.approx(2 * k * (k - 1))
+    assert pb._weight_norm_bound() == pytest.approx(8 * (k - 1) ** 2 / k)
+    # The second-derivative term: one Gram of the rows weighted by |W| cmax.
+    A = np.column_stack([X, np.ones(n)])
+    cmax = np.abs(pb.W).mean(axis=0) + np.abs(pb.offset)
+    weights = np.abs(pb.W) @ cmax
+    top = np.linalg.eigvalsh(A.T @ (weights[:, None] * A) / n)[-1]
+    _, lam_con, _, joint = pb._spectral_bounds()
+    assert joint == pytest.approx(top, rel=1e-10)
+    bound = pb.smoothness[1]
+    assert bound == pytest.approx(
+        lam_con * 8 * (k - 1) ** 2 / k / 16 + SIGMOID_CURVATURE * top, rel=1e-12
+    )
+    assert bound < _column_sum_bound(pb) / 2
+    # Still a bound: the penalty's curvature stays under it, at points where the scores
+    # spread little and much (sigmoid'' is largest at |score| about 1.3).
+    for scale in (0.3, 1.0, 3.0):
+        x = scale * rng.standard_normal(pb.n_params)
+        assert _penalty_curvature(pb, x) <= bound
+
+
+def test_penalty_bound_of_a_gap_between_two_groups_is_the_column_sum():
+    # The gap's two constraints read the same rows with opposite signs: jointly nothing is
+    # gained, and the bound (so the step, and the fit) stays the column sum it always was.
+    X, y, groups, _ = _data(n=400)
+    two = np.minimum(groups, 1)
+    pb = fairness_problem(X, y, X, two, bound=0.1, constraint="demographic_parity")
+    assert pb.n_constraints == 2
+    assert pb.smoothness[1] == _column_sum_bound(pb)
+
+
 def test_empty_protected_group_is_an_error():
     X, y, groups, _ = _data()
     with pytest.raises(ValueError, match="group 7"):

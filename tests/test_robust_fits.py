@@ -62,7 +62,7 @@ def test_small_groups_fit_as_a_band_and_meet_the_bound():
     clf.fit(X, y, sensitive_features=groups)
     pred = clf.predict(X)
     gap = fm.demographic_parity_difference(y, pred, sensitive_features=groups)
-    assert gap <= 0.05
+    assert gap <= 0.05 + 1e-12  # on the bound, where fairlearn's difference leaves 4e-17
     assert clf.bound_met_
     # Better than the constant model, which meets any parity bound.
     assert np.mean(pred == y) > max(np.mean(y), 1 - np.mean(y))
@@ -148,11 +148,13 @@ def test_a_noise_floor_warning_gives_a_tol_that_works():
 
 
 def test_a_floor_above_the_relative_test_says_no_setting_helps():
-    """100 groups of 20 rows: the dual residual stalls above a tenth of its value at the null
-    model, which convergence asks for; the warning says no tol or max_passes helps, and twice
-    the passes indeed do not make the fit converge."""
-    X, y, groups = _many_groups()
-    kw = dict(constraint="demographic_parity", bound=0.1, random_state=0)
+    """100 groups of 20 rows, each a column of X: the dual residual stalls above a tenth of
+    its value at the null model, which convergence asks for; the warning says no tol or
+    max_passes helps, and twice the passes indeed do not make the fit converge."""
+    from benchmarks.families import many_groups
+
+    X, y, groups, _, _, _ = many_groups()
+    kw = dict(constraint="demographic_parity", bound=0.3, random_state=0)
     with pytest.warns(Warning) as caught:
         FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups)
     assert any("no tol or max_passes" in str(w.message) for w in caught)

@@ -841,6 +841,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 f"constant model until it did ({fit.interpolated:.0%} of the way): the bound "
                 "holds at a cost in accuracy."
             )
+        if fit is not None and fit.threshold_moved:
+            parts.append(
+                "No solve met the bound on predictions, nor does the constant model, so the "
+                "threshold of the solve nearest it was moved until it did: the bound holds "
+                "at a cost in accuracy."
+            )
         if fit is not None and not self.bound_met_:
             parts.append(
                 "The bound is NOT met on the training predictions; check "

@@ -53,6 +53,7 @@ class HardRateFit:
     n_data_passes: float
     negative_weight: float = 1.0  # fit_negative_weight: the weight of the negatives found
     toward_constant: bool = False  # met by moving towards the constant model (no solve met it)
+    threshold_moved: bool = False  # met by moving the threshold of a solve (no solve met it)
 
 
 class _Units:
@@ -191,6 +192,7 @@ def fit_hard_rates(
     m = len(units)
     shift = np.zeros(m)
     trace = [[] for _ in range(m)]  # (soft value, hard value) per unit, for the secant
+    misses = np.zeros(m)  # solves in a row whose shifted bound still missed, per unit
     results, passes = [], 0.0
     column_means = None  # see _shift_cap
     # (x, scores, hard values, solver result) of the best solve on each side of the bound:
@@ -221,7 +223,12 @@ def fit_hard_rates(
             infeasible = (result.x, scores, hard, result)
         if infeasible is not None and feasible is not None:
             break
-        target = -0.5 * bound_tol
+        # A unit already shifted that misses again aims twice as deep each time: a solve
+        # meets its soft bound only to within tol, so a hard value aimed at the middle of a
+        # band narrower than that can miss on every solve (3 groups, error rates 0.02: eight
+        # solves, all 0.0006-0.012 over). One solve on the feasible side is enough: the
+        # segment between the two sides then brings the model back to the bound.
+        misses = np.where((shift != 0) & (hard > _EPS), misses + 1, 0)
         # The secant relates each hard value to the soft value the solve reached (with the
         # base offset), not to the shift asked for: a solve that ends inside its soft bound
         # moved the hard value less than its shift, and a secant on the shift would read
@@ -240,9 +247,14 @@ def fit_hard_rates(
             trace[k].append((soft[k], hard[k]))
             slope = _secant_slope(trace[k], 1.0, 0.25, 4.0)
             # The next solve's soft bound binds where the hard value should reach target.
-            shift[k] = min((hard[k] - target) / slope - soft[k], cap[k])
+            target = -0.5 * bound_tol * 2.0 ** misses[k]
+            proposal = (hard[k] - target) / slope - soft[k]
+            if misses[k]:
+                # Missed again: at least as much deeper as it missed by, whatever the secant.
+                proposal = max(proposal, shift[k] + hard[k] - target)
+            shift[k] = min(proposal, cap[k])
         _say(
-            verbose,
+            verbose and rnd + 1 < max_rounds and passes < budget,
             f"solve {rnd + 2}: on predictions the constraints are "
             f"{np.round(hard, 4).tolist()} (a value > 0 misses the bound, an active one "
             f"below -{bound_tol:g} leaves it unused; {passes:.3g} of {budget:g} passes "
@@ -262,21 +274,31 @@ def fit_hard_rates(
         x_out, z_out, _, result_out = feasible
         used.append(result_out)
     else:
-        # The constant model with the infeasible solution's intercept: every prediction the
-        # same, so every gap between groups' selection rates (and TPR, FPR) is zero.
+        # No solve met the bound: the solve nearest it is moved towards the constant model
+        # with its intercept (every prediction the same: every gap between groups' selection
+        # rates, TPR and FPR is zero) until it meets the bound.
         coef, intercept = problem.coef(x_in)
         x_out = problem.point(np.zeros_like(coef), intercept)
         z_out = problem.constraint_scores(x_out)
         passes += _pass_share(problem)
         if np.any(units.values(problem.rate_constraints(z_out, offset=base)) > _EPS):
             # Not every bound holds at a constant (error rates differ between groups with
-            # their base rates): moving towards it would only lose accuracy. The solve
-            # nearest the bound is returned, and the fit says the bound is not met.
-            return _finish(problem, units, x_in, z_in, results, [result_in], 0.0, passes)
-    # (A problem whose rows are on a cluster searches the segment with its own reductions.)
-    t = getattr(problem, "segment_point", partial(_segment_point, problem))(
-        units, z_in, z_out, base
-    )
+            # their base rates): the solve's threshold is moved instead, if some threshold
+            # meets the bound; else the solve is returned, and the fit says the bound is not
+            # met.
+            del z_out
+            moved = _threshold_point(problem, units, x_in, z_in, base)
+            if moved is None:
+                return _finish(problem, units, x_in, z_in, results, [result_in], 0.0, passes)
+            _say(
+                verbose,
+                "no solve met the bound on predictions, nor does the constant model: the one "
+                f"nearest it meets it with its intercept moved by {moved[0][-1] - x_in[-1]:+.4g}",
+            )
+            fit = _finish(problem, units, *moved, results, [result_in], 0.0, passes)
+            fit.threshold_moved = True
+            return fit
+    t = _segment(problem)(units, z_in, z_out, base)
     # Scores are linear in x: those of the point on the segment need no data pass. They are
     # formed in the two ends' arrays (no longer needed), not in two new n-vectors.
     x = (1 - t) * x_in + t * x_out
@@ -285,6 +307,38 @@ def fit_hard_rates(
     fit = _finish(problem, units, x, z, results, used, float(t), passes)
     fit.toward_constant = feasible is None
     return fit
+
+
+def _segment(problem):
+    """:func:`_segment_point` for ``problem`` (a problem whose rows are on a cluster
+    searches the segment with its own reductions)."""
+    return getattr(problem, "segment_point", partial(_segment_point, problem))
+
+
+def _threshold_point(problem, units, x, z, offset):
+    """``(x, z)`` of the model ``x`` with its intercept moved by the least that meets every
+    bound on predictions, or None (no threshold does, or no intercept).
+
+    Adding ``delta`` to the intercept adds it to every score: the segment from ``z`` to
+    ``z + delta`` with ``|delta|`` past every score (all rows one class at its end) holds
+    every threshold on that side, and :func:`_segment_point` reads it in one sweep. Of the
+    two sides, the smaller move that meets the bound is kept.
+    """
+    if not getattr(problem, "fit_intercept", False) or not len(z):
+        return None
+    reach = float(np.max(np.abs(z))) + 1.0
+    best = None
+    for delta in (reach, -reach):
+        t = _segment(problem)(units, z, z + delta, offset)
+        moved = z + t * delta
+        meets = np.all(units.values(problem.rate_constraints(moved, offset=offset)) <= _EPS)
+        if t > 0 and meets and (best is None or abs(t * delta) < abs(best)):
+            best = t * delta
+    if best is None:
+        return None
+    x = x.copy()
+    x[-1] += best
+    return x, z + best
 
 
 def _pass_share(problem):

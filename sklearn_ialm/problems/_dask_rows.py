@@ -453,6 +453,13 @@ feature_center
     def _weight_means(self):
         return self._w_means
 
+    # W is not in memory: the penalty's bound stays column by column (no joint terms).
+    def _joint_weights(self):
+        return None
+
+    def _weight_norm_bound(self):
+        return np.inf
+
     def full_evaluation(self, x, rng=None, batches=None):
         """Objective value and gradient, constraint values and ``J^T`` over all rows: one
         pass, each block's sums computed where the block is; on the rows of ``batches``
