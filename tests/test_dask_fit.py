@@ -281,6 +281,27 @@ def _problem_pair(n=3000, d=6, chunks=700, seed=0):
     return dask_pb, mem_pb, rng
 
 
+def test_threshold_point_on_dask_meets_the_bound_near_the_in_memory_one():
+    """The steering's threshold move on scores held by the workers: the grid search of the
+    Dask problem's ``segment_point`` finds a threshold that meets the bound, within the
+    grid's resolution of the in-memory one (which sorts every row's event)."""
+    from sklearn_ialm.estimators._hard_rates import _EPS, _threshold_point, _Units
+
+    dask_pb, mem_pb, rng = _problem_pair()
+    x = rng.normal(size=mem_pb.n_params)
+    z = mem_pb.constraint_scores(x)
+    base = mem_pb.offset.copy()
+    assert np.any(mem_pb.rate_constraints(z, offset=base) > 0)  # misses: something to do
+    x_mem, _ = _threshold_point(mem_pb, _Units(mem_pb), x, z, base)
+    with dask.config.set(scheduler="synchronous"):
+        zd = dask_pb.constraint_scores(x)
+        x_dask, z_dask = _threshold_point(dask_pb, _Units(dask_pb), x, zd, base)
+        hard = dask_pb.rate_constraints(z_dask, offset=base)
+    assert isinstance(z_dask, da.Array)
+    assert np.all(hard <= _EPS)
+    assert x_dask[-1] == pytest.approx(x_mem[-1], abs=0.01 * abs(x_mem[-1] - x[-1]))
+
+
 def _assert_same_evaluation(got, want):
     f, g, c, jt = got
     f_ref, g_ref, c_ref, jt_ref = want

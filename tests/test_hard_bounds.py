@@ -234,6 +234,41 @@ def test_error_rate_parity_among_three_groups_is_met_whatever_the_seed(seed):
     assert clf.converged_ or any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
+def test_threshold_point_is_the_nearest_threshold_that_meets_the_bound():
+    """The steering's last resort (no solve and no constant model meets the bound) moves the
+    intercept by the least that meets every bound on predictions: against every threshold
+    between two scores, tried one by one."""
+    from sklearn_ialm.estimators._hard_rates import _EPS, _threshold_point, _Units
+    from sklearn_ialm.problems.linear import LinearProblem
+    from sklearn_ialm.problems.losses import Logistic
+
+    rng = np.random.default_rng(0)
+    n, d = 3000, 6
+    X = rng.normal(size=(n, d))
+    cell = rng.integers(0, 3, n)
+    H = np.array([[1.5, 0.0], [-0.5, 1.0], [0.0, -2.0]])
+    pb = LinearProblem(
+        X, np.where(cell == 1, -1.0, 1.0), Logistic(), X, H[cell], np.array([-0.1, 0.05]),
+        inequality=True, fit_intercept=True, smoothness=(1.0, 1.0),
+    )  # fmt: skip
+    x = rng.normal(size=pb.n_params)
+    z = pb.constraint_scores(x)
+    units, base = _Units(pb), pb.offset.copy()
+
+    def meets(scores):
+        return bool(np.all(units.values(pb.rate_constraints(scores, offset=base)) <= _EPS))
+
+    assert not meets(z)
+    s = np.unique(z)
+    shifts = -np.concatenate([[s[0] - 1], (s[:-1] + s[1:]) / 2, [s[-1] + 1]])
+    nearest = min((v for v in shifts if meets(z + v)), key=abs)
+    x_moved, z_moved = _threshold_point(pb, units, x, z, base)
+    assert x_moved[-1] - x[-1] == pytest.approx(nearest, rel=1e-9)
+    np.testing.assert_allclose(x_moved[:-1], x[:-1])
+    np.testing.assert_allclose(z_moved, pb.constraint_scores(x_moved), rtol=1e-10, atol=1e-12)
+    assert meets(z_moved)
+
+
 def test_fairness_and_false_positive_bounds_together():
     """Two constraints at once, both held on predict: a parity gap and a maximum FPR."""
     X, y, groups = _fair_data(2, seed=0)
