@@ -332,7 +332,8 @@ def test_infeasible_bound_is_reported_not_hidden():
         clf.fit(X, y, sensitive_features=groups)
     (msg,) = [str(w.message) for w in record if issubclass(w.category, ConvergenceWarning)]
     assert "primal residual" in msg and "dual residual" in msg
-    assert "Rates reached" in msg and "Raise max_passes" in msg
+    # Out of reach: the residual falls too slowly for any budget, and the warning says so.
+    assert "Rates reached" in msg and "raising max_passes will hardly help" in msg
     assert clf.kkt_primal_residual_ > clf.tol and not clf.converged_
     assert clf.constraint_values_[0] < 0.9 - 0.1
 

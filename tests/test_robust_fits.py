@@ -147,6 +147,25 @@ def test_a_noise_floor_warning_gives_a_tol_that_works():
     assert clf.converged_
 
 
+def test_a_budget_warning_says_how_many_more_passes_and_they_suffice():
+    """A fit still converging when its budget runs out: the warning says how many more
+    passes would reach tol, at the pace its residuals fell, and with that many more the
+    same fit converges."""
+    import re
+
+    X, y, groups = _many_groups()
+    kw = dict(constraint="demographic_parity", bound=0.8, random_state=0)
+    with pytest.warns(Warning) as caught:
+        FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups)
+    said = " ".join(str(w.message) for w in caught)
+    more = int(re.search(r"Raise max_passes \(now 300\): .* within about (\d+) more", said)[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = FairLogisticClassifier(max_passes=300 + more, **kw)
+        clf.fit(X, y, sensitive_features=groups)
+    assert clf.converged_
+
+
 def test_a_floor_above_the_relative_test_says_no_setting_helps():
     """100 groups of 20 rows, each a column of X: the dual residual stalls above a tenth of
     its value at the null model, which convergence asks for; the warning says no tol or
