@@ -138,7 +138,7 @@ def test_a_noise_floor_warning_gives_a_tol_that_works():
     with pytest.warns(Warning) as caught:
         NeymanPearsonClassifier(max_fpr=0.05, random_state=0).fit(X, y)
     said = " ".join(str(w.message) for w in caught)
-    assert "more passes do not lower it" in said
+    assert "more passes lower it little" in said
     tol = float(re.search(r"tol=([0-9.e-]+) gives a model", said).group(1))
     with warnings.catch_warnings():
         warnings.simplefilter("error", category=Warning)
@@ -168,15 +168,16 @@ def test_a_budget_warning_says_how_many_more_passes_and_they_suffice():
 
 def test_a_floor_above_the_relative_test_says_no_setting_helps():
     """100 groups of 20 rows, each a column of X: the dual residual stalls above a tenth of
-    its value at the null model, which convergence asks for; the warning says no tol or
-    max_passes helps, and twice the passes indeed do not make the fit converge."""
+    its value at the null model, which convergence asks for; the warning says no tol helps
+    and more passes are unlikely to, and twice the passes indeed do not make the fit
+    converge."""
     from benchmarks.families import many_groups
 
     X, y, groups, _, _, _ = many_groups()
     kw = dict(constraint="demographic_parity", bound=0.3, random_state=0)
     with pytest.warns(Warning) as caught:
         FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups)
-    assert any("no tol or max_passes" in str(w.message) for w in caught)
+    assert any("no tol makes this fit converge" in str(w.message) for w in caught)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = FairLogisticClassifier(max_passes=600, **kw).fit(X, y, sensitive_features=groups)
