@@ -384,6 +384,7 @@ def _passes_needed(result):
     if half.sum() < 4 or span <= 0:
         return None
     more, which = 0.0, None
+    p0, p1 = float(p[half][0]), float(p[-1])
     for key, target in (
         ("dual_residual", result.settings["dual_tol"]),
         ("primal_residual", result.settings["tol"]),
@@ -395,7 +396,6 @@ def _passes_needed(result):
         # A power law r ~ passes**-a through the two points: first-order methods slow down
         # as they near the solution, and a constant rate promised half the passes it took
         # (100 groups of 20 rows, bound 0.8: 423 more, where 916 more converged).
-        p0, p1 = float(p[half][0]), float(p[-1])
         rate = np.log(start / end) / np.log(p1 / p0) if end < start and p0 > 0 else 0.0
         growth = np.log(end / target) / rate if rate > 0 else np.inf  # log of p_tol / p1
         need = p1 * np.expm1(growth) if growth < 30 else np.inf
@@ -907,15 +907,14 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 f"passes, to about {floor:.2g}: at the minibatch estimates' noise floor or "
                 "in a direction the steps hardly move, more passes lower it little."
             )
-            # The stop test asks for min(tol, a tenth of the residual at coef_ = 0): a
-            # larger tol helps only while that tenth is above the floor.
-            relative = _MIN_DECREASE * self._null_dual_residual
-            if self.tol < 1.5 * floor < relative:
-                return f"{said} tol={1.5 * floor:.2g} gives a model at that precision."
+            coarser = self._coarser_tol(floor)
+            if coarser is not None:
+                return f"{said} {coarser}"
             return (
                 f"{said} Convergence also asks for a tenth of its value at coef_ = 0 "
-                f"({relative:.2g}), far below it: no tol makes this fit converge, and more "
-                "passes are unlikely to; the model returned is the best one found."
+                f"({_MIN_DECREASE * self._null_dual_residual:.2g}), far below it: no tol "
+                "makes this fit converge, and more passes are unlikely to; the model "
+                "returned is the best one found."
             )
         if stall is not None:
             return (
@@ -944,11 +943,20 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             + (f"about {more:.0f} more passes" if more < 1e6 else "over a million passes")
             + ": raising max_passes will hardly help."
         )
-        dres = float(result.dual_residual)
-        relative = _MIN_DECREASE * self._null_dual_residual
-        if self.tol < 1.5 * dres < relative and result.primal_residual <= self.tol:
-            return f"{said} tol={1.5 * dres:.2g} gives a model at the precision reached."
+        coarser = self._coarser_tol(float(result.dual_residual))
+        if coarser is not None and result.primal_residual <= self.tol:
+            return f"{said} {coarser}"
         return f"{said} The model returned is the best one found."
+
+    def _coarser_tol(self, level) -> str | None:
+        """The advice of a ``tol`` that a dual residual at ``level`` passes, or None.
+
+        The stop test asks for min(tol, a tenth of the residual at coef_ = 0): a larger
+        tol helps only while that tenth is above ``level``."""
+        relative = _MIN_DECREASE * self._null_dual_residual
+        if self.tol < 1.5 * level < relative:
+            return f"tol={1.5 * level:.2g} gives a model at the precision reached."
+        return None
 
     # -- pickling ---------------------------------------------------------------------------------
     def __getstate__(self):

@@ -457,9 +457,6 @@ feature_center
     def _joint_weights(self):
         return None
 
-    def _weight_norm_bound(self):
-        return np.inf
-
     def full_evaluation(self, x, rng=None, batches=None):
         """Objective value and gradient, constraint values and ``J^T`` over all rows: one
         pass, each block's sums computed where the block is; on the rows of ``batches``
