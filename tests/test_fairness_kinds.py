@@ -411,3 +411,25 @@ def test_soft_predictions_give_the_metric_of_the_soft_rates():
     metric = fairness_metric("demographic_parity", y, p, groups, sample_weight=w)
     # Five groups: a band of free level, whose largest constraint is (metric - bound) / 2.
     np.testing.assert_allclose(metric, 2 * c.max() + 0.1, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([3, 0, 3, 7, 0, 1]),
+        np.array([1, 0, 1, 1], dtype=np.int8),
+        np.array([-2, 5, -2, 0]),
+        np.array([10**12, 5, 10**12]),
+        np.array(["b", "a", "c", "a"]),
+        np.array([True, False, True]),
+        np.array([0.5, 2.0, 0.5]),
+    ],
+)
+def test_unique_codes_are_numpys(values):
+    from sklearn_ialm.problems.fairness import unique_codes
+
+    labels, codes = unique_codes(values)
+    want_labels, want_codes = np.unique(values, return_inverse=True)
+    np.testing.assert_array_equal(labels, want_labels)
+    assert labels.dtype == want_labels.dtype
+    np.testing.assert_array_equal(codes, want_codes.reshape(-1))

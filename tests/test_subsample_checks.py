@@ -84,12 +84,18 @@ def test_subsample_rows_are_counted_as_stop_tests():
     res = stoc_ialm(pb, random_state=0, check_sample=500)
     h = res.history
     n = pb.n_samples
-    # Each test's rows (two kinds on a subsample, a full evaluation's cost otherwise).
+    # Each test's row evaluations: two kinds on a subsample, each row at the test's point and,
+    # once a test on all rows gave the control variate's reference, at that point too; a full
+    # evaluation's cost otherwise.
     np.testing.assert_allclose(h["check_passes"], np.cumsum(h["check_rows"]) / n)
     assert res.n_check_passes == pytest.approx(h["check_rows"].sum() / n)
-    assert set(h["check_rows"][h["check_rows"] < pb.full_evaluation_cost()]) <= {
-        2 * r for r in range(500, n, 10)
-    }
+    on_subsample = h["check_rows"][h["check_rows"] < pb.full_evaluation_cost()]
+    assert set(on_subsample) <= {k * r for r in range(500, n, 10) for k in (2, 4)}
+    # The first test has no reference yet; one after a test on all rows has.
+    assert on_subsample[0] == 2 * 500
+    full = np.flatnonzero(h["check_rows"] >= pb.full_evaluation_cost())
+    later = [c for c in h["check_rows"][full[0] + 1 :] if c < pb.full_evaluation_cost()]
+    assert later and all(c % 4 == 0 and c >= 4 * 500 for c in later)
 
 
 def test_same_seed_same_model_with_subsample_tests():
@@ -134,3 +140,74 @@ def test_debiased_residual_against_monte_carlo():
     se = debiased.std() / np.sqrt(len(debiased))
     assert raw.mean() - truth > 3 * se  # the plain norm is biased upwards
     assert abs(debiased.mean() - truth) < min(3 * se, (raw.mean() - truth) / 3)
+
+
+@pytest.mark.parametrize("kind", ["fairness", "neyman_pearson"])
+def test_gathered_rows_evaluate_as_the_rows_read_in_place(kind):
+    # A stop test's chunk copied in order (LinearProblem.gather, read by the compiled pass)
+    # against the same rows read through the numpy oracles: objective, gradient, constraint
+    # values and J^T. The Neyman-Pearson problem's constraint rows are a subset of X's rows.
+    pytest.importorskip("numba")
+    X, y, groups = _data(3_000, seed=1)
+    if kind == "fairness":
+        pb = fairness_problem(X, y, X, groups, bound=0.1, fit_intercept=True, feature_scale="auto")
+    else:
+        pb = neyman_pearson_problem(X, y, max_fpr=0.1, fit_intercept=True, feature_scale="auto")
+    rng = np.random.default_rng(0)
+    x = rng.normal(0.0, 0.5, pb.n_params)
+    batches = (
+        rng.integers(pb.n_objective_samples, size=700),
+        rng.integers(pb.n_constraint_samples, size=900),
+    )
+    copy = pb.gather(batches)
+    assert copy is not None and copy.A.flags.c_contiguous
+    f1, g1, c1, jt1 = pb.full_evaluation(x, None, copy)
+    pb.use_kernel = False
+    f0, g0, c0, jt0 = pb.full_evaluation(x, None, batches)
+    v = rng.standard_normal(pb.n_constraints)
+    np.testing.assert_allclose(f1, f0, rtol=1e-12)
+    np.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(c1, c0, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(jt1(v), jt0(v), rtol=1e-10, atol=1e-14)
+
+
+def test_gather_declines_sparse_rows():
+    import scipy.sparse as sp
+
+    X, y, groups = _data(500)
+    pb = fairness_problem(sp.csr_matrix(X), y, sp.csr_matrix(X), groups, bound=0.1)
+    assert pb.gather((np.arange(10), np.arange(10))) is None
+
+
+def test_windows_read_every_row_equally_often():
+    # Windows of adjacent rows at uniform starts (wrapping around the end): each row is in a
+    # draw with the same probability, the first and last rows included.
+    rng = np.random.default_rng(0)
+    n, width, rows, draws = 500, 64, 640, 2_000
+    counts = np.zeros(n)
+    for _ in range(draws):
+        idx = ialm._windows(rng, n, rows, width)
+        assert idx.shape == (rows // width, width)
+        assert np.all(np.diff(idx, axis=1) % n == 1)  # adjacent rows, in order
+        counts += np.bincount(idx.ravel(), minlength=n)
+    expected = draws * rows / n
+    # Each count is a sum of 2000 x 10 window indicators (p = 64 / 500): sd about 47. Without
+    # the wrap, row 0 would be read only from the windows that start there (about 40 times).
+    p = width / n
+    assert np.abs(counts - expected).max() < 5 * np.sqrt(draws * (rows // width) * p * (1 - p))
+
+
+def test_default_subsample_reads_windows_and_its_verdict_holds_on_all_rows():
+    # On 150000 rows the default tests read windows of 64 rows (10 chunks of whole windows),
+    # and a converged fit's point passes the test on all rows.
+    X, y, groups = _data(150_000, seed=2)
+    pb = fairness_problem(X, y, X, groups, bound=0.1, fit_intercept=True, feature_scale="auto")
+    res = stoc_ialm(pb, random_state=0, max_passes=30)
+    rows = res.history["check_rows"]
+    on_sub = rows[rows < pb.full_evaluation_cost()]
+    assert len(on_sub) and np.all(
+        on_sub % (2 * ialm._SUBSAMPLE_CHUNKS * ialm._SUBSAMPLE_WINDOW) == 0
+    )
+    assert res.converged
+    pres, dres = _full_residuals(pb, res)
+    assert pres <= res.settings["tol"] and dres <= res.settings["dual_tol"]

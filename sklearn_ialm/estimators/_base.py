@@ -28,6 +28,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..problems import LinearProblem
+from ..problems.fairness import unique_codes
 from ..problems.losses import Logistic
 from ..solver import stoc_ialm
 from ..solver.ialm import HISTORY_COUNTS, clip_batch_size
@@ -490,7 +491,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"Only binary classification is supported. The type of the target is {y_type}."
             )
-        classes, y01 = np.unique(y, return_inverse=True)
+        classes, y01 = unique_codes(np.asarray(y))
         if len(classes) < 2:
             raise ValueError(
                 f"{type(self).__name__} needs samples of 2 classes, but the data contain "

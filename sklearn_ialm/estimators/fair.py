@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import _num_samples, check_array, validate_data
 
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
+from ..problems.fairness import unique_codes
 from ._base import _DTYPES, DEFERRED_SCALING, BaseIALMClassifier, MatrixLike, calibration_seed
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
 
@@ -75,8 +76,8 @@ def encode_groups(sensitive_features, n_samples: int):
         sf = sf[:, 0]
     try:
         if sf.ndim == 1:
-            labels, codes = np.unique(sf, return_inverse=True)
-            return codes.reshape(-1), labels
+            labels, codes = unique_codes(sf)
+            return codes, labels
         per_column = [np.unique(sf[:, j], return_inverse=True) for j in range(sf.shape[1])]
     except TypeError as exc:
         raise ValueError(

@@ -126,20 +126,38 @@ def _binary(name, values, n):
     return values == 1
 
 
-def _group_rates(rate, groups, labels, weights, y, pred):
-    """Weighted rate of each group in ``labels``, at predictions ``pred`` in {0, 1}.
+def unique_codes(groups):
+    """``(labels, codes)``: the sorted distinct values of ``groups`` and each row's position
+    among them, as ``np.unique(groups, return_inverse=True)``.
+
+    Small non-negative integers (0/1 labels, the estimators' own group codes) are counted in
+    one pass; other values are sorted (``np.unique``: on 1e6 rows a sort took 0.02-0.08 s,
+    and a fit asked for several).
+    """
+    if groups.dtype.kind in "iu" and len(groups):
+        low, high = int(groups.min()), int(groups.max())
+        if low >= 0 and high <= 2 * len(groups):
+            present = np.flatnonzero(np.bincount(groups))
+            lookup = np.zeros(high + 1, dtype=np.intp)
+            lookup[present] = np.arange(len(present))
+            return present.astype(groups.dtype), lookup[groups]
+    labels, codes = np.unique(groups, return_inverse=True)
+    return labels, codes.reshape(-1)
+
+
+def _group_rates(rate, codes, n_groups, weights, y, pred):
+    """Weighted rate of each group (``codes`` in ``0 .. n_groups - 1``), at predictions
+    ``pred`` in {0, 1}: two weighted counts per group, in one pass over the rows each (a mask
+    per group read every row once per group: 0.12 s a report on 1e6 rows).
 
     A group without rows that the rate averages over has rate 0, as in fairlearn (whose
     rates come from scikit-learn's normalised confusion matrix).
     """
     rows, c, s = _rate_terms(rate, y)
-    value = c + s * pred
-    out = np.empty(len(labels))
-    for i, g in enumerate(labels):
-        m = groups == g if rows is None else (groups == g) & rows
-        wg = weights[m].sum()
-        out[i] = np.dot(weights[m], np.broadcast_to(value, pred.shape)[m]) / wg if wg else 0.0
-    return out
+    w = weights if rows is None else weights * rows
+    total = np.bincount(codes, weights=w, minlength=n_groups)
+    hits = np.bincount(codes, weights=w * (c + s * pred), minlength=n_groups)
+    return np.divide(hits, total, out=np.zeros(n_groups), where=total != 0)
 
 
 def _pair_metric(rates, labels, protected, form):
@@ -243,24 +261,25 @@ def fairness_metric(
         raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}.")
     needs_y = kind in _PARITY_RATES and kind != "demographic_parity"
     y = _binary("y_true", y_true, n) if needs_y else None
-    labels = np.unique(groups)
-    for g in labels:
-        if w[groups == g].sum() <= 0:
-            raise ValueError(f"Group {_label(g)!r} has zero total sample_weight.")
+    labels, codes = unique_codes(groups)
+    group_weight = np.bincount(codes, weights=w, minlength=len(labels))
+    if np.any(group_weight <= 0):
+        g = labels[np.flatnonzero(group_weight <= 0)[0]]
+        raise ValueError(f"Group {_label(g)!r} has zero total sample_weight.")
     protected = labels if protected is None else np.asarray(list(protected))
     missing = [g for g in protected if g not in labels]
     if missing:
         raise ValueError(f"protected: group {_label(missing[0])!r} has no rows in groups.")
     if kind in ("positive_share", "disparate_impact"):
-        rates = _group_rates("selection_rate", groups, protected, w, None, pred)
+        at = np.searchsorted(labels, protected)
+        rates = _group_rates("selection_rate", codes, len(labels), w, None, pred)[at]
         overall = np.dot(w, pred) / w.sum()
         if kind == "positive_share":
-            weight_share = np.array([w[groups == g].sum() for g in protected]) / w.sum()
-            rates = rates * weight_share
+            rates = rates * group_weight[at] / w.sum()
         with np.errstate(invalid="ignore", divide="ignore"):
             return float(np.min(rates / overall)) if overall > 0 else np.nan
     values = [
-        _pair_metric(_group_rates(r, groups, labels, w, y, pred), labels, protected, form)
+        _pair_metric(_group_rates(r, codes, len(labels), w, y, pred), labels, protected, form)
         for r in _PARITY_RATES[kind]
     ]
     # Python's max/min over the per-rate metrics, in fairlearn's order (tpr, then fpr).
@@ -447,11 +466,12 @@ def _balanced_rows(groups, W, min_copies=1):
     Unless some group is listed at least ``min_copies`` times, the rows are kept as they are.
     """
     n = len(groups)
-    labels, codes, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    labels, codes = unique_codes(np.asarray(groups))
+    counts = np.bincount(codes, minlength=len(labels))
     reps = np.maximum(1, np.rint(n / (len(labels) * counts))).astype(np.intp)
     if np.all(reps == 1) or reps.max() < min_copies:
         return None, W
-    per_row = reps[codes.reshape(-1)]
+    per_row = reps[codes]
     rows = np.repeat(np.arange(n), per_row)
     total = len(rows)
     W = W[rows]

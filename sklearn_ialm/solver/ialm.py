@@ -53,6 +53,9 @@ _SUBSAMPLE_MARGIN = 1.0
 _SUBSAMPLE_SE_SHARE = 0.2
 #: Chunks of the subsample for its batch-means standard errors.
 _SUBSAMPLE_CHUNKS = 10
+#: ``check_sample="auto"``: the subsample is drawn as windows of this many adjacent rows at
+#: uniform starts (every row equally likely), read in order; each chunk holds whole windows.
+_SUBSAMPLE_WINDOW = 64
 
 #: Named settings. ``"default"`` is the best we measured (see the user guide and
 #: ``benchmarks/results``); ``"paper"`` is the paper's Section 5 reading of Algorithms 1-2:
@@ -646,7 +649,7 @@ def stoc_ialm(
     # Rows per kind of a subsample stop test (None: all rows).
     # ``start``: None when every test reads all rows; ``ref``: the last test on all rows, the
     # control variate of the subsample's estimates.
-    sub = {"rows": None, "start": None, "ref": None}
+    sub = {"rows": None, "start": None, "ref": None, "window": 1}
     # A problem may say that a subsample test would read as much as a test on all rows (rows
     # held by a Dask cluster: random rows fall in every partition, so either test reads them
     # all): its tests then read all rows.
@@ -654,7 +657,11 @@ def stoc_ialm(
         rows0 = _SUBSAMPLE_ROWS if check_sample == "auto" else int(check_sample)
         least = _SUBSAMPLE_MIN_ROWS if check_sample == "auto" else 4 * rows0 + 1
         if check_cost >= least:
-            sub["rows"] = sub["start"] = _round_up(rows0, _SUBSAMPLE_CHUNKS)
+            # Random rows cost several times a row of a sequential pass (memory latency):
+            # the default's windows are read nearly in order. A subsample size the caller
+            # sets is drawn row by row.
+            sub["window"] = _SUBSAMPLE_WINDOW if check_sample == "auto" else 1
+            sub["rows"] = sub["start"] = _round_up(rows0, _SUBSAMPLE_CHUNKS * sub["window"])
     kinds = 1 + bool(m)
 
     def test_cost():
@@ -725,15 +732,17 @@ def stoc_ialm(
         if rows is not None:
             # A fresh subsample per test, read once, chunk by chunk: the chunks' estimates
             # give the standard errors, their mean the subsample's.
-            bo = problem.sample(rng, rows, "objective")
             # (Uniform rows: a test's plain means read them, stratified draws or not.)
-            bc = problem.sample(rng, rows, "constraint", stratified=False) if m else None
-            counter.check_evaluations += kinds * rows
+            bo = _windows(rng, problem.n_objective_samples, rows, sub["window"])
+            bc = _windows(rng, problem.n_constraint_samples, rows, sub["window"]) if m else None
+            # Each row at the test's point, and at the reference point (control variate).
+            charged = kinds * rows * (1 + (sub["ref"] is not None))
+            counter.check_evaluations += charged
             chunks = [
                 _chunk_evaluation(
                     problem,
                     xk,
-                    (bo[i::_SUBSAMPLE_CHUNKS], None if bc is None else bc[i::_SUBSAMPLE_CHUNKS]),
+                    _subsample_chunk(problem, bo, bc, i),
                     sub["ref"],
                 )
                 for i in range(_SUBSAMPLE_CHUNKS)
@@ -809,7 +818,7 @@ def stoc_ialm(
             ("objective", f0 + h.value(xk)),
             ("constraint", float(np.max(c)) if m else np.nan),
             ("batch_size", state.get("batch_size", batch_size)),
-            ("check_rows", kinds * rows if rows is not None else check_cost or np.nan),
+            ("check_rows", charged if rows is not None else check_cost or np.nan),
         ):
             hist[key].append(val)
         if verbose and time.monotonic() - clock["last"] >= _PROGRESS_SECONDS:
@@ -1083,6 +1092,31 @@ def _round_up(value, multiple):
     return int(-(-int(np.ceil(value)) // multiple) * multiple)
 
 
+def _windows(rng, n, rows, width):
+    """``rows`` row indices of ``n`` as an array of ``rows / width`` windows of ``width``
+    adjacent rows, each at a uniform start (wrapping around): every row is equally likely to
+    be read, as with rows drawn one by one, and a window is read in order."""
+    starts = rng.integers(n, size=rows // width)
+    return (starts[:, None] + np.arange(width)) % n
+
+
+def _subsample_chunk(problem, bo, bc, i):
+    """Chunk ``i`` of a stop test's subsample ``(bo, bc)`` (windows of rows, see
+    :func:`_windows`: every tenth window), as the evaluation batch it is read through.
+
+    A problem that can (``gather``) copies the chunk's rows in order: the chunk is then read
+    at random once, and at its two points (see :func:`_chunk_evaluation`) in order. Read in
+    place, each point's evaluation gathered the rows again: on dense 1e6 x 20 the tests took
+    more time than the fit's minibatches and full passes together. One chunk's copy is held
+    at a time, a tenth of a subsample of at most a quarter of the rows (see
+    :func:`_grow_subsample`).
+    """
+    chunk = tuple(None if b is None else b[i::_SUBSAMPLE_CHUNKS].ravel() for b in (bo, bc))
+    gather = getattr(problem, "gather", None)
+    copy = gather(chunk) if gather is not None else None
+    return chunk if copy is None else copy
+
+
 def _chunk_evaluation(problem, x, batches, ref):
     """``full_evaluation`` at ``x`` on the rows ``batches``, with the last evaluation on all
     rows as a control variate when there is one (``ref``).
@@ -1172,7 +1206,7 @@ def _grow_subsample(sub, pres, dres, pres_se, dres_se, tol, dual_tol, full_cost,
         if value < 2 * limit and se > target:
             need = max(need, rows * (se / target) ** 2)
     if need > rows:
-        rows = _round_up(need, _SUBSAMPLE_CHUNKS)
+        rows = _round_up(need, _SUBSAMPLE_CHUNKS * sub["window"])
         sub["rows"] = None if 4 * kinds * rows > full_cost else rows
 
 
