@@ -193,6 +193,7 @@ def fit_hard_rates(
     shift = np.zeros(m)
     trace = [[] for _ in range(m)]  # (soft value, hard value) per unit, for the secant
     misses = np.zeros(m)  # solves in a row whose shifted bound still missed, per unit
+    capped = np.zeros(m, bool)  # the unit's shift is at its cap (see _shift_cap)
     results, passes = [], 0.0
     column_means = None  # see _shift_cap
     # (x, scores, hard values, solver result) of the best solve on each side of the bound:
@@ -213,6 +214,7 @@ def fit_hard_rates(
         if np.any(shift < 0) and not result.converged:
             break  # a looser bound the solver could not reach: keep what was feasible
         active = units.any_positive(result.multipliers) | (shift != 0)
+        nearest = np.inf if infeasible is None else np.max(infeasible[2])
         if np.all(hard <= _EPS):
             unused = np.where(active, hard, 0.0)
             if np.all(unused >= -bound_tol):
@@ -222,6 +224,19 @@ def fit_hard_rates(
         elif infeasible is None or np.max(hard) < np.max(infeasible[2]):
             infeasible = (result.x, scores, hard, result)
         if infeasible is not None and feasible is not None:
+            break
+        missing = hard > _EPS
+        if np.any(missing) and np.all(capped[missing]) and np.max(hard) >= nearest:
+            # Every unit that misses had the tightest bound the surrogate allows, and this
+            # solve came no nearer than an earlier one: another solve at that bound repeats
+            # it. (A strongly binding group on 1e6 rows: five more solves at the cap, their
+            # hard gaps 0.04-0.08 in no order, before the budget of solves ran out.)
+            _say(
+                verbose,
+                f"no further solve: on predictions the constraints are "
+                f"{np.round(hard, 4).tolist()}, no nearer than an earlier solve's at the "
+                "tightest bound the surrogate allows",
+            )
             break
         # A unit already shifted that misses again aims twice as deep each time: a solve
         # meets its soft bound only to within tol, so a hard value aimed at the middle of a
@@ -252,6 +267,7 @@ def fit_hard_rates(
             if misses[k]:
                 # Missed again: at least as much deeper as it missed by, whatever the secant.
                 proposal = max(proposal, shift[k] + hard[k] - target)
+            capped[k] = proposal >= cap[k]
             shift[k] = min(proposal, cap[k])
         _say(
             verbose and rnd + 1 < max_rounds and passes < budget,

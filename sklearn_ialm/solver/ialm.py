@@ -413,9 +413,11 @@ def stoc_ialm(
     check_sample : "auto", int or False
         Stop tests on a subsample of rows (finite sums only). ``"auto"`` (``"default"``):
         when a test on all rows reads at least 100000 rows, each test first reads a fresh
-        random subsample of 10000 objective and 10000 constraint rows (drawn from the run's
-        generator, with replacement), an int ``r``: of ``r`` rows of each kind, whenever a
-        test on all rows reads more than ``4 r`` rows. The residuals on the subsample come
+        random subsample of 10240 objective and 10240 constraint rows (drawn from the run's
+        generator, with replacement, as windows of 64 adjacent rows at uniform starts: every
+        row equally likely, read nearly in order; random single rows cost several times a
+        row of a sequential pass), an int ``r``: of ``r`` single rows of each kind, whenever
+        a test on all rows reads more than ``4 r`` rows. The residuals on the subsample come
         with batch-means standard errors over 10 chunks of it, and the squared noise of the
         residual vectors (their trace of covariance, from the same chunks) is taken off
         their squared norms, which noise alone would inflate. A test whose dual residual is
