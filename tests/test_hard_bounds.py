@@ -457,3 +457,38 @@ def test_steering_stops_repeating_the_tightest_bound(seed):
     assert clf.n_rounds_ <= 4
     assert demographic_parity_difference(y, clf.predict(X), sensitive_features=g) <= 0.02
     assert clf.bound_met_
+
+
+@pytest.mark.parametrize("kind", ["demographic_parity", "equalized_odds", "error_rate_parity"])
+def test_constant_models_meet_the_bound_as_fairlearn_says(kind):
+    # The steering stops repeating its tightest bound only where both constant models meet
+    # the bound (its fallback moves towards one): fairlearn's verdict on all-0 and all-1
+    # predictions. Error rates differ between groups of different base rates at a constant.
+    from fairlearn.metrics import (
+        demographic_parity_difference,
+        equalized_odds_difference,
+    )
+
+    from sklearn_ialm.estimators._hard_rates import _constant_meets, _Units
+    from sklearn_ialm.problems import fairness_problem
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    X = rng.standard_normal((n, 3))
+    g = rng.integers(0, 3, n)
+    y = (rng.random(n) < np.array([0.2, 0.35, 0.5])[g]).astype(int)
+    pb = fairness_problem(X, y, X, g, bound=0.05, constraint=kind, fit_intercept=True)
+    units = _Units(pb)
+    means = pb.rate_constraints(np.ones(pb.n_constraint_samples)) - pb.offset
+
+    def gap(pred):
+        if kind == "demographic_parity":
+            return demographic_parity_difference(y, pred, sensitive_features=g)
+        if kind == "equalized_odds":
+            return equalized_odds_difference(y, pred, sensitive_features=g)
+        rates = [np.mean(pred[g == k] != y[g == k]) for k in range(3)]
+        return max(rates) - min(rates)
+
+    fairlearn_says = all(gap(np.full(n, c)) <= 0.05 for c in (0, 1))
+    assert _constant_meets(units, means, pb.offset) == fairlearn_says
+    assert fairlearn_says == (kind != "error_rate_parity")
