@@ -464,12 +464,21 @@ WHY = """### Why the misses
   would take 5.6 GB).
 - **small_table** (below the peer): the 7 % group is not in X and leans positive on the
   main feature, so a linear model meets the bound only by leaning less on that feature.
-  Ours reaches 0.682 over 5 seeds at training gap 0.048, ExponentiatedGradient 0.711 at
+  Ours reaches 0.684 over 5 seeds at training gap 0.048, ExponentiatedGradient 0.711 at
   0.045 with predictions drawn from its randomised mixture. The most accurate single
   linear model on the training rows at gap <= 0.05 that a search finds (LogisticRegression's
   weights and 6000 perturbations of them, every threshold; `best_single_linear` above) has
   training accuracy 0.715 but test accuracy 0.660 (test gap 0.120). At tol 1e-3 and 3000
   passes the fit stays at the minibatch noise floor (about 0.0011) and says so.
+- **Tried in session 9, not adopted** (scripts in the closing note of issue 20): the step
+  is not what holds the creeping solves back. At the end of Adult's equalised-odds solves
+  (seed 0) the augmented Lagrangian's largest curvature is 0.16, 0.41 and 1.1 at penalty
+  1.4, 4.4 and 13.3, where the step's bound L0 + beta LJ is 21, 63 and 192 (finite
+  differences of the full gradient); yet a tighter proven bound (|J_k|^2 by Cauchy-Schwarz
+  weighted by |W_k|: LJ 14.4 -> 11.0 for equalised odds, 9.5 -> 5.7 for error-rate parity)
+  left equalised odds within 100 passes in 2 seeds of 5 (3 now) and missed error-rate
+  parity in 4 of 5 (2 now), and scaling the columns by the penalty's curvature on them (a
+  diagonal preconditioner as a change of units) left LJ at 13.7 and helped no row.
 """
 
 HEADER = [
