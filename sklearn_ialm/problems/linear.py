@@ -565,12 +565,8 @@ class LinearProblem(FiniteSumProblem):
         together). The copy holds the subsample's rows only.
         """
         Ao, Ac = self.A_obj, self.A_con
-        if self._kernel_loss_code() is None or Ao.sparse or Ac.sparse:
-            return None
-        if not (Ao.in_place() and Ac.in_place()):
-            return None
         bo, bc = batches
-        if isinstance(bo, slice) or isinstance(bc, slice):
+        if self._dense_pass_code() is None or isinstance(bo, slice) or isinstance(bc, slice):
             return None
         m = self.n_constraints if bc is not None else 0
         ro = bo if Ao.rows is None else Ao.rows[bo]
@@ -591,26 +587,48 @@ class LinearProblem(FiniteSumProblem):
         """:meth:`full_evaluation` on the rows of a :meth:`gather` batch."""
         from . import _kernels
 
-        m = self.n_constraints if g.n_c else 0
         v, b = self._effective(x)
+        # The constraint rows follow the objective rows in the copy.
+        rows_c = np.arange(g.n_o, g.n_o + g.n_c, dtype=np.intp) if g.n_c else None
+        sums = _kernels.full_pass(
+            g.A, None, rows_c, g.n_o, g.n_c, False, v, float(b), g.b, g.u,
+            self._dense_pass_code(), self._loss_alpha(), g.W, self._signed_columns(),
+        )  # fmt: skip
+        return self._pass_evaluation(x, sums, g.n_o, g.n_c)
+
+    def _dense_pass_code(self):
+        """The kernel's loss code when the compiled pass over dense rows applies, else None:
+        a loss the kernel has, and float64 dense rows read in place (see
+        :meth:`_full_evaluation_compiled`)."""
+        Ao, Ac = self.A_obj, self.A_con
+        if Ao.sparse or Ac.sparse or not (Ao.in_place() and Ac.in_place()):
+            return None
+        return self._kernel_loss_code()
+
+    def _signed_columns(self):
+        """:func:`~._kernels.signed_columns` of ``W``, computed once per weight matrix: the
+        pass accumulates ``J^T`` only for columns of ``W`` that differ up to sign (the two
+        sides of a parity gap share one)."""
+        from . import _kernels
+
         cached = getattr(self, "_kernel_columns", None)
         if cached is None or cached[0] is not self.W:
             cached = self._kernel_columns = (self.W, _kernels.signed_columns(self.W))
-        # The constraint rows follow the objective rows in the copy.
-        rows_c = np.arange(g.n_o, g.n_o + g.n_c, dtype=np.intp) if m else None
-        f, grad, rsum, csum, G, gsum = _kernels.full_pass(
-            g.A, None, rows_c, g.n_o, g.n_c, False, v, float(b), g.b, g.u,
-            self._kernel_loss_code(), self._loss_alpha(), g.W, cached[1],
-        )  # fmt: skip
-        grad = self._finish_grad(grad, rsum, g.n_o)
-        if not m:
-            return float(f) / g.n_o, grad, np.zeros(0), lambda v: np.zeros_like(x)
+        return cached[1]
+
+    def _pass_evaluation(self, x, sums, n_o, n_c):
+        """:meth:`full_evaluation`'s ``(f0, grad, c, jac_t)`` from a compiled pass's sums over
+        ``n_o`` objective and ``n_c`` constraint rows (``n_c = 0``: no constraints read)."""
+        f, g, rsum, csum, G, gsum = sums
+        grad = self._finish_grad(g, rsum, n_o)
+        if not (self.n_constraints and n_c):
+            return float(f) / n_o, grad, np.zeros(0), lambda v: np.zeros_like(x)
 
         def jac_t(y):
             y = np.asarray(y, dtype=float)
-            return self._finish_grad(G @ y, float(gsum @ y), g.n_c)
+            return self._finish_grad(G @ y, float(gsum @ y), n_c)
 
-        return float(f) / g.n_o, grad, csum / g.n_c + self.offset, jac_t
+        return float(f) / n_o, grad, csum / n_c + self.offset, jac_t
 
     def _full_evaluation_compiled(self, x):
         """:meth:`full_evaluation` in one compiled pass over the rows, or None.
@@ -624,19 +642,15 @@ class LinearProblem(FiniteSumProblem):
         3.4 ms per stopping test, ``jac_t`` included).
         """
         Ao, Ac = self.A_obj, self.A_con
-        loss_code = self._kernel_loss_code()
-        if loss_code is None or Ao.sparse or Ac.sparse or not (Ao.in_place() and Ac.in_place()):
+        loss_code = self._dense_pass_code()
+        if loss_code is None:
             return None
         from . import _kernels
 
         v, b = self._effective(x)
         m = self.n_constraints
-        cached = getattr(self, "_kernel_columns", None)
-        if cached is None or cached[0] is not self.W:
-            # Computed once per weight matrix: the pass accumulates J^T only for columns of W
-            # that differ up to sign (the two sides of a parity gap share one).
-            cached = self._kernel_columns = (self.W, _kernels.signed_columns(self.W))
-        args = (v, float(b), self.b, self.u, loss_code, self._loss_alpha(), self.W, cached[1])
+        args = (v, float(b), self.b, self.u, loss_code, self._loss_alpha(), self.W)
+        args += (self._signed_columns(),)
         # (matrix, objective rows and count, constraint rows and count, shared); rows None
         # means all rows in order.
         obj, con = (Ao.rows, Ao.n_rows), (Ac.rows, Ac.n_rows)
@@ -654,18 +668,7 @@ class LinearProblem(FiniteSumProblem):
             dense = src.kernel_source(_NO_INDEX)[0]
             res = _kernels.full_pass(dense, ro, rc, n_ro, n_rc, shared, *args)
             out = [a + r for a, r in zip(out, res, strict=True)]
-        f, g, rsum, csum, G, gsum = out
-        n_o, n_c = Ao.n_rows, Ac.n_rows
-        grad = self._finish_grad(g, rsum, n_o)
-        if not m:
-            return float(f) / n_o, grad, np.zeros(0), lambda v: np.zeros_like(x)
-        c = csum / n_c + self.offset
-
-        def jac_t(y):
-            y = np.asarray(y, dtype=float)
-            return self._finish_grad(G @ y, float(gsum @ y), n_c)
-
-        return float(f) / n_o, grad, c, jac_t
+        return self._pass_evaluation(x, out, Ao.n_rows, Ac.n_rows)
 
     # -- the same minibatch at two points (PStorm's fast path) ---------------------------------
     def _score_pair(self, A, x1, x2):
