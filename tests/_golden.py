@@ -1,0 +1,217 @@
+"""The fits that pin the solver's results bit for bit across a restructure (issue 32).
+
+``python -m tests._golden`` records every case's fitted values to
+``tests/data/golden_fits.npz`` with the versions of the numeric stack it ran on;
+``tests/test_golden.py`` refits each case and compares with ``np.array_equal``. A change that
+is meant to move results (a new default) records them again in the same commit and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+
+PATH = Path(__file__).parent / "data" / "golden_fits.npz"
+STACK = ("numpy", "scipy", "scikit-learn", "numba", "dask")
+
+
+def stack_versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in STACK:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _data(n=1500, d=8, seed=0):
+    X, y = make_classification(
+        n_samples=n, n_features=d, n_informative=5, n_redundant=1, random_state=seed
+    )
+    rng = np.random.default_rng(seed)
+    groups = (X[:, 0] + rng.normal(size=n) > 0.2).astype(int)
+    return X, y, groups
+
+
+def _layout(X, layout):
+    if layout == "csr":
+        Xs = np.where(np.abs(X) > 0.7, X, 0.0)
+        return sp.csr_matrix(Xs)
+    if layout == "dask":
+        import dask.array as da
+
+        return da.from_array(X, chunks=500)
+    return X
+
+
+def _dask_vec(v, layout):
+    if layout != "dask":
+        return v
+    import dask.array as da
+
+    return da.from_array(v, chunks=500)
+
+
+_FAIR_KINDS = (
+    ("positive_share", None, 0.2),
+    ("disparate_impact", None, 0.8),
+    ("demographic_parity", None, 0.05),
+    ("demographic_parity", "ratio", 0.8),
+    ("true_positive_rate_parity", None, 0.05),
+    ("false_positive_rate_parity", None, 0.05),
+    ("equalized_odds", None, 0.05),
+    ("error_rate_parity", None, 0.05),
+)
+
+
+def _cases():
+    """name -> (estimator factory, layout, fit seed)."""
+    from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+
+    cases = {}
+    for kind, form, bound in _FAIR_KINDS:
+        for seed in (0, 1):
+            name = f"fair-{kind}-{form}-dense-default-s{seed}"
+            cases[name] = (
+                lambda kind=kind, form=form, bound=bound, seed=seed: FairLogisticClassifier(
+                    constraint=kind, form=form, bound=bound, random_state=seed,
+                    protected_groups=[1] if kind == "positive_share" else None,
+                ),
+                "dense",
+            )  # fmt: skip
+    for layout in ("csr", "dask"):
+        for seed in (0, 1):
+            cases[f"fair-dp-{layout}-default-s{seed}"] = (
+                lambda seed=seed: FairLogisticClassifier(
+                    constraint="demographic_parity", bound=0.05, random_state=seed
+                ),
+                layout,
+            )
+            cases[f"np-{layout}-default-s{seed}"] = (
+                lambda seed=seed: NeymanPearsonClassifier(max_fpr=0.1, random_state=seed),
+                layout,
+            )
+    for preset in ("default", "paper"):
+        passes = 300.0
+        for seed in (0, 1):
+            cases[f"np-dense-{preset}-s{seed}"] = (
+                lambda preset=preset, seed=seed, passes=passes: NeymanPearsonClassifier(
+                    max_fpr=0.1, preset=preset, random_state=seed, max_passes=passes
+                ),
+                "dense",
+            )
+            cases[f"fair-dp-dense-{preset}-s{seed}"] = (
+                lambda preset=preset, seed=seed, passes=passes: FairLogisticClassifier(
+                    constraint="demographic_parity", bound=0.05, preset=preset,
+                    random_state=seed, max_passes=passes,
+                ),
+                "dense",
+            )  # fmt: skip
+    for seed in (0, 1):
+        cases[f"np-dense-umbrella-s{seed}"] = (
+            lambda seed=seed: NeymanPearsonClassifier(
+                max_fpr=0.1, calibration="umbrella", random_state=seed
+            ),
+            "dense",
+        )
+        cases[f"fair-dp-dense-certified-s{seed}"] = (
+            lambda seed=seed: FairLogisticClassifier(
+                constraint="demographic_parity", bound=0.15, calibration="clopper-pearson",
+                random_state=seed,
+            ),
+            "dense",
+        )  # fmt: skip
+    return cases
+
+
+def _fit_case(name, factory, layout):
+    X, y, groups = _data(n=3000 if ("umbrella" in name or "certified" in name) else 1500)
+    clf = factory()
+    kwargs = {}
+    if name.startswith("fair"):
+        kwargs["sensitive_features"] = _dask_vec(groups, layout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(_layout(X, layout), _dask_vec(y, layout), **kwargs)
+    return {
+        "coef": np.asarray(clf.coef_),
+        "intercept": np.asarray(clf.intercept_),
+        "passes": np.asarray(clf.n_data_passes_),
+        "converged": np.asarray(clf.converged_),
+    }
+
+
+_THEORY = {"theory_constants": {"sigma_g": 0.5, "sigma_c": 0.5, "gap": 1.0}, "tol": 8.0}
+
+
+def _paper_problem_cases():
+    """``stoc_ialm``'s ``x`` on the paper's two problems, with the paper's preset."""
+    from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
+    from sklearn_ialm.solver import stoc_ialm
+
+    X, y = make_classification(n_samples=800, n_features=6, n_informative=4, n_redundant=0,
+                               random_state=0)  # fmt: skip
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    groups = (X[:, 1] > 0.3).astype(int)
+    problems = {
+        "np": lambda: neyman_pearson_problem(X, y, max_fpr=0.2),
+        "fair": lambda: fairness_problem(X, y, X[::2], groups[::2], bound=0.2, protected=[1]),
+    }
+    out = {}
+    for pname, make in problems.items():
+        for preset in ("paper", "default", "theory")[: 3 if pname == "np" else 2]:
+            for seed in (0, 1):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    r = stoc_ialm(
+                        make(),
+                        preset=preset,
+                        random_state=seed,
+                        max_passes=20,
+                        **_THEORY if preset == "theory" else {},
+                    )
+                out[f"solver-{pname}-{preset}-s{seed}"] = {
+                    "x": r.x, "passes": np.asarray(r.n_data_passes),
+                    "multipliers": r.multipliers,
+                }  # fmt: skip
+    return out
+
+
+def compute_all(names=None) -> dict:
+    out = {}
+    for name, (factory, layout) in _cases().items():
+        if names is None or name in names:
+            out[name] = _fit_case(name, factory, layout)
+    if names is None or any(n.startswith("solver-") for n in names):
+        for name, vals in _paper_problem_cases().items():
+            if names is None or name in names:
+                out[name] = vals
+    return out
+
+
+def case_names() -> list[str]:
+    solver = [f"solver-{p}-{pr}-s{s}" for p in ("np", "fair")
+              for pr in ("paper", "default", "theory") for s in (0, 1)]  # fmt: skip
+    return [*_cases(), *(n for n in solver if not n.startswith("solver-fair-theory"))]
+
+
+def record() -> None:
+    results = compute_all()
+    flat = {f"{case}::{key}": val for case, vals in results.items() for key, val in vals.items()}
+    flat["__versions__"] = np.asarray(json.dumps(stack_versions()))
+    PATH.parent.mkdir(exist_ok=True)
+    np.savez_compressed(PATH, **flat)
+    print(f"recorded {len(results)} cases to {PATH}")
+
+
+if __name__ == "__main__":
+    record()
