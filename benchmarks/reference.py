@@ -102,8 +102,9 @@ if __name__ == "__main__":
 
     X, y = make_classification(2000, 8, random_state=0)
     # The constraint (the mean score of X's rows below 100) is far from binding.
+    ridge = Ridge(1.0 / len(X), mask=np.r_[np.ones(8, bool), False])
     pb = LinearProblem(X, 2.0 * y - 1, Logistic(), X, np.ones(len(X)), -100.0,
-                       fit_intercept=True, h=Ridge(1.0 / len(X), mask=np.r_[np.ones(8, bool), False]))  # fmt: skip
+                       fit_intercept=True, h=ridge)  # fmt: skip
     ref = reference_solve(pb)
     lr = LogisticRegression(tol=1e-10, max_iter=10000).fit(X, y)
     print(ref["message"], np.abs(ref["x"] - np.r_[lr.coef_[0], lr.intercept_]).max())

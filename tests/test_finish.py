@@ -32,8 +32,9 @@ _BINDING = {"positive_share": 0.6, "disparate_impact": 0.99}
 def test_finish_reaches_the_reference_optimum(kind):
     X, y, g = _data()
     bound = _BINDING.get(kind, 0.02)
+    protected = [1] if kind in _BINDING else None
     pb = _ridge(fairness_problem(X, y, X, g, bound=bound, constraint=kind, loss="logistic",
-                                 fit_intercept=True, protected=[1] if kind in _BINDING else None))  # fmt: skip
+                                 fit_intercept=True, protected=protected))  # fmt: skip
     ref = reference_solve(pb)
     assert ref["success"], ref["message"]
     fin = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
