@@ -15,8 +15,10 @@ from sklearn.utils.validation import _num_samples, check_array, validate_data
 
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ..problems.fairness import unique_codes
-from ._base import _DTYPES, DEFERRED_SCALING, BaseIALMClassifier, MatrixLike, calibration_seed
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._scaling import DEFERRED_SCALING
+from ._solve import calibration_seed
 
 __all__ = ["FairLogisticClassifier"]
 

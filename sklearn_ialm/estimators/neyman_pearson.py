@@ -12,15 +12,10 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
-from ._base import (
-    _DTYPES,
-    DEFERRED_SCALING,
-    BaseIALMClassifier,
-    MatrixLike,
-    calibration_seed,
-    is_dask_collection,
-)
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, is_dask_collection
 from ._hard_rates import fit_negative_weight, rate_threshold
+from ._scaling import DEFERRED_SCALING
+from ._solve import calibration_seed
 from ._umbrella import (
     training_fpr_upper_limit,
     umbrella_min_calibration_size,
@@ -496,10 +491,15 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         """With ``rate="hard"`` (and no hold-out), the threshold that spends ``max_fpr`` on
         the training negatives; the umbrella rule sets its own after the fit."""
         self.threshold_ = 0.0
-        if self.rate == "hard" and self.calibration is None:
+        max_rate = self._negatives_rate_spent()
+        if max_rate is not None:
             neg = y01 == 0
-            self.threshold_ = rate_threshold(scores[neg], sample_weight[neg], self.max_fpr)
+            self.threshold_ = rate_threshold(scores[neg], sample_weight[neg], max_rate)
         return self.threshold_
+
+    def _negatives_rate_spent(self):
+        """``max_fpr`` with ``rate="hard"`` and no hold-out: the threshold spends it."""
+        return self.max_fpr if self.rate == "hard" and self.calibration is None else None
 
     def _bound_met(self, result, fit):
         if self.rate == "hard":
