@@ -314,10 +314,33 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             raise
 
     def _fit_or_raise(self, X, y, sample_weight=None, **fit_params):
+        """The fit's steps: validate, pose the problem (in standard units), start, solve it
+        (and steer the solution to the bound on predictions), report on the training rows,
+        conclude (whether the bound is met, whether the fit converged). The hooks that may
+        warn are called from here, not from a step function: their ``stacklevel`` counts
+        the frames up to the user's call."""
         if is_dask_collection(X):
             from ._dask import fit_dask
 
             return fit_dask(self, X, y, sample_weight, fit_params)
+        X, y01, sw, classes, fit_params = self._validated(X, y, sample_weight, fit_params)
+        problem, context = self._build_problem(X, y01, sw, fit_params)
+        problem = _standardised(problem, X, sw, self.C)
+        x0, y0, slack0 = self._warm_start_point(problem, classes, X.shape[1])
+        if x0 is None:
+            x0 = _null_start(problem)
+        result, fit, n_passes = self._solve_problem(problem, context, classes, x0, y0, slack0)
+        # The report below scores every row of X once more: part of the fit's work.
+        self.n_data_passes_ = float(n_passes + X.shape[0] / problem.n_samples)
+        # The problem's per-row arrays (margins, weights, W) are not needed for the report
+        # below, which scores X again: freed first, they do not add to its n-vectors.
+        del problem
+        self._training_report(X, y01, sw, context, fit)
+        return self._conclude(result, fit, context)
+
+    def _validated(self, X, y, sample_weight, fit_params):
+        """``(X, y01, sample_weight, classes, fit_params)`` checked, of the rows of nonzero
+        weight; sets the features seen in fit."""
         self._validate_params()
         _check_index_alignment(X, "y", y)
         _check_index_alignment(X, "sample_weight", sample_weight)
@@ -340,20 +363,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if not keep.all():
             X, y01, sw = X[keep], y01[keep], sw[keep]
             fit_params = self._subset_fit_params(fit_params, keep)
-        del keep
+        return X, y01, sw, classes, fit_params
 
-        problem, context = self._build_problem(X, y01, sw, fit_params)
-        problem = _standardised(problem, X, sw, self.C)
-        x0, y0, slack0 = self._warm_start_point(problem, classes, X.shape[1])
-        if x0 is None:
-            x0 = _null_start(problem)
-        result, fit, n_passes = self._solve_problem(problem, context, classes, x0, y0, slack0)
-        # The report below scores every row of X once more: part of the fit's work.
-        self.n_data_passes_ = float(n_passes + X.shape[0] / problem.n_samples)
-        # The problem's per-row arrays (margins, weights, W) are not needed for the report
-        # below, which scores X again: freed first, they do not add to its n-vectors.
-        del problem
-
+    def _training_report(self, X, y01, sample_weight, context, fit):
+        """The rates of the model on its training rows (soft and hard), after its intercept
+        is moved off ties and the constant model is weighed against it."""
+        sw = sample_weight
         scores = self._away_from_ties(self._score(X), y01, sw, context)
         scores = self._at_least_constant(scores, y01, sw, context)
         threshold = self._decision_threshold(scores, y01, sw)
@@ -364,7 +379,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(context, dict):
             context.update(steering=fit, scores=scores, y01=y01, weights=sw)
         self._set_report_attributes(context)
-        return self._conclude(result, fit, context)
 
     def _solve_problem(self, problem, context, classes, x0, y0, slack0, in_sequence=False):
         """Solve ``problem`` (every seed, then the steering's further solves) and set the
@@ -406,20 +420,26 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
             return _solve(pb, [seeds[first["best"]], rnd], kwargs)
 
-        self.classes_ = classes
         if self._steers_hard_rates(problem):
             fit = self._steer(problem, solve, context, float(self.max_passes))
             result, x, n_passes = fit.result, fit.x, fit.n_data_passes
-            history = _joined_history(fit.results)
-            self.n_rounds_ = len(fit.results)
         else:
             result = solve(problem, 0, None, float(self.max_passes))
             fit, x, n_passes = None, result.x, result.n_data_passes
-            history = result.history
-            self.n_rounds_ = 1
-        results, best = first["results"], first["best"]
+        self._set_solution(
+            problem, classes, x, result, fit, seeds, first["results"], first["best"]
+        )
+        return result, fit, n_passes
 
+    def _set_solution(self, problem, classes, x, result, fit, seeds, runs, best):
+        """The fitted attributes of the solution ``x`` (of the solver's ``result``, or of the
+        steering's ``fit``), set together; ``runs`` are the results of the first solve's
+        ``seeds``, of which the one at ``best`` was kept."""
+        results = fit.results if fit is not None else [result]
+        history = _joined_history(fit.results) if fit is not None else result.history
         coef, intercept = problem.coef(x)
+        self.classes_ = classes
+        self.n_rounds_ = len(results)
         self.coef_ = coef.reshape(1, -1).copy()
         self.intercept_ = np.array([intercept])
         self.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
@@ -428,11 +448,11 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self.dual_residual_ = float(result.dual_residual)
         self.kkt_primal_residual_ = float(result.kkt_primal_residual)
         self.kkt_dual_residual_ = float(result.kkt_dual_residual)
-        self.n_iter_ = int(sum(r.n_iter for r in (fit.results if fit else [result])))
-        self.n_outer_iter_ = int(sum(r.n_outer_iter for r in (fit.results if fit else [result])))
+        self.n_iter_ = int(sum(r.n_iter for r in results))
+        self.n_outer_iter_ = int(sum(r.n_outer_iter for r in results))
         self.objective_ = float(result.objective)
         self.history_ = {key: np.asarray(val).copy() for key, val in history.items()}
-        if len(results) > 1:
+        if len(runs) > 1:
             self.seeds_ = [
                 dict(
                     seed=seed,
@@ -443,12 +463,11 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                     objective=float(r.objective),
                     selected=i == best,
                 )
-                for i, (seed, r) in enumerate(zip(seeds, results, strict=True))
+                for i, (seed, r) in enumerate(zip(seeds, runs, strict=True))
             ]
         elif hasattr(self, "seeds_"):
             # A stale record of an earlier multi-seed fit would describe another model.
             del self.seeds_
-        return result, fit, n_passes
 
     def _conclude(self, result, fit, context):
         """``bound_met_``, ``converged_`` and the warnings, once the report is set."""

@@ -196,6 +196,9 @@ class _Cells:
 def fit_dask(est, X, y, sample_weight, fit_params):
     """``est._fit_or_raise`` on dask input: the same steps, X never brought to the client.
 
+    The hooks that may warn are called from here, as ``_fit_or_raise`` calls them: their
+    ``stacklevel`` counts the frames up to the user's call.
+
     The labels, groups and weights enter the problem through the cells they form (a label
     and a group): the estimator's own problem builder runs on one row per cell, weighted by
     the cell's total, and its per-row weights are spread back over the rows (each row's
@@ -205,7 +208,10 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     """
     X = _validated_rows(est, X)
     cells = _cells(est, X, y, sample_weight, fit_params)
-    problem, context = _pose_problem(est, X, cells)
+    problem_c, context = est._build_problem(
+        np.zeros((len(cells.weight), X.shape[1])), cells.y01, cells.weight, cells.params
+    )
+    problem = _pose_problem(est, X, cells, problem_c)
     x0, y0, slack0 = est._warm_start_point(problem, cells.classes, X.shape[1])
     # The seeds run one after the other: each already keeps the cluster busy.
     result, fit, n_passes = est._solve_problem(
@@ -290,11 +296,10 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
     return _Cells(cell, row_w, classes, y01_all[live], sw_live, S, S2, factor, params)
 
 
-def _pose_problem(est, X, cells: _Cells):
-    """``(problem, context)``: the estimator's problem on the rows, in standard units."""
+def _pose_problem(est, X, cells: _Cells, problem_c):
+    """The estimator's problem on the rows, in standard units, from ``problem_c``, its
+    problem on one row per cell."""
     n, d = X.shape
-    Xc = np.zeros((len(cells.weight), d))
-    problem_c, context = est._build_problem(Xc, cells.y01, cells.weight, cells.params)
     if problem_c.A_con.rows is not None and problem_c.n_constraints:
         raise NotImplementedError(
             "On dask input, bands of four or more groups (balanced constraint draws) are not "
@@ -344,7 +349,7 @@ def _pose_problem(est, X, cells: _Cells):
         feature_center=mean, **common,
     )  # fmt: skip
     problem.setup_evaluations += raw.setup_evaluations
-    return problem, context
+    return problem
 
 
 def _training_report(est, X, problem, cells: _Cells, context, fit, n_passes):

@@ -258,32 +258,10 @@ def fit_hard_rates(
                 "tightest bound the surrogate allows",
             )
             break
-        # A unit already shifted that misses again aims twice as deep each time: a solve
-        # meets its soft bound only to within tol, so a hard value aimed at the middle of a
-        # band narrower than that can miss on every solve (3 groups, error rates 0.02: eight
-        # solves, all 0.0006-0.012 over). One solve on the feasible side is enough: the
-        # segment between the two sides then brings the model back to the bound.
-        misses = np.where((shift != 0) & (hard > BOUND_EPS), misses + 1, 0)
-        # The secant relates each hard value to the soft value the solve reached (with the
-        # base offset), not to the shift asked for: a solve that ends inside its soft bound
-        # moved the hard value less than its shift, and a secant on the shift would read
-        # that as a flat relation and overshoot (e.g. ask for the reverse gap: infeasible).
-        soft = units.values(problem.rate_constraints(scores, hard=False, offset=base))
-        cap = _shift_cap(column_means, units, scores, base)
-        for k in range(m):
-            if not (hard[k] > BOUND_EPS or (active[k] and hard[k] < -bound_tol)):
-                continue
-            # The hard value falls about as much as the soft value does.
-            trace[k].append((soft[k], hard[k]))
-            slope = _secant_slope(trace[k], 1.0, 0.25, 4.0)
-            # The next solve's soft bound binds where the hard value should reach target.
-            target = -0.5 * bound_tol * 2.0 ** misses[k]
-            proposal = (hard[k] - target) / slope - soft[k]
-            if misses[k]:
-                # Missed again: at least as much deeper as it missed by, whatever the secant.
-                proposal = max(proposal, shift[k] + hard[k] - target)
-            capped[k] = proposal >= cap[k]
-            shift[k] = min(proposal, cap[k])
+        misses = _move_bounds(
+            problem, units, scores, hard, active, base, column_means, shift, capped, misses,
+            trace, bound_tol,
+        )  # fmt: skip
         _say(
             verbose and rnd + 1 < max_rounds and passes < budget,
             f"solve {rnd + 2}: on predictions the constraints are "
@@ -295,6 +273,49 @@ def fit_hard_rates(
         # Kept above if needed; dropped here, the next solve's scores do not come on top.
         del scores
 
+    return _between_sides(problem, units, infeasible, feasible, results, passes, base, verbose)
+
+
+def _move_bounds(
+    problem, units, scores, hard, active, base, column_means, shift, capped, misses, trace,
+    bound_tol,
+):  # fmt: skip
+    """The next solve's bounds: each unit that misses its bound on predictions (or leaves
+    it unused while active) has its ``shift`` moved by a secant step, in place (with
+    ``capped`` and its ``trace``); returns the count of misses in a row per unit."""
+    # A unit already shifted that misses again aims twice as deep each time: a solve
+    # meets its soft bound only to within tol, so a hard value aimed at the middle of a
+    # band narrower than that can miss on every solve (3 groups, error rates 0.02: eight
+    # solves, all 0.0006-0.012 over). One solve on the feasible side is enough: the
+    # segment between the two sides then brings the model back to the bound.
+    misses = np.where((shift != 0) & (hard > BOUND_EPS), misses + 1, 0)
+    # The secant relates each hard value to the soft value the solve reached (with the
+    # base offset), not to the shift asked for: a solve that ends inside its soft bound
+    # moved the hard value less than its shift, and a secant on the shift would read
+    # that as a flat relation and overshoot (e.g. ask for the reverse gap: infeasible).
+    soft = units.values(problem.rate_constraints(scores, hard=False, offset=base))
+    cap = _shift_cap(column_means, units, scores, base)
+    for k in range(len(units)):
+        if not (hard[k] > BOUND_EPS or (active[k] and hard[k] < -bound_tol)):
+            continue
+        # The hard value falls about as much as the soft value does.
+        trace[k].append((soft[k], hard[k]))
+        slope = _secant_slope(trace[k], 1.0, 0.25, 4.0)
+        # The next solve's soft bound binds where the hard value should reach target.
+        target = -0.5 * bound_tol * 2.0 ** misses[k]
+        proposal = (hard[k] - target) / slope - soft[k]
+        if misses[k]:
+            # Missed again: at least as much deeper as it missed by, whatever the secant.
+            proposal = max(proposal, shift[k] + hard[k] - target)
+        capped[k] = proposal >= cap[k]
+        shift[k] = min(proposal, cap[k])
+    return misses
+
+
+def _between_sides(problem, units, infeasible, feasible, results, passes, base, verbose):
+    """The fit once the solves are done: the best feasible solve if no solve missed, else
+    the point of the segment from the nearest infeasible solve towards a feasible one (or
+    the constant model, or a moved threshold) where the bounds on predictions hold."""
     if infeasible is None:
         # Every solve met the bound with room to spare (a looser one failed): keep the best.
         x, scores, _, result = feasible
