@@ -1,10 +1,12 @@
 """Machinery shared by the estimators.
 
-Validation of the data, sample and class weights, warm starts, independent seeded runs of
-:func:`~sklearn_ialm.solver.stoc_ialm` through joblib, the choice among the runs, the fitted
+The steps of a fit (validation of the data, sample and class weights, warm starts,
+independent seeded runs of :func:`~sklearn_ialm.solver.stoc_ialm` through joblib, the
+steering to the bound on predictions, the report on the training rows), the fitted
 attributes, the :class:`~sklearn.exceptions.ConvergenceWarning` and the prediction methods.
-A concrete estimator only says how its data become a problem object and how its constraints
-are reported in the units of its parameters.
+The standard units are :mod:`._scaling`'s, the solver runs :mod:`._solve`'s (both shared with
+the Dask fit, :mod:`._dask`). A concrete estimator only says how its data become a problem
+object and how its constraints are reported in the units of its parameters.
 """
 
 from __future__ import annotations

@@ -419,10 +419,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         feature_names = getattr(self, "feature_names_in_", None)
         classes, y01 = self._check_target(y)
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
-        negatives = np.flatnonzero((y01 == 0) & (sw > 0))
-        n_calibration = self._n_calibration(negatives.size)
-        rng = np.random.default_rng(calibration_seed(self.random_state))
-        held_out = np.sort(rng.choice(negatives, size=n_calibration, replace=False))
+        held_out = self._held_out_negatives(y01, sw)
         train_weight = sw.copy()
         train_weight[held_out] = 0.0
 
@@ -431,8 +428,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         if feature_names is not None:
             self.feature_names_in_ = feature_names
 
-        cal_weight = sw[held_out]
-        if not np.all(cal_weight == cal_weight[0]):
+        if not np.all(sw[held_out] == sw[held_out][0]):
             warnings.warn(
                 "sample_weight differs among the held-out negatives: the umbrella rule counts "
                 "each held-out negative once, so the guarantee is for the unweighted "
@@ -440,6 +436,19 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 UserWarning,
                 stacklevel=2,
             )
+        self._certify_umbrella(X, y01, sw, train_weight, held_out)
+        return self
+
+    def _held_out_negatives(self, y01, sample_weight):
+        """The negatives (of nonzero weight) held out for the umbrella rule, sorted."""
+        negatives = np.flatnonzero((y01 == 0) & (sample_weight > 0))
+        n_calibration = self._n_calibration(negatives.size)
+        rng = np.random.default_rng(calibration_seed(self.random_state))
+        return np.sort(rng.choice(negatives, size=n_calibration, replace=False))
+
+    def _certify_umbrella(self, X, y01, sample_weight, train_weight, held_out):
+        """The umbrella threshold of the held-out negatives' scores, its certificate, and the
+        rate it gives on the training rows."""
         X_held = X[held_out]
         scores = self._score(X_held)
         umbrella = umbrella_threshold(scores, self.max_fpr, self.delta)
@@ -451,6 +460,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self.calibration_fpr_ = float(np.mean(scores > self.threshold_))
 
         # The hard rate on the training rows, at the threshold that predict uses.
+        sw = sample_weight
         train = train_weight > 0
         train_scores = self._score(X[train])
         self.hard_constraint_values_ = self._constraint_report(
@@ -459,7 +469,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self.train_fpr_ = float(self.hard_constraint_values_[0])
         if self.rate == "hard":
             self.bound_met_ = self.train_fpr_ <= self.max_fpr
-        return self
 
     def _warn_if_few_negatives(self):
         """Say when the bound on the training negatives will not carry to new rows.
