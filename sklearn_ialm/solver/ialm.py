@@ -310,9 +310,10 @@ paper_constants, check_sample : optional
         multiplier_samples=multiplier_samples, theory_constants=theory_constants,
     )  # fmt: skip
     rng = _generator(random_state)
-    parts = _set_up(problem, run, rng, x0=x0, y0=y0, slack0=slack0, verbose=verbose)
-    state = _outer_loop(parts, run)
-    # (A deterministic finish of the found multipliers would be one more step here.)
+    parts, y = _set_up(problem, run, rng, x0=x0, y0=y0, slack0=slack0, verbose=verbose)
+    state = _outer_loop(parts, run, y)
+    # A later step at the found multipliers (state.y) would go here, before the last test.
+    _last_test(parts, state)
     return _result(parts, run, state)
 
 
@@ -328,7 +329,6 @@ class _Parts:
     inner: PStormSolver | TheorySolver
     history: History
     progress: _Progress
-    y: np.ndarray
     smoothness: tuple
     smoothness_source: str
 
@@ -346,13 +346,14 @@ class _LoopState:
     message: str = "maximum number of outer iterations reached"
 
 
-def _outer_loop(parts: _Parts, run: RunSettings) -> _LoopState:
-    """Algorithm 1: the penalty schedule, the inner solve, the stop test, the multiplier step.
+def _outer_loop(parts: _Parts, run: RunSettings, y) -> _LoopState:
+    """Algorithm 1 from the multipliers ``y``: the penalty schedule, the inner solve (which
+    ends by its stop test), the multiplier step; each stop test is in the history.
 
-    Ends with the last point judged on all rows (``parts.test.last``).
+    The last point tested is ``parts.test.last``, ``parts.inner.z``.
     """
     test, inner = parts.test, parts.inner
-    state = _LoopState(y=parts.y, beta=float(run.beta0))
+    state = _LoopState(y=y, beta=float(run.beta0))
     for k in range(run.max_outer_iter):
         state.k, state.beta = k, run.penalty(k)
         t, stopped = inner.run(state.y, state.beta, k, state.n_iter)
@@ -373,11 +374,16 @@ def _outer_loop(parts: _Parts, run: RunSettings) -> _LoopState:
         if not inner.carry(y_old, state.beta, state.y, run.penalty(k + 1)):
             state.message = _budget_spent(parts.problem)
             break
+    return state
+
+
+def _last_test(parts: _Parts, state: _LoopState) -> None:
+    """Judge the last point on all rows if its test read a subsample: the returned
+    residuals, constraint values and KKT residuals are those of all rows."""
+    test = parts.test
     if not test.last.exact:
-        # The returned residuals, constraint values and KKT residuals are those of all rows.
         test.evaluate(test.last.z, *test.last.al, full=True)
     parts.progress.end(state.k, state.beta, test.last, state.message)
-    return state
 
 
 def _multiplier_step(parts, run, y, beta, z, verdict: Verdict):
@@ -438,8 +444,9 @@ def _smoothness(problem, from_paper, x, rng, counter):
     return tuple(estimate_smoothness(problem, x, rng, counter=counter)), "estimated"
 
 
-def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose) -> _Parts:
-    """The pieces of a run, its starting point and the first momentum estimate."""
+def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose):
+    """The pieces of a run (its inner solver started at ``x0, slack0``, with its first
+    momentum estimate) and the starting multipliers."""
     levels = getattr(problem, "levels", None)
     if levels is not None:
         # The free levels move the constraint offsets: on a copy of the problem, so that the
@@ -488,8 +495,8 @@ def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose) -> _Part
         )  # fmt: skip
     inner.start(z, y, float(run.beta0))
     return _Parts(
-        problem, est, rng, counter, test, inner, history, progress, y, smoothness, source
-    )
+        problem, est, rng, counter, test, inner, history, progress, smoothness, source
+    ), y
 
 
 class _Progress:
