@@ -285,7 +285,8 @@ def test_threshold_point_on_dask_meets_the_bound_near_the_in_memory_one():
     """The steering's threshold move on scores held by the workers: the grid search of the
     Dask problem's ``segment_point`` finds a threshold that meets the bound, within the
     grid's resolution of the in-memory one (which sorts every row's event)."""
-    from sklearn_ialm.estimators._hard_rates import _EPS, _threshold_point, _Units
+    from sklearn_ialm.estimators._hard_rates import _threshold_point, _Units
+    from sklearn_ialm.problems._numeric import BOUND_EPS as _EPS
 
     dask_pb, mem_pb, rng = _problem_pair()
     x = rng.normal(size=mem_pb.n_params)

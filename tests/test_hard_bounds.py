@@ -238,7 +238,8 @@ def test_threshold_point_is_the_nearest_threshold_that_meets_the_bound():
     """The steering's last resort (no solve and no constant model meets the bound) moves the
     intercept by the least that meets every bound on predictions: against every threshold
     between two scores, tried one by one."""
-    from sklearn_ialm.estimators._hard_rates import _EPS, _threshold_point, _Units
+    from sklearn_ialm.estimators._hard_rates import _threshold_point, _Units
+    from sklearn_ialm.problems._numeric import BOUND_EPS as _EPS
     from sklearn_ialm.problems.linear import LinearProblem
     from sklearn_ialm.problems.losses import Logistic
 
@@ -361,12 +362,12 @@ def test_penalty_schedule_follows_the_preset(preset, beta0, sigma, monkeypatch):
     """beta0 and sigma left at None: the default preset's small schedule, or the paper's
     (1 and 2.5 for fairness) with preset="paper"; a value passed wins. Read from the
     settings each solver run reports."""
-    from sklearn_ialm.estimators import _base
+    from sklearn_ialm.estimators import _solve
 
     runs = []
-    solver = _base.stoc_ialm
+    solver = _solve.stoc_ialm
     monkeypatch.setattr(
-        _base, "stoc_ialm", lambda *a, **k: runs.append(solver(*a, **k)) or runs[-1]
+        _solve, "stoc_ialm", lambda *a, **k: runs.append(solver(*a, **k)) or runs[-1]
     )
     X, y, groups = _fair_data(2, seed=1, n=1500)
     kw = dict(constraint="demographic_parity", bound=0.1, max_passes=20, random_state=0)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-import sklearn_ialm.solver.ialm as ialm
+import sklearn_ialm.solver.subsample as subsample
 from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver import slack_residuals, stoc_ialm
 
@@ -42,7 +42,7 @@ def test_lying_subsample_never_makes_a_convergence_claim(monkeypatch):
     # A subsample that always says "both residuals are 0 with no doubt": every test then
     # passes on it, and only the confirmation on all rows may decide. With a budget too small
     # to converge, no test on all rows passes, so no convergence may be claimed.
-    monkeypatch.setattr(ialm, "_subsample_residuals", lambda *args: (0.0, 0.0, 0.0, 0.0))
+    monkeypatch.setattr(subsample, "_subsample_residuals", lambda *args: (0.0, 0.0, 0.0, 0.0))
     pb = _np_problem()
     res = stoc_ialm(pb, random_state=0, check_sample=200, max_passes=3)
     h = res.history
@@ -129,9 +129,9 @@ def test_debiased_residual_against_monte_carlo():
     for _ in range(300):
         bo = pb.sample(rng, 500, "objective")
         chunks = [pb.full_evaluation(x, None, (bo[i::10], None)) for i in range(10)]
-        f0, g, c, jt = ialm._mean_evaluation(chunks)
+        f0, g, c, jt = subsample._mean_evaluation(chunks)
         no_c = [(f, gi, np.zeros(0), lambda v: 0.0) for f, gi, _, _ in chunks]
-        _, dres, _, _ = ialm._subsample_residuals(
+        _, dres, _, _ = subsample._subsample_residuals(
             no_c, 0.0, x, np.zeros(0), np.zeros(0), np.zeros(0), g, jt, pb.h, np.zeros(0, bool)
         )
         raw.append(np.linalg.norm(g))
@@ -186,7 +186,7 @@ def test_windows_read_every_row_equally_often():
     n, width, rows, draws = 500, 64, 640, 2_000
     counts = np.zeros(n)
     for _ in range(draws):
-        idx = ialm._windows(rng, n, rows, width)
+        idx = subsample._windows(rng, n, rows, width)
         assert idx.shape == (rows // width, width)
         assert np.all(np.diff(idx, axis=1) % n == 1)  # adjacent rows, in order
         counts += np.bincount(idx.ravel(), minlength=n)
@@ -206,7 +206,7 @@ def test_default_subsample_reads_windows_and_its_verdict_holds_on_all_rows():
     rows = res.history["check_rows"]
     on_sub = rows[rows < pb.full_evaluation_cost()]
     assert len(on_sub) and np.all(
-        on_sub % (2 * ialm._SUBSAMPLE_CHUNKS * ialm._SUBSAMPLE_WINDOW) == 0
+        on_sub % (2 * subsample._SUBSAMPLE_CHUNKS * subsample._SUBSAMPLE_WINDOW) == 0
     )
     assert res.converged
     pres, dres = _full_residuals(pb, res)

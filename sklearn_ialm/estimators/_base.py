@@ -1,10 +1,12 @@
 """Machinery shared by the estimators.
 
-Validation of the data, sample and class weights, warm starts, independent seeded runs of
-:func:`~sklearn_ialm.solver.stoc_ialm` through joblib, the choice among the runs, the fitted
+The steps of a fit (validation of the data, sample and class weights, warm starts,
+independent seeded runs of :func:`~sklearn_ialm.solver.stoc_ialm` through joblib, the
+steering to the bound on predictions, the report on the training rows), the fitted
 attributes, the :class:`~sklearn.exceptions.ConvergenceWarning` and the prediction methods.
-A concrete estimator only says how its data become a problem object and how its constraints
-are reported in the units of its parameters.
+The standard units are :mod:`._scaling`'s, the solver runs :mod:`._solve`'s (both shared with
+the Dask fit, :mod:`._dask`). A concrete estimator only says how its data become a problem
+object and how its constraints are reported in the units of its parameters.
 """
 
 from __future__ import annotations
@@ -20,22 +22,27 @@ from numpy.typing import ArrayLike
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..problems import LinearProblem
 from ..problems.fairness import unique_codes
-from ..problems.losses import Logistic
-from ..solver import stoc_ialm
-from ..solver.ialm import HISTORY_COUNTS, clip_batch_size
-from ..solver.prox import Ridge
+from ..solver.ialm import clip_batch_size
 from ._hard_rates import fit_hard_rates
+from ._scaling import _standardised
+from ._solve import (
+    _MIN_DECREASE,
+    _initial_dual_residual,
+    _joined_history,
+    _null_start,
+    _select,
+    _solve,
+    spawn_seeds,
+)
 
-__all__ = ["BaseIALMClassifier", "InconsistentVersionWarning", "spawn_seeds"]
+__all__ = ["BaseIALMClassifier", "InconsistentVersionWarning", "MatrixLike"]
 
 
 class InconsistentVersionWarning(UserWarning):
@@ -49,89 +56,6 @@ MatrixLike = ArrayLike | sp.spmatrix | getattr(sp, "sparray", sp.spmatrix)
 # float32 is kept as is: the solver's parameters are float64 and products upcast, so a
 # float32 matrix is never copied (a large training matrix should be read, not duplicated).
 _DTYPES = (np.float64, np.float32)
-
-
-#: What the concrete estimators pass to their problem builders: the features are put in
-#: standard units afterwards (:func:`_standardised`), so the builder's own smoothness bound
-#: would be computed for nothing (and a data-derived scale can overflow on huge features).
-DEFERRED_SCALING = dict(feature_scale=1.0, smoothness=(1.0, 1.0))
-
-# The stop test needs the dual residual at most this share of its value at coef_ = 0 (and at
-# most tol): a fit cannot stop where a weak signal leaves the gradient small from the start.
-# A relative test alone (tol times the start) made every subproblem of the augmented
-# Lagrangian far stricter: 6000 x 300 Neyman-Pearson did not finish its first one in 100
-# passes, and its constraint was never enforced.
-_MIN_DECREASE = 0.1
-
-# A column's spread within this share of its largest magnitude (2.3e-13, a thousand units in
-# the last place) is what rounding leaves in values that are equal (0.1 + 0.2 beside 0.3, a
-# mean computed in another order): the column is constant.
-_ROUNDING_SPREAD = 1024 * np.finfo(np.float64).eps
-
-# Entries per block when the column moments are computed: a few temporaries of this many
-# floats (512 KiB each), never a copy of X.
-_BLOCK_ENTRIES = 1 << 16
-
-
-def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted ``(mean, std)`` of the columns of ``X`` under row ``weights`` (summing to 1).
-
-    Columns are first divided by their largest magnitude (no overflow on ``X * 1e200``) and
-    the variance is a second pass around the mean (no cancellation on a column of mean
-    ``1e7`` and spread 1), corrected by the mean deviation of that pass (the corrected
-    two-pass formula of Chan, Golub and LeVeque): the rounding of the mean, which grows with
-    the number of rows, then leaves no spread in a constant column (0.3 in each of 2000 rows
-    had std 2e-15, which standardising blew up into a feature of unit spread). A spread
-    within :data:`_ROUNDING_SPREAD` of the column's largest magnitude is the rounding of the
-    values themselves and counts as 0. CSR input is read by blocks of rows, never densified;
-    dense and CSR copies of the same data give the same moments up to rounding.
-
-    Raises a ValueError for a column whose values are all subnormal: a linear model on it
-    would need coefficients beyond the float64 range.
-    """
-    n, d = X.shape
-    per_row = X.nnz / max(n, 1) if sp.issparse(X) else d
-    step = max(1, int(_BLOCK_ENTRIES / max(per_row, 1)))
-    blocks = range(0, n, step)
-    absmax = np.zeros(d)
-    for start in blocks:
-        block = X[start : start + step]
-        if sp.issparse(block):
-            np.maximum.at(absmax, block.indices, np.abs(block.data))
-        else:
-            np.maximum(absmax, np.abs(block).max(axis=0), out=absmax)
-    _check_not_subnormal(absmax)
-    unit = np.where(absmax > 0, absmax, 1.0)
-    total = float(np.sum(weights))
-    mean = np.asarray(safe_sparse_dot(weights, X)).ravel() / (unit * total)
-    first = np.zeros(d)  # weighted sums of (x - mean) / unit and of its square
-    second = np.zeros(d)
-    nz_weight = np.zeros(d)  # total weight of the stored entries of each column
-    nz_count = np.zeros(d, dtype=np.int64)
-    for start in blocks:
-        block = X[start : start + step]
-        w = weights[start : start + step]
-        if sp.issparse(block):
-            row_w = np.repeat(w, np.diff(block.indptr))
-            dev = block.data / unit[block.indices] - mean[block.indices]
-            first += np.bincount(block.indices, weights=row_w * dev, minlength=d)
-            second += np.bincount(block.indices, weights=row_w * dev * dev, minlength=d)
-            nz_weight += np.bincount(block.indices, weights=row_w, minlength=d)
-            nz_count += np.bincount(block.indices, minlength=d)
-        else:
-            dev = block / unit - mean
-            first += w @ dev
-            second += w @ (dev * dev)
-    if sp.issparse(X):
-        # Implicit zeros deviate from the mean by -mean. A column stored in every row has
-        # none: its total - nz_weight is rounding, which would read as a spread.
-        implicit = np.where(nz_count < n, np.clip(total - nz_weight, 0.0, None), 0.0)
-        first -= implicit * mean
-        second += implicit * mean * mean
-    shift = first / total  # the mean deviation: the rounding error of the mean
-    std = np.sqrt(np.clip(second / total - shift * shift, 0.0, None))
-    std[std <= _ROUNDING_SPREAD] = 0.0
-    return (mean + shift) * unit, std * unit
 
 
 def is_dask_collection(obj) -> bool:
@@ -152,132 +76,6 @@ def _two_columns(a, b):
     return np.column_stack([a, b])
 
 
-def _check_not_subnormal(absmax):
-    """A ValueError naming the columns of X whose nonzero values are all subnormal."""
-    tiny = np.finfo(np.float64).tiny
-    bad = np.flatnonzero((absmax > 0) & (absmax < tiny))
-    if bad.size:
-        shown = bad[:10].tolist() + (["..."] if bad.size > 10 else [])
-        raise ValueError(
-            f"X has {bad.size} column(s) whose values are all subnormal (largest magnitude "
-            f"{absmax[bad].max():.3g}, below the smallest normal float64 {tiny:.3g}; columns "
-            f"{shown}): a linear model on them needs coefficients beyond the float64 range, "
-            "and the values have lost precision. Rescale X first (e.g. multiply it by a "
-            "power of ten, or put a StandardScaler before this estimator)."
-        )
-
-
-def _feature_scaling(X, weights, fit_intercept: bool, moments=None):
-    """``(scale, center, live)``: the solver's coordinates are the weights of standardised
-    features; ``live`` marks the columns that can move the score (not zero, nor constant
-    beside an intercept).
-
-    A column whose mean exceeds its spread (an offset such as ``x * 1e6 + 1e7``) is centred
-    (with an intercept) and divided by its standard deviation: left uncentred it would be
-    nearly collinear with the intercept. Other columns are divided by their root mean square
-    and not centred: sparse columns stay sparse in effect (centring a CSR column acts on the
-    parameters and costs nothing, but it made every minibatch gradient dense and the fit
-    noisier: 70000 x 10000 CSR rows with 20 non-zeros each, 100 passes, test AUC 0.56
-    centred vs 0.75 not; see benchmarks/robust.py). The rule reads the moments only, so
-    dense and CSR copies of the same data get the same coordinates and the same model. A
-    column of zero spread gets scale 1 (centred, its gradient is zero). ``moments``: the
-    ``(mean, std)`` of the columns if already computed (e.g. on a Dask cluster).
-    """
-    mean, std = _column_moments(X, weights) if moments is None else moments
-    center = fit_intercept & (np.abs(mean) > std)
-    scale = np.where(center, std, np.hypot(mean, std))
-    live = (scale > 0) & np.isfinite(scale)
-    scale = np.where(live, scale, 1.0)
-    return scale, (np.where(center, mean, 0.0) if fit_intercept else None), live
-
-
-def _standardised(problem, X, sample_weight, C):
-    """The estimator's problem in standard units, with the L2 penalty of ``C``.
-
-    The same model and data as ``problem``; only the solver's coordinates change (see
-    :class:`~sklearn_ialm.problems.LinearProblem`'s ``feature_scale``): each weight is that of
-    a feature of unit spread (centred when there is an intercept), which is what a
-    ``StandardScaler`` in front of the estimator would give, without copying ``X``. The
-    penalty ``||w||^2 / (2 C sum(sample_weight))`` on the standardised weights (intercept
-    free) matches ``LogisticRegression(C)`` after a ``StandardScaler``.
-    """
-    if not isinstance(problem, LinearProblem):
-        return problem
-    weights = sample_weight / sample_weight.sum()
-    scale, mean, live = _feature_scaling(X, weights, problem.fit_intercept)
-    del weights  # an n-vector: not kept through the smoothness sweep below
-    # Standardised columns divided by sqrt(d) more: rows of unit root-mean-square norm, the
-    # paper's scale. A gradient's norm in these units is the root mean square of its
-    # standardised coordinates, so tol means the same for 1 feature or 10000 (in plain
-    # standard units a 100-feature fit was held to a 10 times tighter tol). Columns that
-    # cannot move the score (zero, or constant beside the intercept) do not count: they
-    # leave the model, and its units, as they are without them.
-    d = problem.n_features
-    scale = scale * np.sqrt(max(1, int(live.sum())))
-    h = None
-    if C is not None and np.isfinite(C):
-        rows = problem.A_obj.rows
-        total = float(sample_weight.sum() if rows is None else sample_weight[rows].sum())
-        mask = np.r_[np.ones(d, bool), np.zeros(int(problem.fit_intercept), bool)]
-        # ||standardised weights||^2 = ||x||^2 / d_live in the solver's coordinates x.
-        h = Ridge(1.0 / (C * total * max(1, int(live.sum()))), mask=mask)
-    return LinearProblem(
-        problem.A_obj.A,
-        problem.b,
-        problem.loss,
-        problem.A_con.A,
-        problem.W,
-        problem.offset,
-        objective_weights=problem.u,
-        inequality=problem.inequality,
-        fit_intercept=problem.fit_intercept,
-        h=h,
-        constraint_names=problem.constraint_names,
-        feature_scale=scale,
-        feature_center=mean,
-        rows_objective=problem.A_obj.rows,
-        rows_constraint=problem.A_con.rows,
-        levels=problem.levels,
-        constraint_strata=problem.constraint_strata,
-    )
-
-
-def _initial_dual_residual(problem) -> float:
-    """The dual residual at ``x = 0`` with zero multipliers: the gradient's own scale.
-
-    In standard units this is of the order of the features' correlations with the labels;
-    the estimators' stop test asks for a tenfold decrease from it, so that a fit cannot pass
-    the test at (or near) the null model only because the gradient there is small.
-    """
-    x = np.zeros(problem.n_params)
-    _, grad, _, _ = problem.full_evaluation(x)
-    return float(np.linalg.norm(problem.h.dist_subdiff(x, np.asarray(grad, dtype=float))))
-
-
-def _null_start(problem):
-    """The start ``x0`` of a fit: the null model (all weights 0) with its best intercept.
-
-    With the logistic loss that intercept is the log-odds of the weighted positive share,
-    in closed form and without reading ``X``. Starting at 0 instead left the intercept to
-    the solver, and where the classes' weights are far apart the loss saturates on the way:
-    on scikit-learn's ``check_class_weight_classifiers`` (class weights 1000 and 1e-4, the
-    optimal intercept -16) the gradient fell below ``tol`` at intercept -15 with weights
-    pointing nowhere in particular (the objective 0.009 above its minimum, where
-    ``LogisticRegression`` stops 1e-5 above it), and 16 % of the rows were predicted 1.
-    None (start at 0) without an intercept, with another loss, or with one class only in
-    the objective (Neyman-Pearson's sigmoid loss reads the positives only).
-    """
-    if not (isinstance(problem, LinearProblem) and problem.fit_intercept):
-        return None
-    if type(problem.loss) is not Logistic:
-        return None
-    positive = float(problem.u[problem.b > 0].sum())
-    negative = float(problem.u[problem.b < 0].sum())
-    if positive <= 0 or negative <= 0:
-        return None
-    return problem.point(np.zeros(problem.n_features), np.log(positive / negative))
-
-
 def _check_index_alignment(X, name, value):
     """A pandas object whose index disagrees with that of ``X`` would pair rows wrongly."""
     x_index, v_index = getattr(X, "index", None), getattr(value, "index", None)
@@ -292,52 +90,9 @@ def _check_index_alignment(X, name, value):
         )
 
 
-def spawn_seeds(random_state, n_seeds: int) -> list[int]:
-    """``n_seeds`` independent integer seeds for the solver runs, from ``random_state``.
-
-    One integer is drawn from ``check_random_state(random_state)``; a
-    :class:`numpy.random.SeedSequence` built on it spawns one child per run, and each child
-    gives one 32-bit seed. The seeds depend on ``random_state`` only, never on the order in
-    which runs execute, so any ``n_jobs`` gives the same models; and a recorded seed replays
-    its run: ``stoc_ialm(problem, random_state=seed, ...)``.
-    """
-    entropy = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-    children = np.random.SeedSequence(entropy).spawn(int(n_seeds))
-    return [int(child.generate_state(1)[0]) for child in children]
-
-
-#: Spawn key of a hold-out's random stream: the solver's seeds are children of the same
-#: entropy (spawn keys 0, 1, ...), so a hold-out is independent of them.
-_CALIBRATION_STREAM = 2**32 - 1
-
-
-def calibration_seed(random_state) -> np.random.SeedSequence:
-    """The seed of a calibration hold-out: one draw from ``random_state``, as the solver's
-    seeds take, on a stream of its own."""
-    entropy = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-    return np.random.SeedSequence(entropy, spawn_key=(_CALIBRATION_STREAM,))
-
-
 def _label(value):
     """A class label as users wrote it (``1``, not ``np.int64(1)``) for messages."""
     return repr(value.item() if isinstance(value, np.generic) else value)
-
-
-def _solve(problem, seed, solver_kwargs):
-    """One solver run (a module-level function so joblib workers can import it)."""
-    return stoc_ialm(problem, random_state=seed, **solver_kwargs)
-
-
-def _select(results) -> int:
-    """Index of the chosen run: the lowest objective among the converged runs, else the
-    smallest ``max(primal, dual)`` residual. Ties go to the earliest seed (deterministic)."""
-    converged = [i for i, r in enumerate(results) if r.converged]
-    if converged:
-        return min(converged, key=lambda i: results[i].objective)
-    return min(
-        range(len(results)),
-        key=lambda i: max(results[i].primal_residual, results[i].dual_residual),
-    )
 
 
 def _stall(result):
@@ -403,23 +158,6 @@ def _passes_needed(result):
         if need >= more:
             more, which = need, key
     return more, span, which
-
-
-def _joined_history(results) -> dict:
-    """The histories of successive solves as one: the counts (passes, stop-test passes, the
-    paper's passes, oracle calls, draws, inner iterations) run on from the first solve."""
-    out = {}
-    offset = dict.fromkeys(HISTORY_COUNTS, 0.0)
-    for rnd, r in enumerate(results):
-        for key, val in r.history.items():
-            val = np.asarray(val, dtype=float)
-            if key in offset:
-                val = val + offset[key]
-            out.setdefault(key, []).append(val)
-        out.setdefault("round", []).append(np.full(len(r.history["data_passes"]), rnd))
-        for key, total in r.count_totals().items():
-            offset[key] += float(total)
-    return {key: np.concatenate(val) for key, val in out.items()}
 
 
 class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
@@ -578,10 +316,33 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             raise
 
     def _fit_or_raise(self, X, y, sample_weight=None, **fit_params):
+        """The fit's steps: validate, pose the problem (in standard units), start, solve it
+        (and steer the solution to the bound on predictions), report on the training rows,
+        conclude (whether the bound is met, whether the fit converged). The hooks that may
+        warn are called from here, not from a step function: their ``stacklevel`` counts
+        the frames up to the user's call."""
         if is_dask_collection(X):
             from ._dask import fit_dask
 
             return fit_dask(self, X, y, sample_weight, fit_params)
+        X, y01, sw, classes, fit_params = self._validated(X, y, sample_weight, fit_params)
+        problem, context = self._build_problem(X, y01, sw, fit_params)
+        problem = _standardised(problem, X, sw, self.C)
+        x0, y0, slack0 = self._warm_start_point(problem, classes, X.shape[1])
+        if x0 is None:
+            x0 = _null_start(problem)
+        result, fit, n_passes = self._solve_problem(problem, context, classes, x0, y0, slack0)
+        # The report below scores every row of X once more: part of the fit's work.
+        self.n_data_passes_ = float(n_passes + X.shape[0] / problem.n_samples)
+        # The problem's per-row arrays (margins, weights, W) are not needed for the report
+        # below, which scores X again: freed first, they do not add to its n-vectors.
+        del problem
+        self._training_report(X, y01, sw, context, fit)
+        return self._conclude(result, fit, context)
+
+    def _validated(self, X, y, sample_weight, fit_params):
+        """``(X, y01, sample_weight, classes, fit_params)`` checked, of the rows of nonzero
+        weight; sets the features seen in fit."""
         self._validate_params()
         _check_index_alignment(X, "y", y)
         _check_index_alignment(X, "sample_weight", sample_weight)
@@ -604,20 +365,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if not keep.all():
             X, y01, sw = X[keep], y01[keep], sw[keep]
             fit_params = self._subset_fit_params(fit_params, keep)
-        del keep
+        return X, y01, sw, classes, fit_params
 
-        problem, context = self._build_problem(X, y01, sw, fit_params)
-        problem = _standardised(problem, X, sw, self.C)
-        x0, y0, slack0 = self._warm_start_point(problem, classes, X.shape[1])
-        if x0 is None:
-            x0 = _null_start(problem)
-        result, fit, n_passes = self._solve_problem(problem, context, classes, x0, y0, slack0)
-        # The report below scores every row of X once more: part of the fit's work.
-        self.n_data_passes_ = float(n_passes + X.shape[0] / problem.n_samples)
-        # The problem's per-row arrays (margins, weights, W) are not needed for the report
-        # below, which scores X again: freed first, they do not add to its n-vectors.
-        del problem
-
+    def _training_report(self, X, y01, sample_weight, context, fit):
+        """The rates of the model on its training rows (soft and hard), after its intercept
+        is moved off ties and the constant model is weighed against it."""
+        sw = sample_weight
         scores = self._away_from_ties(self._score(X), y01, sw, context)
         scores = self._at_least_constant(scores, y01, sw, context)
         threshold = self._decision_threshold(scores, y01, sw)
@@ -628,12 +381,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if isinstance(context, dict):
             context.update(steering=fit, scores=scores, y01=y01, weights=sw)
         self._set_report_attributes(context)
-        return self._conclude(result, fit, context)
 
-    def _solve_problem(self, problem, context, classes, x0, y0, slack0, run_seeds=None):
+    def _solve_problem(self, problem, context, classes, x0, y0, slack0, in_sequence=False):
         """Solve ``problem`` (every seed, then the steering's further solves) and set the
         fitted attributes of the solution; ``(result, fit, data passes)``. The data layer's
-        fits (in memory, Dask) share it; ``run_seeds`` runs the seeds (default joblib)."""
+        fits (in memory, Dask) share it; the seeds run through joblib, or one after the
+        other ``in_sequence``."""
         # In standard units the dual residual no longer depends on the units of X; the test
         # also asks for a tenfold decrease from the null model (see _initial_dual_residual).
         # Its footing stays at x = 0, not at the start: at the null model's best intercept the
@@ -642,7 +395,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         # already optimal. The primal residual is in the units of the bound already.
         self._null_dual_residual = _initial_dual_residual(problem)
         dual_tol = min(self.tol, _MIN_DECREASE * self._null_dual_residual) or self.tol
-        run_seeds = self._run_seeds if run_seeds is None else run_seeds
 
         seeds = spawn_seeds(self.random_state, self.n_seeds)
         solver_kwargs = dict(
@@ -664,26 +416,32 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             """Round 0: every seed, the best kept; later rounds warm-start the chosen seed."""
             kwargs = dict(solver_kwargs, max_passes=budget)
             if rnd == 0:
-                results = run_seeds(pb, seeds, kwargs)
+                results = self._run_seeds(pb, seeds, kwargs, in_sequence)
                 first.update(results=results, best=_select(results))
                 return results[first["best"]]
             kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
             return _solve(pb, [seeds[first["best"]], rnd], kwargs)
 
-        self.classes_ = classes
         if self._steers_hard_rates(problem):
             fit = self._steer(problem, solve, context, float(self.max_passes))
             result, x, n_passes = fit.result, fit.x, fit.n_data_passes
-            history = _joined_history(fit.results)
-            self.n_rounds_ = len(fit.results)
         else:
             result = solve(problem, 0, None, float(self.max_passes))
             fit, x, n_passes = None, result.x, result.n_data_passes
-            history = result.history
-            self.n_rounds_ = 1
-        results, best = first["results"], first["best"]
+        self._set_solution(
+            problem, classes, x, result, fit, seeds, first["results"], first["best"]
+        )
+        return result, fit, n_passes
 
+    def _set_solution(self, problem, classes, x, result, fit, seeds, runs, best):
+        """The fitted attributes of the solution ``x`` (of the solver's ``result``, or of the
+        steering's ``fit``), set together; ``runs`` are the results of the first solve's
+        ``seeds``, of which the one at ``best`` was kept."""
+        results = fit.results if fit is not None else [result]
+        history = _joined_history(fit.results) if fit is not None else result.history
         coef, intercept = problem.coef(x)
+        self.classes_ = classes
+        self.n_rounds_ = len(results)
         self.coef_ = coef.reshape(1, -1).copy()
         self.intercept_ = np.array([intercept])
         self.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
@@ -692,11 +450,11 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self.dual_residual_ = float(result.dual_residual)
         self.kkt_primal_residual_ = float(result.kkt_primal_residual)
         self.kkt_dual_residual_ = float(result.kkt_dual_residual)
-        self.n_iter_ = int(sum(r.n_iter for r in (fit.results if fit else [result])))
-        self.n_outer_iter_ = int(sum(r.n_outer_iter for r in (fit.results if fit else [result])))
+        self.n_iter_ = int(sum(r.n_iter for r in results))
+        self.n_outer_iter_ = int(sum(r.n_outer_iter for r in results))
         self.objective_ = float(result.objective)
         self.history_ = {key: np.asarray(val).copy() for key, val in history.items()}
-        if len(results) > 1:
+        if len(runs) > 1:
             self.seeds_ = [
                 dict(
                     seed=seed,
@@ -707,12 +465,11 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                     objective=float(r.objective),
                     selected=i == best,
                 )
-                for i, (seed, r) in enumerate(zip(seeds, results, strict=True))
+                for i, (seed, r) in enumerate(zip(seeds, runs, strict=True))
             ]
         elif hasattr(self, "seeds_"):
             # A stale record of an earlier multi-seed fit would describe another model.
             del self.seeds_
-        return result, fit, n_passes
 
     def _conclude(self, result, fit, context):
         """``bound_met_``, ``converged_`` and the warnings, once the report is set."""
@@ -726,9 +483,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self._warn_if_not_converged(result, context, fit)
         return self
 
-    def _run_seeds(self, problem, seeds, solver_kwargs):
-        if len(seeds) == 1:
-            return [_solve(problem, seeds[0], solver_kwargs)]
+    def _run_seeds(self, problem, seeds, solver_kwargs, in_sequence=False):
+        if len(seeds) == 1 or in_sequence:
+            return [_solve(problem, seed, solver_kwargs) for seed in seeds]
         return Parallel(n_jobs=self.n_jobs)(
             delayed(_solve)(problem, seed, solver_kwargs) for seed in seeds
         )
@@ -815,6 +572,11 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _decision_threshold(self, scores, y01, sample_weight) -> float:
         """The threshold of :meth:`predict` on the raw score (0 unless a subclass sets one)."""
         return 0.0
+
+    def _negatives_rate_spent(self) -> float | None:
+        """The share of the training negatives that the decision threshold flags, when the
+        fit sets its threshold so (see :meth:`_decision_threshold`); None otherwise."""
+        return None
 
     def _bound_met(self, result, fit) -> bool:
         """Whether the bound holds: on predictions when steered, else on the soft rates."""
@@ -962,13 +724,13 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     # -- pickling ---------------------------------------------------------------------------------
     def __getstate__(self):
         state = super().__getstate__()
-        from .. import __version__
+        from .._version import __version__
 
         state["_sklearn_ialm_version"] = __version__
         return state
 
     def __setstate__(self, state):
-        from .. import __version__
+        from .._version import __version__
 
         pickled = state.pop("_sklearn_ialm_version", None)
         if pickled != __version__:
@@ -1091,7 +853,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             With ``to_frame()``, ``to_dict()``, ``to_markdown()``, a plain-text ``str`` and
             an HTML view in notebooks.
         """
-        from ._report import BoundReport  # the report module imports the estimators
+        # The report is a layer above the estimators (it imports them): this import, run
+        # when a report is asked for, is the one link from the estimators up to it.
+        from ..report import BoundReport
 
         return BoundReport.from_estimator(
             self,

@@ -6,9 +6,15 @@ numpy and scipy.sparse users never import dask.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import dask
 import dask.array as da
 import numpy as np
+
+from ..problems._dask_rows import DaskLinearProblem, DaskRows, _ByBlock
+from ..solver.prox import Ridge
+from ._scaling import _feature_scaling
 
 
 def as_rows(X, *, name: str = "X"):
@@ -134,8 +140,6 @@ def _rate_threshold(problem, scores, negatives, max_rate, *, grid=4096, passes=2
     returned is the interval's upper end, whose share is ``<= max_rate``: the lowest threshold
     meeting the rate up to ``grid ** -passes`` (``2 ** -24``) of the scores' range.
     """
-    from ..problems._dask_rows import _ByBlock
-
     z = scores.rechunk(problem.A_obj.A.chunks[:1])
     lo, hi = dask.compute(z.min(), z.max())
     lo, hi = float(lo) - 1e-9 * max(1.0, abs(float(lo))), float(hi)
@@ -170,8 +174,30 @@ def _wait(*collections):
         wait(futures)
 
 
+@dataclass
+class _Cells:
+    """The rows' cells (a label and a group) and what the problem needs of them.
+
+    ``cell`` and ``row_weight`` are per-row dask arrays kept on the workers; the rest are
+    per-cell arrays on the client, over the cells of positive weight.
+    """
+
+    cell: da.Array  # each row's cell, an index into the per-cell arrays
+    row_weight: da.Array  # each row's weight in the problem: sample weight x class weight
+    classes: np.ndarray
+    y01: np.ndarray  # each cell's label in {0, 1}
+    weight: np.ndarray  # each cell's total row weight (the builder's sample weight)
+    sums: np.ndarray  # each cell's total sample weight
+    square_sums: np.ndarray  # each cell's total squared sample weight
+    factor: np.ndarray  # each cell's class weight, per unit of sample weight
+    params: dict  # the estimator's per-row fit parameters, one row per cell
+
+
 def fit_dask(est, X, y, sample_weight, fit_params):
     """``est._fit_or_raise`` on dask input: the same steps, X never brought to the client.
+
+    The hooks that may warn are called from here, as ``_fit_or_raise`` calls them: their
+    ``stacklevel`` counts the frames up to the user's call.
 
     The labels, groups and weights enter the problem through the cells they form (a label
     and a group): the estimator's own problem builder runs on one row per cell, weighted by
@@ -180,10 +206,26 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     report is computed the same way: each rate the estimators report is a weighted mean of
     the predictions over a label and a group, hence of the cells' weighted means.
     """
-    from ..problems._dask_rows import DaskLinearProblem, DaskRows
-    from ..solver.prox import Ridge
-    from ._base import _feature_scaling, _solve
+    X = _validated_rows(est, X)
+    cells = _cells(est, X, y, sample_weight, fit_params)
+    problem_c, context = est._build_problem(
+        np.zeros((len(cells.weight), X.shape[1])), cells.y01, cells.weight, cells.params
+    )
+    problem = _pose_problem(est, X, cells, problem_c)
+    x0, y0, slack0 = est._warm_start_point(problem, cells.classes, X.shape[1])
+    # The seeds run one after the other: each already keeps the cluster busy.
+    result, fit, n_passes = est._solve_problem(
+        problem, context, cells.classes, x0, y0, slack0, in_sequence=True
+    )
+    _training_report(est, X, problem, cells, context, fit, n_passes)
+    # (Rows on the boundary stay where they are, and no constant model is weighed against
+    # the fit: both read every training score on the client.)
+    est._constant_fallback = None
+    return est._conclude(result, fit, context)
 
+
+def _validated_rows(est, X):
+    """The parameters checked, and ``X`` as float rows; sets the features seen in fit."""
     est._validate_params()
     if getattr(est, "max_fpr", None) is not None and hasattr(est, "constraint"):
         raise NotImplementedError(
@@ -195,12 +237,17 @@ def fit_dask(est, X, y, sample_weight, fit_params):
         raise ValueError(f"X must be 2-D, got shape {X.shape}.")
     if X.dtype.kind != "f":
         X = X.astype(np.float64)
-    n, d = X.shape
-    est.n_features_in_ = d
+    est.n_features_in_ = X.shape[1]
     if columns is not None and all(isinstance(c, str) for c in columns):
         est.feature_names_in_ = np.asarray(list(columns), dtype=object)
     elif hasattr(est, "feature_names_in_"):
         del est.feature_names_in_
+    return X
+
+
+def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
+    """The labels, groups and weights checked, and the rows' cells (one pass over them)."""
+    n = X.shape[0]
     y = like_rows(y, X, name="y")
     w = (
         da.ones(n, chunks=(X.chunks[0],))
@@ -226,7 +273,7 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     classes, y01_all = est._check_target(y_cells)
     # One row per cell of positive weight stands for the cell in the estimator's builder.
     live = np.flatnonzero(S > 0)
-    Xc = np.zeros((len(live), d))
+    Xc = np.zeros((len(live), X.shape[1]))
     sw_live = est._sample_weights(S[live], Xc, y_cells[live], y01_all[live], classes)
     # The cells of positive weight are the problem's cells; a row of a cell of weight zero
     # (weight zero itself) is put in cell 0, where its zero weight leaves every sum as it is.
@@ -236,7 +283,6 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     S, S2 = S[live], S2[live]
     factor = sw_live / S  # class weights, per unit of sample weight
     row_w = da.map_blocks(lambda c, w: w * factor[c], cell, w, dtype=np.float64)
-    y01c = y01_all[live]
     params = {}
     if "sensitive_features" in fit_params:
         params = (
@@ -247,14 +293,21 @@ def fit_dask(est, X, y, sample_weight, fit_params):
                 "labels": g_values,
             }
         )
-    problem_c, context = est._build_problem(Xc, y01c, sw_live, params)
+    return _Cells(cell, row_w, classes, y01_all[live], sw_live, S, S2, factor, params)
+
+
+def _pose_problem(est, X, cells: _Cells, problem_c):
+    """The estimator's problem on the rows, in standard units, from ``problem_c``, its
+    problem on one row per cell."""
+    n, d = X.shape
     if problem_c.A_con.rows is not None and problem_c.n_constraints:
         raise NotImplementedError(
             "On dask input, bands of four or more groups (balanced constraint draws) are not "
             "supported yet."
         )
     # The builder's per-row arrays, per unit of row weight (see DaskLinearProblem).
-    L = len(live)
+    sw_live = cells.weight
+    L = len(sw_live)
     obj = np.arange(L) if problem_c.A_obj.rows is None else problem_c.A_obj.rows
     U = np.zeros(L)
     np.add.at(U, obj, problem_c.u / sw_live[obj])
@@ -264,14 +317,16 @@ def fit_dask(est, X, y, sample_weight, fit_params):
         con = np.arange(L) if problem_c.A_con.rows is None else problem_c.A_con.rows
         scale = n / (problem_c.A_con.n_rows * sw_live[con])
         np.add.at(H, con, problem_c.W * scale[:, None])
-    B = np.where(y01c == 1, 1.0, -1.0)
+    B = np.where(cells.y01 == 1, 1.0, -1.0)
     cell_weight = sw_live
     # Each row's cell and weight stay on the workers (9 bytes a row, against 8 d for X): every
     # pass and every minibatch reads them, and they would otherwise be recomputed from y, the
     # groups and the weights (re-read from their files) each time.
-    cell, row_w = dask.persist(cell.astype(np.min_scalar_type(max(L - 1, 0))), row_w)
-    _wait(cell, row_w)
-    rows = DaskRows(X, cell, row_w)
+    cells.cell, cells.row_weight = dask.persist(
+        cells.cell.astype(np.min_scalar_type(max(L - 1, 0))), cells.row_weight
+    )
+    _wait(cells.cell, cells.row_weight)
+    rows = DaskRows(X, cells.cell, cells.row_weight)
     common = dict(
         loss=problem_c.loss,
         offset=problem_c.offset,
@@ -294,30 +349,29 @@ def fit_dask(est, X, y, sample_weight, fit_params):
         feature_center=mean, **common,
     )  # fmt: skip
     problem.setup_evaluations += raw.setup_evaluations
-    x0, y0, slack0 = est._warm_start_point(problem, classes, d)
-    # The seeds run one after the other: each already keeps the cluster busy.
-    result, fit, n_passes = est._solve_problem(
-        problem, context, classes, x0, y0, slack0,
-        run_seeds=lambda pb, seeds, kwargs: [_solve(pb, seed, kwargs) for seed in seeds],
-    )  # fmt: skip
+    return problem
 
-    # The report: the scores of every row stay on the workers; each reported rate is read
-    # from the cells' weighted means of the predictions.
+
+def _training_report(est, X, problem, cells: _Cells, context, fit, n_passes):
+    """The fitted report attributes: the scores of every row stay on the workers; each
+    reported rate is read from the cells' weighted means of the predictions."""
     scores = blockwise_scores(est, X, prefix="fit-report-score").persist()
     report_passes = 1.0
     threshold = 0.0
-    from .neyman_pearson import NeymanPearsonClassifier
-
-    if isinstance(est, NeymanPearsonClassifier) and est.rate == "hard":
+    y01c, sw_live, cell_weight = cells.y01, cells.weight, cells.weight
+    max_rate = est._negatives_rate_spent()
+    if max_rate is not None:
         negatives = y01c == 0
-        threshold = _rate_threshold(problem, scores, negatives, est.max_fpr)
+        threshold = _rate_threshold(problem, scores, negatives, max_rate)
         est.threshold_ = threshold
     elif hasattr(est, "threshold_"):
         est.threshold_ = 0.0
-    from ..problems._dask_rows import _ByBlock
-
     soft, hard = problem.A_obj.reduce(
-        _scores_by_cell, _ByBlock(scores.rechunk(X.chunks[:1])), threshold, L, reads_x=False
+        _scores_by_cell,
+        _ByBlock(scores.rechunk(X.chunks[:1])),
+        threshold,
+        len(sw_live),
+        reads_x=False,
     )
     est.n_data_passes_ = float(n_passes + report_passes)
     est.constraint_values_ = est._constraint_report(soft / cell_weight, y01c, sw_live, context)
@@ -329,9 +383,6 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     if "negatives" in context:
         # Kish's effective number of negatives from the rows' weights, not the cells'.
         neg = y01c == 0
+        S, S2, factor = cells.sums, cells.square_sums, cells.factor
         w_neg, w2_neg = (S[neg] * factor[neg]).sum(), (S2[neg] * factor[neg] ** 2).sum()
         est._n_effective_negatives = int(w_neg**2 / w2_neg + 1e-9)
-    # (Rows on the boundary stay where they are, and no constant model is weighed against
-    # the fit: both read every training score on the client.)
-    est._constant_fallback = None
-    return est._conclude(result, fit, context)

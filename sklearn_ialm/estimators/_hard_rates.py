@@ -32,11 +32,9 @@ from functools import partial
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["HardRateFit", "fit_hard_rates", "fit_negative_weight", "rate_threshold"]
+from ..problems._numeric import BOUND_EPS
 
-#: A hard value this close to 0 is on the bound: a rate that equals its bound exactly comes
-#: out of floating-point sums as 1e-17 or so.
-_EPS = 1e-12
+__all__ = ["HardRateFit", "fit_hard_rates", "fit_negative_weight", "rate_threshold"]
 
 
 @dataclass
@@ -141,7 +139,7 @@ def _segment_point(problem, units, z_in, z_out, offset):
     hard = problem.rate_constraints(z_in, offset=offset) + np.vstack(
         [np.zeros((1, problem.W.shape[1])), np.cumsum(steps, axis=0)]
     )  # hard[i]: after the first i events
-    ok = np.flatnonzero(np.all(units.values(hard) <= _EPS, axis=1))
+    ok = np.flatnonzero(np.all(units.values(hard) <= BOUND_EPS, axis=1))
     i = int(ok[0]) if len(ok) else len(moving)
     bounds = np.concatenate([[0.0], t_event, [1.0]])
     return 0.5 * (bounds[i] + bounds[i + 1]) if i > 0 else 0.0
@@ -158,7 +156,8 @@ def _constant_meets(units, column_means, base):
     """Whether both constant models (every prediction 0, every prediction 1) meet every
     unit's bound: the constraints' values are then ``base`` and ``column_means + base``."""
     return bool(
-        np.all(units.values(base) <= _EPS) and np.all(units.values(column_means + base) <= _EPS)
+        np.all(units.values(base) <= BOUND_EPS)
+        and np.all(units.values(column_means + base) <= BOUND_EPS)
     )
 
 
@@ -223,7 +222,7 @@ def fit_hard_rates(
             break  # a looser bound the solver could not reach: keep what was feasible
         active = units.any_positive(result.multipliers) | (shift != 0)
         nearest = np.inf if infeasible is None else np.max(infeasible[2])
-        if np.all(hard <= _EPS):
+        if np.all(hard <= BOUND_EPS):
             unused = np.where(active, hard, 0.0)
             if np.all(unused >= -bound_tol):
                 return _finish(problem, units, result.x, scores, results, [result], 0.0, passes)
@@ -238,7 +237,7 @@ def fit_hard_rates(
             # its offset (one product with the weights, once; an array like the scores, in
             # memory or on Dask workers).
             column_means = problem.rate_constraints(scores * 0.0 + 1.0) - problem.offset
-        missing = hard > _EPS
+        missing = hard > BOUND_EPS
         if (
             np.any(missing)
             and np.all(capped[missing])
@@ -259,32 +258,10 @@ def fit_hard_rates(
                 "tightest bound the surrogate allows",
             )
             break
-        # A unit already shifted that misses again aims twice as deep each time: a solve
-        # meets its soft bound only to within tol, so a hard value aimed at the middle of a
-        # band narrower than that can miss on every solve (3 groups, error rates 0.02: eight
-        # solves, all 0.0006-0.012 over). One solve on the feasible side is enough: the
-        # segment between the two sides then brings the model back to the bound.
-        misses = np.where((shift != 0) & (hard > _EPS), misses + 1, 0)
-        # The secant relates each hard value to the soft value the solve reached (with the
-        # base offset), not to the shift asked for: a solve that ends inside its soft bound
-        # moved the hard value less than its shift, and a secant on the shift would read
-        # that as a flat relation and overshoot (e.g. ask for the reverse gap: infeasible).
-        soft = units.values(problem.rate_constraints(scores, hard=False, offset=base))
-        cap = _shift_cap(column_means, units, scores, base)
-        for k in range(m):
-            if not (hard[k] > _EPS or (active[k] and hard[k] < -bound_tol)):
-                continue
-            # The hard value falls about as much as the soft value does.
-            trace[k].append((soft[k], hard[k]))
-            slope = _secant_slope(trace[k], 1.0, 0.25, 4.0)
-            # The next solve's soft bound binds where the hard value should reach target.
-            target = -0.5 * bound_tol * 2.0 ** misses[k]
-            proposal = (hard[k] - target) / slope - soft[k]
-            if misses[k]:
-                # Missed again: at least as much deeper as it missed by, whatever the secant.
-                proposal = max(proposal, shift[k] + hard[k] - target)
-            capped[k] = proposal >= cap[k]
-            shift[k] = min(proposal, cap[k])
+        misses = _move_bounds(
+            problem, units, scores, hard, active, base, column_means, shift, capped, misses,
+            trace, bound_tol,
+        )  # fmt: skip
         _say(
             verbose and rnd + 1 < max_rounds and passes < budget,
             f"solve {rnd + 2}: on predictions the constraints are "
@@ -296,6 +273,49 @@ def fit_hard_rates(
         # Kept above if needed; dropped here, the next solve's scores do not come on top.
         del scores
 
+    return _between_sides(problem, units, infeasible, feasible, results, passes, base, verbose)
+
+
+def _move_bounds(
+    problem, units, scores, hard, active, base, column_means, shift, capped, misses, trace,
+    bound_tol,
+):  # fmt: skip
+    """The next solve's bounds: each unit that misses its bound on predictions (or leaves
+    it unused while active) has its ``shift`` moved by a secant step, in place (with
+    ``capped`` and its ``trace``); returns the count of misses in a row per unit."""
+    # A unit already shifted that misses again aims twice as deep each time: a solve
+    # meets its soft bound only to within tol, so a hard value aimed at the middle of a
+    # band narrower than that can miss on every solve (3 groups, error rates 0.02: eight
+    # solves, all 0.0006-0.012 over). One solve on the feasible side is enough: the
+    # segment between the two sides then brings the model back to the bound.
+    misses = np.where((shift != 0) & (hard > BOUND_EPS), misses + 1, 0)
+    # The secant relates each hard value to the soft value the solve reached (with the
+    # base offset), not to the shift asked for: a solve that ends inside its soft bound
+    # moved the hard value less than its shift, and a secant on the shift would read
+    # that as a flat relation and overshoot (e.g. ask for the reverse gap: infeasible).
+    soft = units.values(problem.rate_constraints(scores, hard=False, offset=base))
+    cap = _shift_cap(column_means, units, scores, base)
+    for k in range(len(units)):
+        if not (hard[k] > BOUND_EPS or (active[k] and hard[k] < -bound_tol)):
+            continue
+        # The hard value falls about as much as the soft value does.
+        trace[k].append((soft[k], hard[k]))
+        slope = _secant_slope(trace[k], 1.0, 0.25, 4.0)
+        # The next solve's soft bound binds where the hard value should reach target.
+        target = -0.5 * bound_tol * 2.0 ** misses[k]
+        proposal = (hard[k] - target) / slope - soft[k]
+        if misses[k]:
+            # Missed again: at least as much deeper as it missed by, whatever the secant.
+            proposal = max(proposal, shift[k] + hard[k] - target)
+        capped[k] = proposal >= cap[k]
+        shift[k] = min(proposal, cap[k])
+    return misses
+
+
+def _between_sides(problem, units, infeasible, feasible, results, passes, base, verbose):
+    """The fit once the solves are done: the best feasible solve if no solve missed, else
+    the point of the segment from the nearest infeasible solve towards a feasible one (or
+    the constant model, or a moved threshold) where the bounds on predictions hold."""
     if infeasible is None:
         # Every solve met the bound with room to spare (a looser one failed): keep the best.
         x, scores, _, result = feasible
@@ -313,7 +333,7 @@ def fit_hard_rates(
         x_out = problem.point(np.zeros_like(coef), intercept)
         z_out = problem.constraint_scores(x_out)
         passes += _pass_share(problem)
-        if np.any(units.values(problem.rate_constraints(z_out, offset=base)) > _EPS):
+        if np.any(units.values(problem.rate_constraints(z_out, offset=base)) > BOUND_EPS):
             # Not every bound holds at a constant (error rates differ between groups with
             # their base rates): the solve's threshold is moved instead, if some threshold
             # meets the bound; else the solve is returned, and the fit says the bound is not
@@ -363,7 +383,7 @@ def _threshold_point(problem, units, x, z, offset):
     for delta in (reach, -reach):
         t = _segment(problem)(units, z, z + delta, offset)
         moved = z + t * delta
-        meets = np.all(units.values(problem.rate_constraints(moved, offset=offset)) <= _EPS)
+        meets = np.all(units.values(problem.rate_constraints(moved, offset=offset)) <= BOUND_EPS)
         if t > 0 and meets and (best is None or abs(t * delta) < abs(best)):
             best = t * delta
     if best is None:
@@ -386,7 +406,7 @@ def _finish(problem, units, x, scores, results, used, t, passes):
         result=used[0],
         results=results,
         converged=all(r.converged for r in used),
-        met=bool(np.all(units.values(problem.rate_constraints(scores)) <= _EPS)),
+        met=bool(np.all(units.values(problem.rate_constraints(scores)) <= BOUND_EPS)),
         interpolated=t,
         degenerate=bool(positive.all() or not positive.any()),
         n_data_passes=passes,

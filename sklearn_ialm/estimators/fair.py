@@ -15,8 +15,10 @@ from sklearn.utils.validation import _num_samples, check_array, validate_data
 
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ..problems.fairness import unique_codes
-from ._base import _DTYPES, DEFERRED_SCALING, BaseIALMClassifier, MatrixLike, calibration_seed
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._scaling import DEFERRED_SCALING
+from ._solve import calibration_seed
 
 __all__ = ["FairLogisticClassifier"]
 
@@ -628,6 +630,39 @@ class FairLogisticClassifier(BaseIALMClassifier):
         codes, labels = encode_groups(sensitive_features, X.shape[0])
         live = np.flatnonzero(sw > 0)
         protected = self._protected_codes(codes[live], labels)
+        held, train_bound = self._held_out_rows(
+            codes, labels, y01, sw, live, protected, kind, form, bound
+        )
+        train_weight = sw.copy()
+        train_weight[held] = 0.0
+        self._training_bound = train_bound
+        try:
+            # The fit's own warnings are about the training bound, an internal device: they
+            # are told again below, in one story with the certificate.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self._fit(X, y, train_weight, sensitive_features=sensitive_features)
+        finally:
+            self._training_bound = None
+        if feature_names is not None:
+            self.feature_names_in_ = feature_names
+        self.bound_ = bound
+        self.training_bound_ = train_bound
+        cert = self._certify(X, y01, codes, labels, held, protected, kind, form, bound)
+        if not np.all(sw[held] == sw[held][0]):
+            warnings.warn(
+                "sample_weight differs among the calibration rows: the certificate counts "
+                "each row once, so it is for the unweighted population.",
+                UserWarning,
+                stacklevel=2,
+            )
+        self._tell_certified_fit(caught, cert, train_bound)
+        return self
+
+    def _held_out_rows(self, codes, labels, y01, sw, live, protected, kind, form, bound):
+        """``(held, training bound)``: the calibration rows and the bound to train at, the
+        margin the held-out counts call for inside ``bound``; a ValueError (saying what would
+        do) when no model could pass the certificate on so few rows."""
         rates = float(np.average(y01[live], weights=sw[live])) if kind == "positive_share" else 0.5
 
         def training_bound(held, bound, delta):
@@ -663,21 +698,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
                     ), held, bound, form,
                 )
             )  # fmt: skip
-        train_weight = sw.copy()
-        train_weight[held] = 0.0
-        self._training_bound = train_bound
-        try:
-            # The fit's own warnings are about the training bound, an internal device: they
-            # are told again below, in one story with the certificate.
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                self._fit(X, y, train_weight, sensitive_features=sensitive_features)
-        finally:
-            self._training_bound = None
-        if feature_names is not None:
-            self.feature_names_in_ = feature_names
-        self.bound_ = bound
-        self.training_bound_ = train_bound
+        return held, train_bound
+
+    def _certify(self, X, y01, codes, labels, held, protected, kind, form, bound):
+        """The certificate of the fitted model on the held-out rows (set and returned)."""
         pred = (self._score(X[held]) > 0).astype(int)
         cert = fairness_certificate(
             pred, y01[held], codes[held], kind=kind, form=form, bound=bound,
@@ -688,15 +712,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.certificate_ = cert
         self.certified_ = bool(cert.certified)
         self.calibration_indices_ = held
-        if not np.all(sw[held] == sw[held][0]):
-            warnings.warn(
-                "sample_weight differs among the calibration rows: the certificate counts "
-                "each row once, so it is for the unweighted population.",
-                UserWarning,
-                stacklevel=2,
-            )
-        self._tell_certified_fit(caught, cert, train_bound)
-        return self
+        return cert
 
     def _tell_certified_fit(self, caught, cert, train_bound):
         """One account of a certified fit: what the training rows met (against the training

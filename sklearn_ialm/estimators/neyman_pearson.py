@@ -12,15 +12,10 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
-from ._base import (
-    _DTYPES,
-    DEFERRED_SCALING,
-    BaseIALMClassifier,
-    MatrixLike,
-    calibration_seed,
-    is_dask_collection,
-)
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, is_dask_collection
 from ._hard_rates import fit_negative_weight, rate_threshold
+from ._scaling import DEFERRED_SCALING
+from ._solve import calibration_seed
 from ._umbrella import (
     training_fpr_upper_limit,
     umbrella_min_calibration_size,
@@ -424,10 +419,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         feature_names = getattr(self, "feature_names_in_", None)
         classes, y01 = self._check_target(y)
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
-        negatives = np.flatnonzero((y01 == 0) & (sw > 0))
-        n_calibration = self._n_calibration(negatives.size)
-        rng = np.random.default_rng(calibration_seed(self.random_state))
-        held_out = np.sort(rng.choice(negatives, size=n_calibration, replace=False))
+        held_out = self._held_out_negatives(y01, sw)
         train_weight = sw.copy()
         train_weight[held_out] = 0.0
 
@@ -436,8 +428,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         if feature_names is not None:
             self.feature_names_in_ = feature_names
 
-        cal_weight = sw[held_out]
-        if not np.all(cal_weight == cal_weight[0]):
+        if not np.all(sw[held_out] == sw[held_out][0]):
             warnings.warn(
                 "sample_weight differs among the held-out negatives: the umbrella rule counts "
                 "each held-out negative once, so the guarantee is for the unweighted "
@@ -445,6 +436,19 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 UserWarning,
                 stacklevel=2,
             )
+        self._certify_umbrella(X, y01, sw, train_weight, held_out)
+        return self
+
+    def _held_out_negatives(self, y01, sample_weight):
+        """The negatives (of nonzero weight) held out for the umbrella rule, sorted."""
+        negatives = np.flatnonzero((y01 == 0) & (sample_weight > 0))
+        n_calibration = self._n_calibration(negatives.size)
+        rng = np.random.default_rng(calibration_seed(self.random_state))
+        return np.sort(rng.choice(negatives, size=n_calibration, replace=False))
+
+    def _certify_umbrella(self, X, y01, sample_weight, train_weight, held_out):
+        """The umbrella threshold of the held-out negatives' scores, its certificate, and the
+        rate it gives on the training rows."""
         X_held = X[held_out]
         scores = self._score(X_held)
         umbrella = umbrella_threshold(scores, self.max_fpr, self.delta)
@@ -456,6 +460,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self.calibration_fpr_ = float(np.mean(scores > self.threshold_))
 
         # The hard rate on the training rows, at the threshold that predict uses.
+        sw = sample_weight
         train = train_weight > 0
         train_scores = self._score(X[train])
         self.hard_constraint_values_ = self._constraint_report(
@@ -464,7 +469,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self.train_fpr_ = float(self.hard_constraint_values_[0])
         if self.rate == "hard":
             self.bound_met_ = self.train_fpr_ <= self.max_fpr
-        return self
 
     def _warn_if_few_negatives(self):
         """Say when the bound on the training negatives will not carry to new rows.
@@ -496,10 +500,15 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         """With ``rate="hard"`` (and no hold-out), the threshold that spends ``max_fpr`` on
         the training negatives; the umbrella rule sets its own after the fit."""
         self.threshold_ = 0.0
-        if self.rate == "hard" and self.calibration is None:
+        max_rate = self._negatives_rate_spent()
+        if max_rate is not None:
             neg = y01 == 0
-            self.threshold_ = rate_threshold(scores[neg], sample_weight[neg], self.max_fpr)
+            self.threshold_ = rate_threshold(scores[neg], sample_weight[neg], max_rate)
         return self.threshold_
+
+    def _negatives_rate_spent(self):
+        """``max_fpr`` with ``rate="hard"`` and no hold-out: the threshold spends it."""
+        return self.max_fpr if self.rate == "hard" and self.calibration is None else None
 
     def _bound_met(self, result, fit):
         if self.rate == "hard":

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..estimators import BoundReport
-from ..estimators._report import _OVERALL
+from ..report import BoundReport
+from ..report._rates import OVERALL
 
 __all__ = ["BoundDisplay"]
 
@@ -171,7 +171,7 @@ class BoundDisplay:
             in_groups = [
                 rows[g]["value"]
                 for g in groups
-                if g in rows and g is not _OVERALL and np.isfinite(rows[g]["value"])
+                if g in rows and g is not OVERALL and np.isfinite(rows[g]["value"])
             ]
             if not in_groups or bound["name"] == "false_positive_rate":
                 continue

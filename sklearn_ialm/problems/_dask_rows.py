@@ -30,6 +30,7 @@ import dask.array as da
 import numpy as np
 from scipy.special import expit
 
+from ._numeric import BOUND_EPS, ROUNDING_SPREAD, check_not_subnormal
 from .linear import _GRAM_MAX_PARAMS, LinearProblem, _Rows
 
 __all__ = ["DaskRows", "DaskLinearProblem"]
@@ -528,15 +529,13 @@ feature_center
         scores a grid of points in one reduction and the next pass refines the grid between
         the last point that misses the bound and the first that meets it.
         """
-        from ..estimators._hard_rates import _EPS
-
         lo, hi = 0.0, 1.0
         z_in, z_out = self._blocks_of(z_in, z_out)
         for _ in range(_SEGMENT_PASSES):
             ts = np.linspace(lo, hi, _SEGMENT_GRID + 1)
             (s,) = self.A_con.reduce(_segment_block, z_in, z_out, ts, self.H, reads_x=False)
             hard = s / self.A_con.n_rows + offset
-            ok = np.flatnonzero(np.all(units.values(hard) <= _EPS, axis=1))
+            ok = np.flatnonzero(np.all(units.values(hard) <= BOUND_EPS, axis=1))
             i = int(ok[0]) if len(ok) else len(ts) - 1
             if i == 0:
                 return lo
@@ -556,17 +555,15 @@ feature_center
         """Weighted ``(mean, std)`` of the columns under the row weights (summing to
         ``total``): the two passes and the corrected two-pass formula of the in-memory
         ``_column_moments`` (see there), each pass one reduction."""
-        from ..estimators._base import _ROUNDING_SPREAD, _check_not_subnormal
-
         rows = self.A_obj
         absmax, mean = rows.reduce(_moments_first, total)
-        _check_not_subnormal(absmax)
+        check_not_subnormal(absmax)
         unit = np.where(absmax > 0, absmax, 1.0)
         mean = mean / unit
         first, second = rows.reduce(_moments_second, total, unit, mean)
         self.setup_evaluations += 2 * rows.n_rows
         std = np.sqrt(np.clip(second - first * first, 0.0, None))
-        std[std <= _ROUNDING_SPREAD] = 0.0
+        std[std <= ROUNDING_SPREAD] = 0.0
         return (mean + first) * unit, std * unit
 
 

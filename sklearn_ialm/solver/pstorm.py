@@ -23,47 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .counting import Counter
+
 __all__ = ["AugmentedLagrangianEstimator", "Counter", "pstorm"]
-
-
-@dataclass
-class Counter:
-    """Per-sample oracle evaluations and draws, by kind, with the set-up and stop tests apart.
-
-    ``objective_evaluations`` and ``constraint_evaluations`` count the minibatch work: every
-    per-sample evaluation (a sample used at two points counts twice). ``setup_evaluations``
-    counts the rows read before the first iteration (smoothness estimates) and
-    ``check_evaluations`` those of the stopping rule's evaluations. ``evaluations`` is the
-    sum of all four, what a budget is charged. ``draws`` count each drawn sample once;
-    ``second_batch_draws`` is the part of ``constraint_draws`` drawn as the second,
-    independent constraint batch of ``estimator="independent"``, which the paper's tables do
-    not count (see :attr:`~sklearn_ialm.solver.IALMResult.n_paper_passes`).
-    """
-
-    objective_evaluations: int = 0
-    constraint_evaluations: int = 0
-    objective_draws: int = 0
-    constraint_draws: int = 0
-    setup_evaluations: int = 0
-    check_evaluations: int = 0
-    second_batch_draws: int = 0
-
-    @property
-    def minibatch_evaluations(self) -> int:
-        return self.objective_evaluations + self.constraint_evaluations
-
-    @property
-    def evaluations(self) -> int:
-        return self.minibatch_evaluations + self.setup_evaluations + self.check_evaluations
-
-    def add(self, kind: str, *, draws: int = 0, evaluations: int = 0) -> None:
-        """Count ``draws`` new samples and ``evaluations`` per-sample evaluations of ``kind``."""
-        if kind == "objective":
-            self.objective_draws += draws
-            self.objective_evaluations += evaluations
-        else:
-            self.constraint_draws += draws
-            self.constraint_evaluations += evaluations
 
 
 @dataclass

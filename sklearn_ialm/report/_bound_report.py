@@ -1,0 +1,290 @@
+"""The bound report: the class users hold, its construction from a fitted model, its views."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from ..estimators import FairLogisticClassifier, NeymanPearsonClassifier
+from ..estimators.fair import encode_groups
+from . import _render
+from ._records import Records, fit_record
+
+__all__ = ["BoundReport"]
+
+
+class BoundReport:
+    """Per-group rates with exact intervals, the bound and its status, on given rows.
+
+    Build it with :meth:`from_estimator` or a fitted estimator's ``bound_report``; the
+    constructor takes the computed records. See the user guide's section "The bound
+    report" for what the intervals and the limit mean.
+
+    Parameters
+    ----------
+    estimator_name : str
+        Class name of the fitted classifier.
+    description : str
+        The bound in words, e.g. ``"demographic_parity difference <= 0.05"``.
+    protected_groups : list or None
+        The fit's ``protected_groups_`` (fairness), None for Neyman-Pearson.
+    n_samples : int
+        Rows the report was computed on.
+    confidence : float
+        Two-sided level of the intervals (and of the limits' argument).
+    weighted : bool
+        Whether the rates are weighted (the intervals then use the effective sample size).
+    bounds : list of dict
+        One record per bound: ``name`` (fairlearn's metric, or ``false_positive_rate``),
+        ``value`` on these rows, ``direction`` (``"<="`` or ``">="``), ``bound``, ``limit``
+        (worst case over the intervals), ``status`` (``"not met"``, ``"met"``,
+        ``"certified"`` or ``"undefined"``) and, with a baseline, ``baseline_value`` and
+        ``baseline_status``.
+    rates : list of dict
+        One record per rate and group (and the overall rate): ``rate``, ``condition`` (the
+        rows it is a share of: ``"all"``, ``"y=1"``, ``"y=0"``, ``"pred=1"``), ``group``,
+        ``protected``, ``n``, ``k``, ``value``, ``lower``, ``upper`` (``n_effective`` with
+        weights; ``baseline_value``, ``baseline_lower``, ``baseline_upper`` with a baseline).
+    summary : list of dict
+        Overall accuracy, selection rate, false-positive and false-negative rates, with
+        intervals, and with a baseline its values and ``difference`` (model minus baseline):
+        the price of the bound.
+    fit : dict
+        What the fit itself established: the bound on its training rows (``bound_met``),
+        the certificate of a calibrated fit (``certificate``), the Neyman-Pearson
+        ``threshold`` and umbrella ``delta`` / ``violation_bound``.
+    notes : list of str
+        Caveats of these rows (groups absent, undefined ratios).
+
+    Examples
+    --------
+    >>> import json
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn_ialm import FairLogisticClassifier
+    >>> X, y = make_classification(n_samples=400, n_features=5, random_state=0)
+    >>> groups = np.where(X[:, 2] < -0.5, "b", "a")
+    >>> clf = FairLogisticClassifier(constraint="demographic_parity", bound=0.1,
+    ...                              random_state=0).fit(X, y, sensitive_features=groups)
+    >>> report = clf.bound_report(X, y, sensitive_features=groups)
+    >>> bound = report.bounds[0]
+    >>> bound["name"], bound["direction"], bound["bound"], bound["status"] != "not met"
+    ('demographic_parity_difference', '<=', 0.1, True)
+    >>> [(r["group"], r["n"]) for r in report.rates]
+    [('a', 291), ('b', 109), ('overall', 400)]
+    >>> data = json.loads(json.dumps(report.to_dict()))
+    >>> data["bounds"][0]["name"]
+    'demographic_parity_difference'
+    """
+
+    def __init__(
+        self,
+        *,
+        estimator_name,
+        description,
+        protected_groups,
+        n_samples,
+        confidence,
+        weighted,
+        bounds,
+        rates,
+        summary,
+        fit,
+        notes=(),
+    ):
+        self.estimator_name = estimator_name
+        self.description = description
+        self.protected_groups = protected_groups
+        self.n_samples = n_samples
+        self.confidence = confidence
+        self.weighted = weighted
+        self.bounds = bounds
+        self.rates = rates
+        self.summary = summary
+        self.fit = fit
+        self.notes = list(notes)
+
+    @property
+    def has_baseline(self) -> bool:
+        """Whether a baseline model was reported beside the estimator."""
+        return bool(self.bounds) and "baseline_value" in self.bounds[0]
+
+    # -- construction ----------------------------------------------------------------------------
+    @classmethod
+    def from_estimator(
+        cls,
+        estimator,
+        X,
+        y: ArrayLike,
+        *,
+        sensitive_features: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+        baseline=None,
+        confidence: float = 0.95,
+    ) -> BoundReport:
+        """The report of a fitted constrained classifier (or a Pipeline ending in one).
+
+        Parameters
+        ----------
+        estimator : FairLogisticClassifier, NeymanPearsonClassifier or Pipeline
+            Fitted. A :class:`~sklearn.pipeline.Pipeline` transforms ``X`` with its first
+            steps: its report is that of its last step on the transformed rows.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Any rows: the training rows, a test set, ``X[clf.calibration_indices_]``.
+        y : array-like of shape (n_samples,)
+            True labels, in the estimator's ``classes_``.
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_columns)
+            The group of each row, as given to ``fit``. Required for the fairness
+            classifier; for Neyman-Pearson it adds the rates per group.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rates (see :mod:`sklearn_ialm.report` for the intervals).
+        baseline : fitted classifier, default=None
+            An unconstrained model (e.g. a fitted
+            :class:`~sklearn.linear_model.LogisticRegression`) whose ``predict(X)`` is
+            reported beside the estimator's: the price of the bound. It gets the same
+            ``X`` as ``estimator`` (the raw rows when ``estimator`` is a Pipeline).
+        confidence : float in (0, 1), default=0.95
+            Two-sided level of the exact intervals.
+
+        Returns
+        -------
+        BoundReport
+        """
+        if not 0.0 < float(confidence) < 1.0:
+            raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
+        confidence = float(confidence)
+        clf, X_last = _final_step(estimator, X)
+        is_fair = _check_classifier(clf, sensitive_features)
+        y01, pred, base_pred, weights = _labels_and_predictions(
+            clf, X_last, y, sample_weight, baseline, X
+        )
+        codes = labels = None
+        if sensitive_features is not None:
+            codes, labels = encode_groups(sensitive_features, len(y01))
+
+        records = Records(y01, pred, base_pred, codes, labels, weights, confidence)
+        if is_fair:
+            description, bounds = records.fairness(clf)
+        else:
+            description, bounds = records.neyman_pearson(clf)
+        if getattr(clf, "max_fpr", None) is not None and is_fair:
+            bounds.append(records.fpr_bound(clf.max_fpr))
+        return cls(
+            estimator_name=type(clf).__name__,
+            description=description,
+            protected_groups=records.protected_groups,
+            n_samples=len(y01),
+            confidence=confidence,
+            weighted=weights is not None,
+            bounds=bounds,
+            rates=records.rates,
+            summary=records.summary(),
+            fit=fit_record(clf, is_fair),
+            notes=records.notes,
+        )
+
+    # -- views -----------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The report as JSON-ready Python (nan as None, group tuples as lists).
+
+        Returns
+        -------
+        dict
+            ``estimator``, ``description``, ``protected_groups``, ``n_samples``,
+            ``confidence``, ``weighted``, ``bounds``, ``rates``, ``summary``, ``fit``,
+            ``notes``.
+        """
+        return _render.to_dict(self)
+
+    def to_frame(self, table: str = "rates"):
+        """One of the report's tables as a :class:`pandas.DataFrame`.
+
+        Parameters
+        ----------
+        table : {"rates", "bounds", "summary"}, default="rates"
+            The per-group rates (one row per rate and group, with columns ``rate`` and
+            ``group``), the bounds (indexed by metric), or the overall rates (indexed by
+            metric).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        return _render.to_frame(self, table)
+
+    def to_markdown(self) -> str:
+        """A short Markdown summary for a model card or a README.
+
+        Returns
+        -------
+        str
+            A line naming the bound, the bounds table and the per-group rates table.
+        """
+        return _render.to_markdown(self)
+
+    def __str__(self) -> str:
+        return _render.to_text(self)
+
+    def __repr__(self) -> str:
+        status = ", ".join(f"{b['name']} {b['status']}" for b in self.bounds)
+        return f"<BoundReport of {self.estimator_name} on {self.n_samples} rows: {status}>"
+
+    def _repr_html_(self) -> str:
+        return _render.to_html(self)
+
+
+def _final_step(estimator, X):
+    """The classifier at the end of a (nested) Pipeline, and ``X`` transformed for it."""
+    from sklearn.pipeline import Pipeline
+
+    while isinstance(estimator, Pipeline):
+        if len(estimator) > 1:
+            X = estimator[:-1].transform(X)
+        estimator = estimator[-1]
+    return estimator, X
+
+
+def _check_classifier(clf, sensitive_features) -> bool:
+    """Whether ``clf`` is the fairness classifier (else Neyman-Pearson), checked fitted."""
+    if not isinstance(clf, (FairLogisticClassifier, NeymanPearsonClassifier)):
+        raise TypeError(
+            "BoundReport needs a FairLogisticClassifier or NeymanPearsonClassifier (or a "
+            f"Pipeline that ends in one), got {type(clf).__name__}."
+        )
+    check_is_fitted(clf)
+    is_fair = isinstance(clf, FairLogisticClassifier)
+    if is_fair and sensitive_features is None:
+        raise ValueError(
+            "The fairness bound is on the groups' rates: pass sensitive_features, the "
+            "group of every row of X."
+        )
+    return is_fair
+
+
+def _labels_and_predictions(clf, X, y, sample_weight, baseline, X_raw):
+    """``(y01, pred, base_pred, weights)``: the rows' labels and the predictions of ``clf``
+    on ``X`` (and of ``baseline`` on ``X_raw``) as booleans of the positive class, and the
+    checked weights (None without ``sample_weight``)."""
+    positive = clf.classes_[1]
+    y = column_or_1d(y, warn=True)
+    unknown = np.setdiff1d(np.unique(y), clf.classes_)
+    if unknown.size:
+        raise ValueError(
+            f"y has labels {unknown.tolist()} that are not in the estimator's classes_ "
+            f"{clf.classes_.tolist()}."
+        )
+    y01 = y == positive
+    pred = clf.predict(X) == positive
+    n = len(y01)
+    if pred.shape != (n,):
+        raise ValueError(f"X has {pred.shape[0]} rows but y has {n}.")
+    weights = None
+    if sample_weight is not None:
+        weights = column_or_1d(sample_weight).astype(float)
+        if weights.shape != (n,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+            raise ValueError(f"sample_weight must hold {n} finite weights >= 0.")
+    base_pred = None
+    if baseline is not None:
+        base_pred = column_or_1d(baseline.predict(X_raw)) == positive
+    return y01, pred, base_pred, weights

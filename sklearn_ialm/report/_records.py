@@ -1,0 +1,254 @@
+"""The records of a bound report: per rate and group, per bound, overall, and the fit's.
+
+:class:`Records` computes them from the 0/1 labels and predictions of the rows (and of a
+baseline model), with the rates' statistics of :mod:`._rates`; the constrained metric is
+fairlearn's, as :func:`~sklearn_ialm.problems.fairness_metric` computes it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..problems import fairness_metric
+from ._rates import OVERALL, condition_rows, hits, plain_key, rate_record, status, worst_limit
+
+#: The rates behind each fairness kind: ``(rate, condition)``, in the order of the metric.
+_KIND_RATES = {
+    "demographic_parity": (("selection_rate", "all"),),
+    "true_positive_rate_parity": (("true_positive_rate", "y=1"),),
+    "false_positive_rate_parity": (("false_positive_rate", "y=0"),),
+    "equalized_odds": (("true_positive_rate", "y=1"), ("false_positive_rate", "y=0")),
+    "error_rate_parity": (("error_rate", "all"),),
+    "positive_share": (("share_of_positives", "pred=1"),),
+    "disparate_impact": (("selection_rate", "all"),),
+}
+
+#: The fairlearn function that computes each parity kind's metric (``between_groups``).
+_FAIRLEARN = {
+    "demographic_parity": "demographic_parity",
+    "true_positive_rate_parity": "equal_opportunity",
+    "false_positive_rate_parity": "false_positive_rate",
+    "equalized_odds": "equalized_odds",
+    "error_rate_parity": "zero_one_loss",
+}
+
+#: The overall rates of the summary, each a share of the rows of its condition.
+_SUMMARY = (
+    ("accuracy", "all"),
+    ("selection_rate", "all"),
+    ("false_positive_rate", "y=0"),
+    ("false_negative_rate", "y=1"),
+)
+
+
+class Records:
+    """Computes the records of one report from the 0/1 labels and predictions."""
+
+    def __init__(self, y01, pred, base_pred, codes, labels, weights, confidence):
+        self.y01, self.pred, self.base_pred = y01, pred, base_pred
+        self.codes, self.labels, self.weights = codes, labels, weights
+        self.confidence = confidence
+        self.rates = []
+        self.notes = []
+        self.protected_groups = None
+
+    def _record(self, rate, condition, group, protected, hit_rows, base_rows=None):
+        """One rate record: ``hit_rows(pred) -> (hit, rows)`` for the model and baseline."""
+        hit, rows = hit_rows(self.pred)
+        record = {"rate": rate, "condition": condition, "group": group, "protected": protected}
+        record.update(rate_record(hit, rows, self.weights, self.confidence))
+        if self.base_pred is not None:
+            hit, rows = hit_rows(self.base_pred)
+            base = rate_record(hit, rows, self.weights, self.confidence)
+            record.update(
+                baseline_value=base["value"],
+                baseline_lower=base["lower"],
+                baseline_upper=base["upper"],
+            )
+        return record
+
+    def _group_rates(self, rate, condition, protected_codes, overall=True):
+        """Records of ``rate`` for every group present (and overall)."""
+        y01, codes = self.y01, self.codes
+        out = []
+        groups = [] if codes is None else range(len(self.labels))
+        for g in groups:
+            member = codes == g
+            if rate == "share_of_positives":
+                # The group's share of the positive predictions: a share of the rows pred=1.
+                def hit_rows(p, member=member):
+                    return member, p
+
+            else:
+
+                def hit_rows(p, member=member):
+                    return hits(rate, y01, p), member & condition_rows(condition, y01, p)
+
+            protected = None if protected_codes is None else bool(g in protected_codes)
+            out.append(
+                self._record(rate, condition, plain_key(self.labels[g]), protected, hit_rows)
+            )
+        if overall:
+            out.append(
+                self._record(
+                    rate,
+                    condition,
+                    OVERALL,
+                    None,
+                    lambda p: (hits(rate, y01, p), condition_rows(condition, y01, p)),
+                )
+            )
+        self.rates.extend(out)
+        return out
+
+    def _metric(self, kind, form, pred, protected_codes):
+        if not len(protected_codes):
+            return math.nan
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return fairness_metric(
+                kind,
+                self.y01.astype(int),
+                pred.astype(float),
+                self.codes,
+                form=None if form == "share" else form,
+                sample_weight=self.weights,
+                protected=list(protected_codes),
+            )
+
+    def fairness(self, clf):
+        kind = clf.constraint
+        if kind == "positive_share":
+            form = "share"
+        elif kind == "disparate_impact":
+            form = "ratio"
+        else:
+            form = clf.form or "difference"
+        bound = float(clf.bound_)
+        direction = "<=" if form == "difference" else ">="
+        present = {plain_key(label): g for g, label in enumerate(self.labels)}
+        protected, absent = [], []
+        for label in clf.protected_groups_:
+            key = plain_key(label)
+            (protected.append(present[key]) if key in present else absent.append(key))
+        if absent:
+            self.notes.append(
+                f"Protected group(s) {absent} have no rows here: their bound is not evaluated."
+            )
+        protected = np.array(protected, dtype=int)
+        rate_names = []
+        for rate, condition in _KIND_RATES[kind]:
+            # A share of the positive predictions has no overall value (it is 1).
+            self._group_rates(rate, condition, protected, overall=kind != "positive_share")
+            rate_names.append(rate)
+        value = self._metric(kind, form, self.pred, protected)
+        # The limit reads the records' "protected" flags, set from the same codes.
+        if kind in _FAIRLEARN:
+            name = f"{_FAIRLEARN[kind]}_{form}"
+            limit = worst_limit(self.rates, rate_names, form)
+        elif kind == "positive_share":
+            name, limit = "min_share_of_positives", worst_limit(self.rates, rate_names, form)
+        else:
+            # The impact ratio is relative to the overall rate, which moves with the group's
+            # own: the groups' intervals give no limit of it.
+            name, limit = "min_impact_ratio", math.nan
+        record = {
+            "name": name,
+            "value": value,
+            "direction": direction,
+            "bound": bound,
+            "limit": limit,
+            "status": status(value, limit, bound, direction),
+        }
+        if self.base_pred is not None:
+            base = self._metric(kind, form, self.base_pred, protected)
+            record.update(
+                baseline_value=base, baseline_status=status(base, math.nan, bound, direction)
+            )
+        if not np.isfinite(value):
+            self.notes.append(
+                f"{name} is undefined on these rows (every rate of a ratio is 0)."
+                if len(protected)
+                else f"{name}: no protected group has rows here."
+            )
+        self.protected_groups = [plain_key(g) for g in clf.protected_groups_]
+        what = f"{kind} {form}" if kind in _FAIRLEARN else kind
+        return f"{what} {direction} {bound:g}", [record]
+
+    def fpr_bound(self, max_fpr):
+        """The bound ``FPR <= max_fpr`` on all rows; its limit is the FPR's upper limit."""
+        overall = [r for r in self.rates if r["rate"] == "false_positive_rate"]
+        overall = [r for r in overall if r["group"] is OVERALL]
+        if overall:
+            fpr = overall[0]
+        else:
+            fpr = self._record(
+                "false_positive_rate", "y=0", OVERALL, None, lambda p: (p, ~self.y01)
+            )
+        record = {
+            "name": "false_positive_rate",
+            "value": fpr["value"],
+            "direction": "<=",
+            "bound": float(max_fpr),
+            "limit": fpr["upper"],
+            "status": status(fpr["value"], fpr["upper"], max_fpr, "<="),
+        }
+        if self.base_pred is not None:
+            base = fpr["baseline_value"]
+            record.update(
+                baseline_value=base, baseline_status=status(base, math.nan, max_fpr, "<=")
+            )
+        return record
+
+    def neyman_pearson(self, clf):
+        for rate, condition in (("false_positive_rate", "y=0"), ("false_negative_rate", "y=1")):
+            self._group_rates(rate, condition, None)
+        description = f"false_positive_rate <= {clf.max_fpr:g}"
+        return description, [self.fpr_bound(clf.max_fpr)]
+
+    def summary(self):
+        out = []
+        for metric, condition in _SUMMARY:
+
+            def hit_rows(p, metric=metric, condition=condition):
+                return hits(metric, self.y01, p), condition_rows(condition, self.y01, p)
+
+            r = self._record(metric, condition, OVERALL, None, hit_rows)
+            s = {"metric": metric, "value": r["value"], "lower": r["lower"], "upper": r["upper"]}
+            if self.base_pred is not None:
+                s.update(
+                    baseline_value=r["baseline_value"],
+                    difference=r["value"] - r["baseline_value"],
+                )
+            out.append(s)
+        return out
+
+
+def fit_record(clf, is_fair):
+    """What the fit established, from its public fitted attributes."""
+    fit = {"bound_met": bool(clf.bound_met_) if hasattr(clf, "bound_met_") else None}
+    if is_fair and hasattr(clf, "certificate_"):
+        cert = clf.certificate_
+        fit["certificate"] = {
+            "kind": cert.kind,
+            "form": cert.form,
+            "bound": cert.bound,
+            "delta": cert.delta,
+            "value": cert.value,
+            "estimate": cert.estimate,
+            "certified": bool(clf.certified_),
+            "n_calibration": len(clf.calibration_indices_),
+            "training_bound": clf.training_bound_,
+        }
+    if not is_fair:
+        fit["threshold"] = float(clf.threshold_)
+        if hasattr(clf, "violation_bound_"):
+            fit["umbrella"] = {
+                "max_fpr": clf.max_fpr,
+                "delta": clf.delta,
+                "violation_bound": clf.violation_bound_,
+                "n_calibration": clf.n_calibration_,
+                "calibration_fpr": clf.calibration_fpr_,
+            }
+    return fit

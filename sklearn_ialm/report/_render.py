@@ -1,0 +1,325 @@
+"""The bound report's views: plain text, HTML, Markdown, JSON-ready Python, DataFrames.
+
+Each function reads a computed :class:`~sklearn_ialm.report.BoundReport` (its records and
+settings) and computes nothing of its own beyond the layout.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import textwrap
+from numbers import Real
+
+import numpy as np
+
+from ._rates import OVERALL
+
+__all__ = ["to_dict", "to_frame", "to_html", "to_markdown", "to_text"]
+
+
+def plain(value):
+    """``value`` as JSON-ready Python: nan becomes None, tuples lists, numpy scalars Python."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [plain(v) for v in value]
+    if value is OVERALL:
+        return str(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def fmt(value, digits=3):
+    """A cell of a table: ``-`` for None, yes / no, floats to ``digits`` decimals."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (Real, np.generic)) and not isinstance(value, (int, np.integer)):
+        return "nan" if not np.isfinite(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def interval(row, prefix=""):
+    """``[lower, upper]`` of a record (of its baseline with ``prefix="baseline_"``)."""
+    lower, upper = row.get(prefix + "lower"), row.get(prefix + "upper")
+    if lower is None:
+        return "-"
+    return f"[{lower:.3f}, {upper:.3f}]"
+
+
+def bound_cells(report, b):
+    """The cells of a bound record in the bounds table."""
+    cells = [
+        b["name"],
+        fmt(b["value"]),
+        fmt(b["limit"]),
+        f"{b['direction']} {b['bound']:g}",
+        b["status"],
+    ]
+    if report.has_baseline:
+        cells += [fmt(b["baseline_value"]), b["baseline_status"]]
+    return cells
+
+
+def bound_header(report):
+    """The header of the bounds table."""
+    level = f"{report.confidence:.0%}"
+    head = ["bound", "value", f"{level} limit", "bound", "status"]
+    return head + (["baseline", "baseline status"] if report.has_baseline else [])
+
+
+def rate_cells(report, r):
+    """The cells of a rate record in the rates table."""
+    cells = [
+        r["rate"],
+        r["condition"],
+        fmt(r["group"]) if r["group"] is not OVERALL else "overall",
+        "" if r["protected"] is None else fmt(r["protected"]),
+        str(r["n"]),
+        str(r["k"]),
+        fmt(r["value"]),
+        interval(r),
+    ]
+    if report.has_baseline:
+        cells += [fmt(r["baseline_value"]), interval(r, "baseline_")]
+    return cells
+
+
+def rate_header(report):
+    """The header of the rates table."""
+    level = f"{report.confidence:.0%}"
+    head = ["rate", "of rows", "group", "protected", "n", "k", "rate", f"{level} interval"]
+    return head + (["baseline", "baseline interval"] if report.has_baseline else [])
+
+
+def summary_cells(report, s):
+    """The cells of an overall rate in the summary table."""
+    cells = [s["metric"], fmt(s["value"]), interval(s)]
+    if report.has_baseline:
+        cells += [fmt(s["baseline_value"]), f"{s['difference']:+.3f}"]
+    return cells
+
+
+def summary_header(report):
+    """The header of the summary table."""
+    head = ["overall", "value", f"{report.confidence:.0%} interval"]
+    return head + (["baseline", "model - baseline"] if report.has_baseline else [])
+
+
+def fit_lines(report) -> list[str]:
+    """Sentences on what the fit itself established (bound, certificate, umbrella)."""
+    lines = []
+    fit = report.fit
+    if fit.get("bound_met") is not None:
+        lines.append(f"The fit met its bound on its training rows: {fmt(fit['bound_met'])}.")
+    cert = fit.get("certificate")
+    if cert is not None:
+        cmp = "<=" if cert["form"] == "difference" else ">="
+        verdict = "certified" if cert["certified"] else "NOT certified"
+        lines.append(
+            f"Certificate of the fit ({cert['n_calibration']} held-out rows): certified "
+            f"value {cert['value']:.4g} {cmp} {cert['bound']:g} at delta={cert['delta']:g}: "
+            f"{verdict} (held-out estimate {cert['estimate']:.4g}; trained at "
+            f"{cert['training_bound']:.4g})."
+        )
+    umbrella = fit.get("umbrella")
+    if umbrella is not None:
+        lines.append(
+            f"Umbrella calibration ({umbrella['n_calibration']} held-out negatives): "
+            f"P(population FPR > {umbrella['max_fpr']:g}) <= "
+            f"{umbrella['violation_bound']:.3g} <= delta={umbrella['delta']:g}."
+        )
+    return lines
+
+
+def caveat(report) -> str:
+    """The sentence on what the intervals mean."""
+    level = f"{report.confidence:.0%}"
+    text = (
+        f"Intervals: exact (Clopper-Pearson) at {level}, valid for rows the model was not "
+        f"fitted on; the limit is the metric's worst case over them, and 'certified' means "
+        f"it meets the bound (at {level})."
+    )
+    if report.weighted:
+        text += " Weighted rates: intervals from the effective sample size (approximate)."
+    return text
+
+
+def title(report) -> str:
+    """The title line: the estimator, its bound, the rows."""
+    text = f"{report.estimator_name}: {report.description}, on {report.n_samples} rows"
+    if report.protected_groups is not None:
+        text += f" (protected groups: {', '.join(map(repr, report.protected_groups))})"
+    return text
+
+
+def to_text(report) -> str:
+    """The report as plain text: its title, three tables and its sentences."""
+
+    def table(header, rows):
+        widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
+        layout = "  ".join(f"{{:<{w}}}" for w in widths)
+        return "\n".join(layout.format(*line).rstrip() for line in [header, *rows])
+
+    parts = [
+        title(report),
+        "",
+        table(bound_header(report), [bound_cells(report, b) for b in report.bounds]),
+        "",
+        table(rate_header(report), [rate_cells(report, r) for r in report.rates]),
+        "",
+        table(summary_header(report), [summary_cells(report, s) for s in report.summary]),
+    ]
+    # Sentences wrapped to the width of the tables, not one long line per sentence.
+    tail = [textwrap.fill(t, 88) for t in fit_lines(report) + report.notes + [caveat(report)]]
+    return "\n".join(parts + [""] + tail)
+
+
+def to_html(report) -> str:
+    """The report as HTML, for notebooks."""
+
+    def table(header, rows, caption):
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
+            for row in rows
+        )
+        return (
+            f"<table><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr>"
+            f"</thead><tbody>{body}</tbody></table>"
+        )
+
+    style = (
+        "<style>.ialm-report table{border-collapse:collapse;margin:0.4em 0 0.8em 0;"
+        "font-size:0.9em}.ialm-report caption{text-align:left;font-weight:bold;"
+        "padding:0.2em 0}.ialm-report th,.ialm-report td{border:1px solid #ccc;"
+        "padding:0.15em 0.5em;text-align:right}.ialm-report td:first-child,"
+        ".ialm-report th:first-child{text-align:left}.ialm-report p{margin:0.3em 0;"
+        "max-width:60em}</style>"
+    )
+    bounds = table(
+        bound_header(report),
+        [bound_cells(report, b) for b in report.bounds],
+        "Bounds on these rows",
+    )
+    for word, color in (("not met", "#b00020"), ("certified", "#006400")):
+        # Color the verdicts; "met" alone stays plain.
+        bounds = bounds.replace(
+            f"<td>{word}</td>", f'<td style="color:{color};font-weight:bold">{word}</td>'
+        )
+    rates = table(
+        rate_header(report),
+        [rate_cells(report, r) for r in report.rates],
+        "Rates of predict per group",
+    )
+    summary = table(
+        summary_header(report),
+        [summary_cells(report, s) for s in report.summary],
+        "Overall",
+    )
+    paragraphs = "".join(
+        f"<p>{html.escape(line)}</p>"
+        for line in fit_lines(report) + report.notes + [caveat(report)]
+    )
+    return (
+        f'<div class="ialm-report">{style}<p><b>{html.escape(title(report))}</b></p>'
+        f"{bounds}{rates}{summary}{paragraphs}</div>"
+    )
+
+
+def to_markdown(report) -> str:
+    """A short Markdown summary for a model card or a README.
+
+    Returns
+    -------
+    str
+        A line naming the bound, the bounds table and the per-group rates table.
+    """
+
+    def table(header, rows):
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+        return "\n".join(lines)
+
+    level = f"{report.confidence:.0%}"
+    rates_header = ["rate", "group", "n", "rate", f"{level} interval"]
+    if report.has_baseline:
+        rates_header.append("baseline")
+    rate_rows = []
+    for r in report.rates:
+        group = "overall" if r["group"] is OVERALL else fmt(r["group"])
+        row = [r["rate"], group, r["n"], fmt(r["value"]), interval(r)]
+        if report.has_baseline:
+            row.append(fmt(r["baseline_value"]))
+        rate_rows.append(row)
+    parts = [
+        f"**{title(report)}**",
+        "",
+        table(bound_header(report), [bound_cells(report, b) for b in report.bounds]),
+        "",
+        table(rates_header, rate_rows),
+        "",
+        " ".join(fit_lines(report) + [caveat(report)]),
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def to_dict(report) -> dict:
+    """The report as JSON-ready Python (nan as None, group tuples as lists).
+
+    Returns
+    -------
+    dict
+        ``estimator``, ``description``, ``protected_groups``, ``n_samples``,
+        ``confidence``, ``weighted``, ``bounds``, ``rates``, ``summary``, ``fit``,
+        ``notes``.
+    """
+    return plain(
+        {
+            "estimator": report.estimator_name,
+            "description": report.description,
+            "protected_groups": report.protected_groups,
+            "n_samples": report.n_samples,
+            "confidence": report.confidence,
+            "weighted": report.weighted,
+            "bounds": report.bounds,
+            "rates": report.rates,
+            "summary": report.summary,
+            "fit": report.fit,
+            "notes": report.notes,
+        }
+    )
+
+
+def to_frame(report, table: str = "rates"):
+    """One of the report's tables as a :class:`pandas.DataFrame`.
+
+    Parameters
+    ----------
+    table : {"rates", "bounds", "summary"}, default="rates"
+        The per-group rates (one row per rate and group, with columns ``rate`` and
+        ``group``), the bounds (indexed by metric), or the overall rates (indexed by
+        metric).
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    import pandas as pd
+
+    if table == "rates":
+        # Plain columns, no index: intersections are tuples, and tuples beside the
+        # "overall" string cannot be sorted into an index level.
+        frame = pd.DataFrame.from_records(report.rates)
+        frame["group"] = [str(g) if g is OVERALL else g for g in frame["group"]]
+        return frame
+    if table == "bounds":
+        return pd.DataFrame.from_records(report.bounds).set_index("name")
+    if table == "summary":
+        return pd.DataFrame.from_records(report.summary).set_index("metric")
+    raise ValueError(f"table must be 'rates', 'bounds' or 'summary', got {table!r}.")
