@@ -420,6 +420,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 first.update(results=results, best=_select(results))
                 return results[first["best"]]
             kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
+            if self.preset == "default":
+                # The multipliers are a finished solve's at a nearby bound: no search.
+                kwargs.update(search=False)
             return _solve(pb, [seeds[first["best"]], rnd], kwargs)
 
         if self._steers_hard_rates(problem):

@@ -39,6 +39,9 @@ __all__ = ["FinishResult", "finish_applies", "alm_finish"]
 #: (the classical rule of the augmented Lagrangian method).
 _PENALTY_GROWTH = 10.0
 _PRIMAL_DECREASE = 0.25
+#: The inner solves' tolerance: a share of the last constraint violation, at most the first.
+_INNER_SHARE = 0.1
+_FIRST_INNER_TOL = 1e-3
 
 
 @dataclass
@@ -52,6 +55,9 @@ class FinishResult:
         The change of the constraint offsets by the free levels (zeros without levels).
     multipliers : ndarray of shape (n_constraints,)
         ``y`` after the last multiplier step (``>= 0`` on the inequalities).
+    solve_multipliers : ndarray of shape (n_constraints,)
+        ``y`` of the last inner solve: ``multipliers`` is ``max(solve_multipliers + beta c,
+        0)`` (on the inequalities) at ``x``.
     beta : float
         The penalty of the last inner solve.
     primal_residual : float
@@ -69,6 +75,7 @@ class FinishResult:
     x: np.ndarray
     shift: np.ndarray
     multipliers: np.ndarray
+    solve_multipliers: np.ndarray
     beta: float
     primal_residual: float
     dual_residual: float
@@ -98,16 +105,20 @@ def _h_parts(h, p):
     return (lambda x: 0.0), (lambda x: np.zeros_like(x)), None
 
 
+class _OutOfBudget(Exception):
+    """The budget of evaluations is spent (L-BFGS-B's own ``maxfun`` may overrun it)."""
+
+
 class _AugmentedLagrangian:
     """The augmented Lagrangian in ``(x, tau)`` at fixed ``(y, beta)``, on all rows, with
-    the last evaluation kept (L-BFGS-B asks for the point it accepted last)."""
+    the evaluation of the best point of the current solve kept (``best``)."""
 
-    def __init__(self, problem, levels, ineq):
+    def __init__(self, problem, levels, ineq, max_evaluations):
         self.problem, self.levels, self.ineq = problem, levels, ineq
         self.p = problem.n_params
         self.h_value, self.h_grad, self.bounds = _h_parts(problem.h, self.p)
-        self.n_evaluations = 0
-        self.last = None
+        self.n_evaluations, self.max_evaluations = 0, max_evaluations
+        self.best = None
 
     def split(self, v):
         return v[: self.p], v[self.p :]
@@ -118,6 +129,8 @@ class _AugmentedLagrangian:
         return self.levels @ tau
 
     def evaluate(self, v, y, beta):
+        if self.n_evaluations >= self.max_evaluations:
+            raise _OutOfBudget
         x, tau = self.split(v)
         f0, grad, c, jac_t = self.problem.full_evaluation(x)
         self.n_evaluations += 1
@@ -129,8 +142,10 @@ class _AugmentedLagrangian:
         if len(w):
             gx = gx + jac_t(w)
         gt = self.levels.T @ w if self.levels is not None else np.zeros(0)
-        self.last = (v.copy(), c, w, np.concatenate([gx, gt]))
-        return value, np.concatenate([gx, gt])
+        g = np.concatenate([gx, gt])
+        if self.best is None or value <= self.best[0]:
+            self.best = (value, v.copy(), c, w, g)
+        return value, g
 
 
 def _primal(c, y, beta, ineq):
@@ -179,7 +194,7 @@ def alm_finish(
     m = problem.n_constraints
     ineq = np.asarray(problem.inequality, dtype=bool) if m else np.zeros(0, bool)
     levels = getattr(problem, "levels", None)
-    al = _AugmentedLagrangian(problem, levels, ineq)
+    al = _AugmentedLagrangian(problem, levels, ineq, max_evaluations)
     y = np.array(y0, dtype=float).reshape(m)
     y[ineq] = np.maximum(y[ineq], 0.0)
     beta = float(beta0)
@@ -188,33 +203,48 @@ def alm_finish(
     )
     bounds = None if al.bounds is None else al.bounds + [(None, None)] * (len(v) - al.p)
     pres = dres = np.inf
-    message, converged, k = "budget of data passes spent", False, 0
+    message, converged, k = "maximum number of outer iterations reached", False, 0
+    if max_outer_iter < 1:
+        raise ValueError(f"max_outer_iter must be >= 1, got {max_outer_iter!r}.")
+    y_solve, beta_solve = y, beta
     for k in range(max_outer_iter):
-        left = max_evaluations - al.n_evaluations
-        if left < 2:
+        if max_evaluations - al.n_evaluations < 2:
+            message = "budget of data passes spent"
             break
-        # Inner tolerance: the dual residual's own, in the max-norm L-BFGS-B reads (a
-        # Euclidean norm within dual_tol has every entry within it too).
-        out = minimize(
-            al.evaluate, v, args=(y, beta), jac=True, method="L-BFGS-B", bounds=bounds,
-            options=dict(maxfun=left, maxiter=left, gtol=dual_tol / np.sqrt(len(v)),
-                         ftol=1e-15, maxcor=20),
-        )  # fmt: skip
-        v = out.x
-        if al.last is None or not np.array_equal(al.last[0], v):
-            al.evaluate(v, y, beta)
-        _, c, w, g = al.last
+        # Inexact inner solves while the multipliers are still moving: to a tenth of the
+        # last constraint violation (in the gradient's units, capped at _FIRST_INNER_TOL),
+        # the dual tolerance at the end; in the max-norm L-BFGS-B reads (entries within
+        # tol / sqrt(n) put the Euclidean norm within tol).
+        inner_tol = max(dual_tol, min(_FIRST_INNER_TOL, _INNER_SHARE * pres)) if m else dual_tol
+        al.best = None
+        try:
+            minimize(
+                al.evaluate, v, args=(y, beta), jac=True, method="L-BFGS-B", bounds=bounds,
+                options=dict(maxfun=10**9, maxiter=10**9, gtol=inner_tol / np.sqrt(len(v)),
+                             ftol=1e-15, maxcor=20),
+            )  # fmt: skip
+            spent = False
+        except _OutOfBudget:
+            spent = True
+        if al.best is None:
+            message = "budget of data passes spent"
+            break
+        _, v, c, w, g = al.best
         pres_new = _primal(c, y, beta, ineq) if m else 0.0
+        y_solve, beta_solve = y, beta
         y = w.copy()
         dres = float(np.linalg.norm(g))
         if verbose:
             print(
                 f"[finish] k={k} beta={beta:.3g} pres={pres_new:.2e} dres={dres:.2e} "
-                f"evaluations={al.n_evaluations} ({out.message})"
+                f"evaluations={al.n_evaluations}"
             )
         if pres_new <= tol and dres <= dual_tol:
             pres, converged = pres_new, True
             message = "converged: primal and dual residuals <= tol on all rows"
+            break
+        if spent:
+            pres, message = pres_new, "budget of data passes spent"
             break
         if pres_new > _PRIMAL_DECREASE * pres and pres_new > tol:
             beta *= _PENALTY_GROWTH
@@ -225,7 +255,8 @@ def alm_finish(
         x=x.copy(),
         shift=shift,
         multipliers=y,
-        beta=beta,
+        solve_multipliers=y_solve,
+        beta=beta_solve,
         primal_residual=float(pres),
         dual_residual=float(dres),
         converged=converged,
