@@ -530,39 +530,40 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         return best[2]
 
     def _at_least_constant(self, scores, y01, sample_weight, context):
-        """The training scores of the model returned: the constant model instead, when one
-        that meets the bound is more accurate on the training rows than the model found.
+        """The training scores of the model returned: the constant model instead, when it
+        meets the bound and its training log-loss is below the model found's.
 
-        A user could always have predicted one class for every row (which meets every
-        parity bound): a fit never returns a model below it. ``coef_`` is then zero and
-        ``intercept_`` the log-odds of the positive rate (of the chosen sign), and the fit
-        says so (:meth:`_warn_if_not_converged`); ``converged_`` is False.
+        A user could always have predicted the positive rate for every row (whose hard
+        predictions, one class, meet every parity bound that the constant meets). The fit
+        is judged by its own objective, the log-loss, never by accuracy: on imbalanced
+        labels a model at the optimum (``LogisticRegression``'s own, for a bound that does
+        not bind) is often less accurate than the majority class and far better in
+        log-loss and ranking. A fit at the optimum of the soft problem cannot lose to the
+        constant (which is feasible); one that does failed, and the constant is returned:
+        ``coef_`` zero, ``intercept_`` the log-odds of the positive rate, ``converged_``
+        False, and the fit says so (:meth:`_warn_if_not_converged`).
         """
         self._constant_fallback = None
         if not self._steers_hard_rates_after_fit(context):
             return scores
         positive = y01 == 1
-        accuracy = float(np.average((scores > 0) == positive, weights=sample_weight))
-        best = None
-        for label in (0, 1):
-            pred = np.full(len(scores), float(label))
-            if not self._meets(
-                self._constraint_report(pred, y01, sample_weight, context), context
-            ):
-                continue
-            value = float(np.average(positive == bool(label), weights=sample_weight))
-            if value > accuracy and (best is None or value > best[1]):
-                best = (label, value)
-        if best is None:
-            return scores
         rate = float(np.average(positive, weights=sample_weight))
+        if not 0.0 < rate < 1.0:
+            return scores
         logit = float(np.log(rate / (1.0 - rate)))
-        # The log-odds where its sign gives the chosen class, else the smallest such score.
-        intercept = logit if (logit > 0) == bool(best[0]) else (1e-6 if best[0] else -1e-6)
+        label = int(logit > 0)
+        pred = np.full(len(scores), float(label))
+        if not self._meets(self._constraint_report(pred, y01, sample_weight, context), context):
+            return scores
+        signed = np.where(positive, scores, -scores)
+        found = float(-np.average(log_expit(signed), weights=sample_weight))
+        constant = float(-(rate * np.log(rate) + (1.0 - rate) * np.log1p(-rate)))
+        if found <= constant:
+            return scores
         self.coef_ = np.zeros_like(self.coef_)
-        self.intercept_ = np.array([intercept])
-        self._constant_fallback = (best[0], best[1], accuracy)
-        return np.full(len(scores), intercept)
+        self.intercept_ = np.array([logit])
+        self._constant_fallback = (label, constant, found)
+        return np.full(len(scores), logit)
 
     def _steers_hard_rates_after_fit(self, context) -> bool:
         """Whether the fit's bound is on hard predictions (see :meth:`_away_from_ties`)."""
@@ -610,11 +611,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if self._constant_fallback is not None:
             label, constant, found = self._constant_fallback
             warnings.warn(
-                f"{name}: the best model found is less accurate on the training rows "
-                f"({found:.4f}) than predicting class {_label(self.classes_[label])} for every "
-                f"row ({constant:.4f}), which meets the bound: that constant model is "
-                "returned. The bound may leave a linear model no room on these data (loosen "
-                f"it), or the fit needs more passes (max_passes={self.max_passes:g}).",
+                f"{name}: the best model found has a higher training log-loss ({found:.4f}) "
+                "than the constant model (the positive rate for every row, predicting class "
+                f"{_label(self.classes_[label])}; log-loss {constant:.4f}), which meets the "
+                "bound: that constant model is returned. The bound may leave a linear model "
+                "no room on these data (loosen it), or the fit needs more passes "
+                f"(max_passes={self.max_passes:g}).",
                 ConvergenceWarning,
                 stacklevel=4,
             )
@@ -662,6 +664,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _remedy(self, result, steered=False) -> str:
         """What would help a run that spent its budget, from the way its residuals moved
         (``steered``: the run is a solve of the hard-rate steering)."""
+        finish = getattr(result, "finish_history", None)
+        if finish is not None and len(finish["primal_residual"]):
+            return self._finish_remedy(result, finish, steered)
         stall = _stall(result)
         if stall is not None and stall[0] == "noise":
             _, floor, span = stall
@@ -713,6 +718,40 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if coarser is not None and result.primal_residual <= self.tol:
             return f"{said} {coarser}"
         return f"{said} The model returned is the best one found."
+
+    def _finish_remedy(self, result, finish, steered) -> str:
+        """What would help a run whose deterministic finish ended short of its tolerances.
+
+        A constraint violation that two outer iterations with a growing penalty did not
+        halve is out of the model's reach (an infeasible bound): more passes do not help.
+        Otherwise the finish was still converging, each outer iteration at least halving the
+        violation; another as many passes as it spent is the estimate (its outer
+        iterations cost about the same).
+        """
+        pres, dres, beta = (finish[k] for k in ("primal_residual", "dual_residual", "beta"))
+        settings = result.settings
+        share = settings.get("finish_tol", 1e-3)
+        # Each residual over its tolerance: the larger one stands between the finish and
+        # its end.
+        gap = np.maximum(
+            pres / (share * settings["tol"]), dres / (share * settings["dual_tol"])
+        )
+        if len(gap) >= 3 and gap[-1] > 0.5 * gap[-3] and beta[-1] > beta[-3]:
+            return (
+                f"The residuals stayed at {pres[-1]:.2g} (primal) and {dres[-1]:.2g} (dual) "
+                "while the penalty grew in the finish on all rows: the bound may be out of "
+                "this model's reach on these data (loosen it); raising max_passes will "
+                "hardly help."
+            )
+        spent = float(finish["passes"][-1]) if len(finish["passes"]) else 0.0
+        more = max(10.0, 2.0 * spent)
+        then = "; the bound on predictions may then ask for a further solve" if steered else ""
+        return (
+            f"Raise max_passes (now {self.max_passes:g}): the finish on all rows was still "
+            f"converging (primal residual {pres[-1]:.2g}, dual residual "
+            f"{result.dual_residual:.2g} after {spent:.0f} passes); this solve would reach its "
+            f"tolerances within about {more:.0f} more{then}."
+        )
 
     def _coarser_tol(self, level) -> str | None:
         """The advice of a ``tol`` that a dual residual at ``level`` passes, or None.

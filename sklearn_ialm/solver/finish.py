@@ -70,6 +70,9 @@ class FinishResult:
         Calls of ``problem.full_evaluation`` (each reads every row once).
     n_outer_iter : int
     message : str
+    history : dict of ndarray
+        One entry per outer iteration: ``primal_residual``, ``dual_residual``, ``beta`` and
+        ``evaluations`` (the count so far).
     """
 
     x: np.ndarray
@@ -83,6 +86,7 @@ class FinishResult:
     n_evaluations: int
     n_outer_iter: int
     message: str
+    history: dict
 
 
 def finish_applies(problem) -> bool:
@@ -207,6 +211,7 @@ def alm_finish(
     if max_outer_iter < 1:
         raise ValueError(f"max_outer_iter must be >= 1, got {max_outer_iter!r}.")
     y_solve, beta_solve = y, beta
+    record = {"primal_residual": [], "dual_residual": [], "beta": [], "evaluations": []}
     for k in range(max_outer_iter):
         if max_evaluations - al.n_evaluations < 2:
             message = "budget of data passes spent"
@@ -234,6 +239,8 @@ def alm_finish(
         y_solve, beta_solve = y, beta
         y = w.copy()
         dres = float(np.linalg.norm(g))
+        for key, value in zip(record, (pres_new, dres, beta, al.n_evaluations), strict=True):
+            record[key].append(value)
         if verbose:
             print(
                 f"[finish] k={k} beta={beta:.3g} pres={pres_new:.2e} dres={dres:.2e} "
@@ -263,4 +270,5 @@ def alm_finish(
         n_evaluations=al.n_evaluations,
         n_outer_iter=k + 1,
         message=message,
+        history={key: np.asarray(value) for key, value in record.items()},
     )

@@ -119,6 +119,9 @@ class IALMResult:
     n_finish_passes : float
         The part spent by the deterministic finish (a pass per evaluation of its L-BFGS
         solves), without its closing test on all rows (a stop test).
+    finish_history : dict of ndarray or None
+        The finish's outer iterations (``primal_residual``, ``dual_residual``, ``beta``,
+        ``evaluations`` and ``passes`` so far); None when no finish ran.
 
     Examples
     --------
@@ -168,6 +171,7 @@ class IALMResult:
     message: str
     settings: dict = field(repr=False)
     n_finish_passes: float = 0.0
+    finish_history: dict | None = field(default=None, repr=False)
 
     def count_totals(self) -> dict:
         """The run's total of each counting column of ``history`` (:data:`HISTORY_COUNTS`):
@@ -301,9 +305,10 @@ def stoc_ialm(
     )  # fmt: skip
     rng = _generator(random_state)
     parts, y = _set_up(problem, run, rng, x0=x0, y0=y0, slack0=slack0, verbose=verbose)
-    if run.finish and not (problem.n_constraints and run.knobs.search):
-        # No multipliers to find (none, or the caller's y0 are a finished solve's): the
-        # deterministic finish is the whole solve.
+    if run.finish and not (problem.n_constraints and run.knobs.search and not run.full_batch):
+        # No multipliers to find (none, or the caller's y0 are a finished solve's), or
+        # minibatches of every row (a deterministic method, whose quasi-Newton form the
+        # finish is): the deterministic finish is the whole solve.
         state = _LoopState(y=y, beta=float(run.beta0), message="no search")
     else:
         state = _outer_loop(parts, run, y)
@@ -341,6 +346,7 @@ class _LoopState:
     n_iter: int = 0
     converged: bool = False
     message: str = "maximum number of outer iterations reached"
+    finish_history: dict | None = None
 
 
 def _outer_loop(parts: _Parts, run: RunSettings, y) -> _LoopState:
@@ -376,9 +382,12 @@ def _outer_loop(parts: _Parts, run: RunSettings, y) -> _LoopState:
 
 def _last_test(parts: _Parts, state: _LoopState) -> None:
     """Judge the last point on all rows if its test read a subsample: the returned
-    residuals, constraint values and KKT residuals are those of all rows."""
+    residuals, constraint values and KKT residuals are those of all rows (the start's, when
+    no test ran)."""
     test = parts.test
-    if not test.last.exact:
+    if test.last is None:
+        test.evaluate(parts.inner.z, state.y, state.beta, state.k, state.n_iter, full=True)
+    elif not test.last.exact:
         test.evaluate(test.last.z, *test.last.al, full=True)
     parts.progress.end(state.k, state.beta, test.last, state.message)
 
@@ -398,6 +407,8 @@ def _finish(parts: _Parts, run: RunSettings, state: _LoopState, verbose) -> None
         max_evaluations=max(int(left), 0), verbose=verbose,
     )  # fmt: skip
     counter.finish_evaluations += fin.n_evaluations * test.full_cost
+    state.finish_history = dict(fin.history)
+    state.finish_history["passes"] = counter.passes(fin.history["evaluations"] * test.full_cost)
     if not fin.n_evaluations:
         # No budget left for the finish: the stochastic phase's last point is the run's.
         state.message = _budget_spent(problem)
@@ -601,4 +612,5 @@ def _result(parts: _Parts, run: RunSettings, state: _LoopState) -> IALMResult:
         message=state.message,
         settings=run.as_dict(parts.smoothness, parts.smoothness_source),
         n_finish_passes=counter.passes(counter.finish_evaluations),
+        finish_history=state.finish_history,
     )

@@ -254,10 +254,16 @@ class RunSettings:
     paper: dict
     from_paper: dict
     finish: bool = False
+    rows: float = np.inf
 
     @property
     def theory(self) -> bool:
         return self.preset == "theory"
+
+    @property
+    def full_batch(self) -> bool:
+        """Whether the minibatches hold as many draws as the rows (clipped to them)."""
+        return self.batch_size >= self.rows
 
     @property
     def search_dual_tol(self) -> float:
@@ -454,7 +460,19 @@ def resolve_settings(
         paper=paper,
         from_paper=from_paper,
         finish=bool(settings.finish) and finish_applies(problem),
+        rows=_rows(problem),
     )
+
+
+def _rows(problem) -> float:
+    """The rows the minibatches are drawn from (the larger set; inf for a sampled
+    problem)."""
+    if not problem.finite:
+        return np.inf
+    rows = problem.n_objective_samples
+    if problem.n_constraints:
+        rows = max(rows, problem.n_constraint_samples)
+    return max(rows, 2)
 
 
 def clip_batch_size(batch_size, problem, stacklevel=3) -> int:
@@ -468,10 +486,7 @@ def clip_batch_size(batch_size, problem, stacklevel=3) -> int:
     batch_size = int(batch_size)
     if not problem.finite:
         return batch_size
-    rows = problem.n_objective_samples
-    if problem.n_constraints:
-        rows = max(rows, problem.n_constraint_samples)
-    rows = max(rows, 2)  # the U-statistic needs two draws
+    rows = _rows(problem)  # at least 2: the U-statistic needs two draws
     if batch_size <= rows:
         return batch_size
     warnings.warn(
