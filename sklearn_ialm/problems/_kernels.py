@@ -65,6 +65,23 @@ def _helper(fn):
     return numba.njit(cache=True, fastmath=FM, no_cpython_wrapper=True, no_cfunc_wrapper=True)(fn)
 
 
+def _stage(fn):
+    """A stage of :func:`_block`, inlined into it by numba (``inline="always"``, on numba's
+    own IR): the block compiles to one function, as it was written before its split.
+
+    Called as a separate function instead, a stage is optimised on its own, and with
+    ``fastmath`` its rounding then depended on the specialisation's argument types (a
+    read-only or non-contiguous array); since a call runs any loaded specialisation its
+    arguments convert to, the last bits of a fit depended on what the process had compiled
+    or loaded before (measured: 4 of 140 recorded blocks).
+    """
+    if numba is None:
+        return fn
+    return numba.njit(
+        inline="always", fastmath=FM, no_cpython_wrapper=True, no_cfunc_wrapper=True
+    )(fn)
+
+
 @_helper
 def _dot2(dense, data, indices, indptr, row, v1, v2):
     """``(a_row . v1, a_row . v2)`` in one pass over the row."""
@@ -163,7 +180,7 @@ def _powers(a, keep, eta, powers):
         powers[2, k] = keep * powers[2, k - 1]
 
 
-@_helper
+@_stage
 def _ustat_coefficients(beta, bc, n_batches):
     """``(cw, ca, bcoef)`` of the penalty's cotangents for constraint minibatches of ``bc``
     rows: the slack block's ``w = y + cw sum K`` and the U-statistic's ``U_i = A - bcoef K_i``
@@ -178,7 +195,7 @@ def _ustat_coefficients(beta, bc, n_batches):
     return cw, ca, bcoef
 
 
-@_helper
+@_stage
 def _prox_step(z_old, d, z_new, V, B, g, eta, eta_slack, nf, p, inv_scale, center, lam, lower,
                upper, ridge, runs, last):  # fmt: skip
     """The proximal step from ``z_old`` along ``d`` into ``z_new`` (soft-thresholding, the
@@ -214,7 +231,7 @@ def _prox_step(z_old, d, z_new, V, B, g, eta, eta_slack, nf, p, inv_scale, cente
                 B[1] += z_old[j]
 
 
-@_helper
+@_stage
 def _bring_up_rows(data, indices, indptr, ridx, n_rows, t, eta, a, inv_scale, z, d, last,
                    powers, V, touched, n_touched):  # fmt: skip
     """:func:`_bring_up` on the first ``n_rows`` rows ``ridx[t]`` of iteration ``t``'s
@@ -227,7 +244,7 @@ def _bring_up_rows(data, indices, indptr, ridx, n_rows, t, eta, a, inv_scale, z,
     return n_touched
 
 
-@_helper
+@_stage
 def _objective_rows(dense, data, indices, indptr, margins, margins_u, idx, ridx, V, B, keep,
                     loss_code, alpha, g):  # fmt: skip
     """The objective's part of an iteration on its minibatch (``idx``, rows ``ridx``):
@@ -256,7 +273,7 @@ def _objective_rows(dense, data, indices, indptr, margins, margins_u, idx, ridx,
     return rsum
 
 
-@_helper
+@_stage
 def _penalty_values(dense, data, indices, indptr, W, offset, ineq, idx, ridx, n_rows, V, B,
                     z_new, z_old, p, K, dP):  # fmt: skip
     """Penalty values ``K = C + E s`` per constraint row (the slacks ``s`` from index ``p``
@@ -281,7 +298,7 @@ def _penalty_values(dense, data, indices, indptr, W, offset, ineq, idx, ridx, n_
                     slack += 1
 
 
-@_helper
+@_stage
 def _stratified_cotangents(
     dense, data, indices, indptr, W, ineq, idx, ridx, bc, y, beta, keep, p, c_alpha, c_code,
     per, K, dP, wa, ssum, out, g, rsum,
@@ -327,7 +344,7 @@ def _stratified_cotangents(
     return rsum
 
 
-@_helper
+@_stage
 def _cotangents(dense, data, indices, indptr, W, ineq, idx, ridx, bc, n_batches, y, cw, ca,
                 bcoef, keep, p, K, dP, wa, out, g, rsum):  # fmt: skip
     """The penalty's part of an iteration with uniform batches (see
@@ -360,7 +377,7 @@ def _cotangents(dense, data, indices, indptr, W, ineq, idx, ridx, bc, n_batches,
     return rsum
 
 
-@_helper
+@_stage
 def _direction(d, out, g, rsum, keep, nf, p, inv_scale, center, runs, last, touched,
                n_touched):  # fmt: skip
     """``d = keep d + the gradient of sum_i r_i score_i in x`` (see ``LinearProblem._grad``)
@@ -387,7 +404,7 @@ def _direction(d, out, g, rsum, keep, nf, p, inv_scale, center, runs, last, touc
             g[j] = 0.0
 
 
-@_helper
+@_stage
 def _catch_up(z, d, z_end, last, powers, T, nf):
     """The one pass over the coordinates at the end of a lazy block: the lazy ones to
     iteration ``T``, into ``z_end`` (the buffer that holds the final point)."""
