@@ -2,6 +2,7 @@
 stays unbiased on them."""
 
 import numpy as np
+import pytest
 
 from benchmarks.block_draws import cross_window_penalty, window_draws
 
@@ -38,6 +39,7 @@ def _all_pairs(J, K, rows):
     return total / (b * (b - 1))
 
 
+@pytest.mark.slow
 def test_cross_window_penalty_is_unbiased_and_all_pairs_in_one_window_is_not():
     J, K = _ordered_rows()
     n, window, b, reps = len(K), 6, 10, 40_000

@@ -17,6 +17,8 @@ pytest.importorskip("distributed", reason="the 'test' extra installs dask[distri
 SCRIPT = Path(__file__).resolve().parents[1] / "doc" / "user_guide" / "dask_cluster.py"
 
 
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use:UserWarning")
 def test_dask_script_runs_as_written_and_matches_loky():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -137,6 +137,8 @@ def _as_array(values):
 
 
 @pytest.mark.parametrize("source", ["array", "parquet"])
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame")
 def test_fit_on_a_cluster_whose_workers_cannot_hold_X(tmp_path, monkeypatch, source):
     """Two workers that never store half of X, X built on the workers (random chunks or
     Parquet files written here): both estimators fit, the client never holds a third of X,
@@ -341,6 +343,8 @@ def test_dask_problem_evaluates_the_rows_asked_as_the_numpy_problem_does():
             np.testing.assert_allclose(vjp(V), vjp_ref(V), rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use:UserWarning")
 def test_predict_after_fit_submits_no_key_the_fit_still_holds():
     """``predict`` right after ``fit`` on X made on the workers: the fit's report keeps its
     scores under keys of its own, so the scheduler sees no key submitted again with another
@@ -379,6 +383,7 @@ def test_predict_after_fit_submits_no_key_the_fit_still_holds():
     assert not [r for r in records if "run_spec" in r.getMessage()]
 
 
+@pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame")
 def test_neyman_pearson_fits_a_dataframe_read_from_parquet(tmp_path):
     """Neyman-Pearson on a dask DataFrame read from Parquet files written here (threads, in
     this process): the false-positive bound holds on the training rows as Dask counts them,
@@ -406,6 +411,8 @@ def test_neyman_pearson_fits_a_dataframe_read_from_parquet(tmp_path):
     np.testing.assert_allclose(clf.coef_, ref.coef_, rtol=1e-9)
 
 
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use:UserWarning")
 def test_a_worker_lost_during_the_fit_is_replaced_and_the_model_is_the_same(monkeypatch):
     """A worker killed between two reads of X (its process gone, with the rows' cells and
     weights it kept): Dask recomputes what it held from the graph, the nanny starts a new

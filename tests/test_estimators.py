@@ -64,6 +64,7 @@ def captured(monkeypatch):
 # -- fitted attributes and predictions ---------------------------------------------------------
 @pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("kind", ["np", "fair"])
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_attributes_shapes_and_predictions(data, kind):
     X, y, groups = data
     labels = np.array(["no", "yes"])[y]  # string labels: "yes" = classes_[1] is positive
@@ -107,6 +108,7 @@ def test_attributes_shapes_and_predictions(data, kind):
 
 
 @pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_neyman_pearson_reports_soft_and_hard_fpr(data):
     X, y, _ = data
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=len(y))
@@ -238,6 +240,11 @@ def test_demographic_parity_two_groups_has_two_inequalities(data):
 
 # -- convergence and infeasibility warnings ----------------------------------------------------
 @pytest.mark.parametrize("kind", ["np", "fair"])
+@pytest.mark.filterwarnings(
+    "ignore:.*the model found meets the bound on the training rows by predicting the same "
+    "class:UserWarning"
+)
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_convergence_warning_when_max_passes_is_tiny(data, kind):
     X, y, groups = data
     if kind == "np":
@@ -419,6 +426,10 @@ def test_fair_bad_input_raises_a_clear_error(data, kwargs, match):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings(
+    "ignore:.*the model found meets the bound on the training rows by predicting the same "
+    "class:UserWarning"
+)
 def test_more_bad_input(data):
     X, y, groups = data
     # A group whose rows all have zero weight has no members in the weighted problem.
@@ -487,6 +498,11 @@ def _evaluate(problem, x):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("kind", ["np", "fair"])
+@pytest.mark.filterwarnings(
+    "ignore:.*the model found meets the bound on the training rows by predicting the same "
+    "class:UserWarning"
+)
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_integer_weights_define_the_repeated_problem(data, captured, kind):
     """Weight k on a row is k copies of it, in the objective and in the constraints (the
     property the xfailed check_sample_weight_equivalence_* checks test on the models)."""
@@ -510,6 +526,10 @@ def test_integer_weights_define_the_repeated_problem(data, captured, kind):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings(
+    "ignore:.*the model found meets the bound on the training rows by predicting the same "
+    "class:UserWarning"
+)
 def test_class_weight_is_a_sample_weight_in_objective_and_constraints(data, captured):
     X, y, groups = data
     kw = dict(constraint="positive_share", max_passes=20, random_state=0)
@@ -560,6 +580,8 @@ def test_zero_weight_is_the_same_as_removing_the_row(data):
 
 # -- seeds, parallelism, reproducibility -------------------------------------------------------
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_n_jobs_does_not_change_the_model_and_seeds_replay(data):
     X, y, _ = data
     # The paper's model: one solve per seed, so the chosen seed's run is the model.
@@ -626,6 +648,7 @@ def test_select_rule():
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("kind", ["np", "fair"])
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_sparse_and_dense_give_the_same_model(data, kind):
     X, y, groups = data
     X = X.copy()
@@ -652,6 +675,11 @@ def test_sparse_and_dense_give_the_same_model(data, kind):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings(
+    "ignore:.*the model found meets the bound on the training rows by predicting the same "
+    "class:UserWarning"
+)
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_sparse_input_is_not_densified(data, captured):
     X, y, groups = data
     Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
@@ -665,6 +693,7 @@ def test_sparse_input_is_not_densified(data, captured):
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("kind", ["np", "fair"])
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_pickle_round_trip(data, kind):
     X, y, groups = data
     if kind == "np":
@@ -681,6 +710,7 @@ def test_pickle_round_trip(data, kind):
 
 # -- warm start --------------------------------------------------------------------------------
 @pytest.mark.filterwarnings("error::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_warm_start_continues_from_the_previous_solution(data, captured):
     X, y, _ = data
     clf = NeymanPearsonClassifier(**NP_KW, random_state=0).fit(X, y)
@@ -733,6 +763,7 @@ def test_warm_start_with_changed_problem(data, captured):
 
 
 # -- verbose -----------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_verbose_prints_one_line_per_outer_iteration(data, capsys):
     X, y, _ = data
     with warnings.catch_warnings():
@@ -751,6 +782,10 @@ def test_verbose_prints_one_line_per_outer_iteration(data, capsys):
 
 # -- pandas and sensitive features -------------------------------------------------------------
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings(
+    "ignore:.*the model found meets the bound on the training rows by predicting the same "
+    "class:UserWarning"
+)
 def test_pandas_input_and_intersectional_groups(data):
     X, y, groups = data
     df = pd.DataFrame(X, columns=[f"f{i}" for i in range(5)])
@@ -846,6 +881,10 @@ def test_grid_search_routes_a_column_name():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings(
+    "ignore:.*the model found meets the bound on the training rows by predicting the same "
+    "class:UserWarning"
+)
 def test_explicit_protected_groups_and_minority_rule(data):
     X, y, groups = data
     kw = dict(constraint="positive_share", max_passes=10, random_state=0)

@@ -122,6 +122,7 @@ def test_fit_keeps_few_per_row_vectors(kind, limit):
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("container", ["ndarray", "memmap"])
+@pytest.mark.slow
 def test_parallel_seeds_read_X_memory_mapped(container, tmp_path):
     # max_nbytes=1 makes joblib hand every array to the workers as a read-only memmap (as it
     # does above 1 MB by default): the seeds must run on it and give the sequential models.

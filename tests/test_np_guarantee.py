@@ -150,6 +150,7 @@ def test_calibration_none_is_the_model_of_today(data):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_umbrella_holds_out_negatives_and_thresholds_their_scores(data):
     X, y = data
     labels = np.array(["ham", "spam"])[y]
@@ -240,6 +241,7 @@ def test_parameter_validation(data):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.slow
 def test_same_random_state_same_model_for_any_n_jobs(data):
     X, y = data
     kw = dict(UMBRELLA, max_passes=30, n_seeds=2)
@@ -374,6 +376,7 @@ CALIBRATED_EXPECTED_FAILED = {
         else {}
     ),
 )
+@pytest.mark.filterwarnings("ignore:batch_size=.* is more than the .* rows:UserWarning")
 def test_sklearn_checks_on_the_calibrated_estimator(estimator, check):
     check(estimator)
 

@@ -79,6 +79,7 @@ def test_importing_the_package_does_not_import_matplotlib():
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_neyman_pearson_in_units_of_the_bound(np_clf):
     display = ConvergenceDisplay.from_estimator(np_clf)
     ax_c, ax_r = display.ax_
@@ -137,6 +138,7 @@ def test_unconstrained_fit_is_drawn(data):
     assert display.lines_["constraint"] is None  # nothing to draw, said in text
 
 
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_several_seeds_mark_the_other_ends(data):
     X, y, _ = data
     clf = NeymanPearsonClassifier(
@@ -264,6 +266,7 @@ def test_errors(np_clf):
         ConvergenceDisplay.from_results([])
 
 
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_convergence_display_of_a_pipeline_draws_its_last_step(data):
     # scikit-learn's displays take a fitted Pipeline; the history lives in its last step.
     X, y, _ = data
@@ -283,6 +286,7 @@ def test_convergence_display_of_a_pipeline_draws_its_last_step(data):
         ConvergenceDisplay.from_estimator(unfitted)
 
 
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_np_roc_display_of_a_pipeline_draws_max_fpr_and_its_operating_point(data):
     X, y, _ = data
     pipe = make_pipeline(
@@ -309,6 +313,7 @@ def test_np_roc_display_of_a_pipeline_draws_max_fpr_and_its_operating_point(data
         NPROCDisplay.from_estimator(unfitted, X, y)
 
 
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_what_has_no_data_is_not_drawn(data):
     """Issue 23: the landing page's default Neyman-Pearson model has no constraint in the
     solver: no empty constraint panel with a "bound 0" legend, no "primal residual" legend

@@ -471,6 +471,7 @@ def test_series_index_disagreeing_with_X_is_an_error(small):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_pos_label_chooses_the_positive_class(small):
     X, y, _ = small
     labels = np.where(y == 1, "bad", "good")  # sorted order would make "good" positive
@@ -500,6 +501,7 @@ def test_continuous_and_tiny_groups_are_refused(small):
         clf.fit(X, y, sensitive_features=tiny)
 
 
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_failed_fit_leaves_the_estimator_as_it_was(small, monkeypatch):
     X, y, _ = small
 
@@ -524,6 +526,7 @@ def test_failed_fit_leaves_the_estimator_as_it_was(small, monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_non_canonical_csr_gives_the_same_model(small):
     X, y, _ = small
     canonical = sp.csr_matrix(X)
@@ -542,6 +545,7 @@ def test_non_canonical_csr_gives_the_same_model(small):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")
 def test_pickles_carry_the_version(small):
     X, y, _ = small
     clf = NeymanPearsonClassifier(max_passes=5, random_state=0).fit(X, y)

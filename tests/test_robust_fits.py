@@ -77,6 +77,7 @@ def test_small_groups_fit_as_a_band_and_meet_the_bound():
         ("error_rate_parity", "difference", 0.05),
     ],
 )
+@pytest.mark.slow
 def test_bound_met_is_fairlearns_verdict_on_a9a(kind, form, bound):
     """Identical one-hot rows put a few training scores at 0 up to rounding: the verdict of
     the fit and fairlearn's on predict must still agree (5 seeds)."""

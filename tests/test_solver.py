@@ -65,6 +65,7 @@ def _scipy_reference(pb, X, rate, equality):
 
 
 @pytest.mark.parametrize("equality", [True, False])
+@pytest.mark.filterwarnings("ignore:delta_grad == 0.0:UserWarning")
 def test_agrees_with_scipy_trust_constr(equality):
     X, y = _logistic_data()
     rate = 0.4  # below the unconstrained positive rate, so the inequality is active

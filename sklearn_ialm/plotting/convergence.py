@@ -88,6 +88,19 @@ def _positive(v):
     return np.where(v > 0, v, np.nan)
 
 
+def _two_axes(ax):
+    """The two panels (constraint, residuals) as an object array: ``ax``, or a new figure's."""
+    plt = _pyplot()
+    if ax is None:
+        fig, ax = plt.subplots(1, 2, figsize=(9.6, 3.6), layout="constrained")
+    axes = np.asarray(ax, dtype=object).ravel()
+    if axes.size != 2:
+        raise ValueError(
+            f"ax must hold two Axes (constraint, residuals), got {axes.size} of them."
+        )
+    return axes
+
+
 class ConvergenceDisplay:
     """Convergence of a constrained fit: the constraint against its bound, and the residuals.
 
@@ -240,14 +253,7 @@ class ConvergenceDisplay:
         """
         if band not in _BANDS:
             raise ValueError(f"band must be one of {_BANDS}, got {band!r}.")
-        plt = _pyplot()
-        if ax is None:
-            fig, ax = plt.subplots(1, 2, figsize=(9.6, 3.6), layout="constrained")
-        axes = np.asarray(ax, dtype=object).ravel()
-        if axes.size != 2:
-            raise ValueError(
-                f"ax must hold two Axes (constraint, residuals), got {axes.size} of them."
-            )
+        axes = _two_axes(ax)
         ax_c, ax_r = axes
         name = self.name if name is None else name
         # Displays drawn on the same panels take the colors of the cycle in turn.
@@ -256,7 +262,34 @@ class ConvergenceDisplay:
         first = n_before == 0
         if color is None:
             color = f"C{n_before % 10}"
+        has_constraint, has_primal = self._draw_curves(ax_c, ax_r, name, band, show_runs, color)
+        self._draw_run_ends(ax_r, color)
+        if show_outer:
+            for i, x in enumerate(self._outer_ends()):
+                ax_r.axvline(
+                    x,
+                    color=color,
+                    lw=0.6,
+                    alpha=0.4,
+                    zorder=0,
+                    label="multiplier update" if i == 0 else None,
+                )
+        if len(self.runs) > 1:
+            what = "range" if band == "range" else "one standard deviation"
+            ax_r.set_title(f"mean of {len(self.runs)} runs, band: {what}", fontsize="small")
+        if first:
+            self._decorate(ax_c, ax_r, has_constraint)
+        self._annotate(ax_c, ax_r, name, first, has_constraint, has_primal)
+        if has_constraint:
+            ax_c.legend(loc="best", fontsize="small")
+        ax_r.legend(loc="best", fontsize="small")
+        self.ax_ = axes
+        self.figure_ = ax_c.figure
+        return self
 
+    def _draw_curves(self, ax_c, ax_r, name, band, show_runs, color):
+        """The constraint and residual curves into ``lines_``: ``(has_constraint,
+        has_primal)``, whether there was a constraint curve and a primal one to draw."""
         # What has no data is not drawn (an empty panel, a legend entry without a line), and
         # the panels say so: a fit without constraints has no constraint curve, and its
         # primal residual is 0 at every check, which a log axis cannot show.
@@ -288,39 +321,31 @@ class ConvergenceDisplay:
             "--",
             f"{name}: dual" if name else "dual residual",
         )
-        if self.run_ends is not None and len(self.run_ends["x"]):
-            ends = self.run_ends
-            ax_r.plot(
-                ends["x"],
-                _positive(ends["primal_residual"]),
-                "o",
-                mfc="none",
-                mec=color,
-                label="other seeds: primal at the end",
-            )
-            ax_r.plot(
-                ends["x"],
-                _positive(ends["dual_residual"]),
-                "x",
-                color=color,
-                label="other seeds: dual at the end",
-            )
+        return has_constraint, has_primal
 
-        if show_outer:
-            for i, x in enumerate(self._outer_ends()):
-                ax_r.axvline(
-                    x,
-                    color=color,
-                    lw=0.6,
-                    alpha=0.4,
-                    zorder=0,
-                    label="multiplier update" if i == 0 else None,
-                )
-        if len(self.runs) > 1:
-            what = "range" if band == "range" else "one standard deviation"
-            ax_r.set_title(f"mean of {len(self.runs)} runs, band: {what}", fontsize="small")
-        if first:
-            self._decorate(ax_c, ax_r, has_constraint)
+    def _draw_run_ends(self, ax_r, color):
+        """The other seeds' residuals at the end of their runs (``run_ends``), if any."""
+        if self.run_ends is None or not len(self.run_ends["x"]):
+            return
+        ends = self.run_ends
+        ax_r.plot(
+            ends["x"],
+            _positive(ends["primal_residual"]),
+            "o",
+            mfc="none",
+            mec=color,
+            label="other seeds: primal at the end",
+        )
+        ax_r.plot(
+            ends["x"],
+            _positive(ends["dual_residual"]),
+            "x",
+            color=color,
+            label="other seeds: dual at the end",
+        )
+
+    def _annotate(self, ax_c, ax_r, name, first, has_constraint, has_primal):
+        """The display's note, and what the panels leave out and why."""
         note = f"{name}: {self.note}" if (name and self.note) else self.note
         if not has_constraint and first:
             ax_c.set_axis_off()
@@ -336,12 +361,6 @@ class ConvergenceDisplay:
             title = ax_r.get_title()
             said = "primal residual: 0 at every check, not drawn (log axis)"
             ax_r.set_title(f"{title}\n{said}" if title else said, fontsize="small")
-        if has_constraint:
-            ax_c.legend(loc="best", fontsize="small")
-        ax_r.legend(loc="best", fontsize="small")
-        self.ax_ = axes
-        self.figure_ = ax_c.figure
-        return self
 
     def _draw(self, ax, key, log, band, show_runs, color, linestyle, label):
         runs = self.runs

@@ -65,6 +65,23 @@ def _helper(fn):
     return numba.njit(cache=True, fastmath=FM, no_cpython_wrapper=True, no_cfunc_wrapper=True)(fn)
 
 
+def _stage(fn):
+    """A stage of :func:`_block`, inlined into it by numba (``inline="always"``, on numba's
+    own IR): the block compiles to one function, as it was written before its split.
+
+    Called as a separate function instead, a stage is optimised on its own, and with
+    ``fastmath`` its rounding then depended on the specialisation's argument types (a
+    read-only or non-contiguous array); since a call runs any loaded specialisation its
+    arguments convert to, the last bits of a fit depended on what the process had compiled
+    or loaded before (measured: 4 of 140 recorded blocks).
+    """
+    if numba is None:
+        return fn
+    return numba.njit(
+        inline="always", fastmath=FM, no_cpython_wrapper=True, no_cfunc_wrapper=True
+    )(fn)
+
+
 @_helper
 def _dot2(dense, data, indices, indptr, row, v1, v2):
     """``(a_row . v1, a_row . v2)`` in one pass over the row."""
@@ -163,6 +180,242 @@ def _powers(a, keep, eta, powers):
         powers[2, k] = keep * powers[2, k - 1]
 
 
+@_stage
+def _ustat_coefficients(beta, bc, n_batches):
+    """``(cw, ca, bcoef)`` of the penalty's cotangents for constraint minibatches of ``bc``
+    rows: the slack block's ``w = y + cw sum K`` and the U-statistic's ``U_i = A - bcoef K_i``
+    with ``A = (y + ca sum K) / bc``; the independent estimator's ``A = w / bc`` comes from
+    its second batch and ``bcoef = 0``."""
+    cw = ca = bcoef = 0.0
+    if bc > 0:
+        cw = ca = beta / bc
+    if n_batches == 1 and bc > 1:
+        ca = beta / (bc - 1)
+        bcoef = ca / bc
+    return cw, ca, bcoef
+
+
+@_stage
+def _prox_step(z_old, d, z_new, V, B, g, eta, eta_slack, nf, p, inv_scale, center, lam, lower,
+               upper, ridge, runs, last):  # fmt: skip
+    """The proximal step from ``z_old`` along ``d`` into ``z_new`` (soft-thresholding, the
+    ridge shrink, then the box: each the identity when off, a prox uses one of them; the
+    slacks' projection on ``s >= 0``), and the scores' weights ``V[pt]`` and intercepts
+    ``B[pt]`` in data units at both points; ``g`` is zeroed on the features. Only the eager
+    coordinates (``runs``) when ``last`` is given."""
+    dim = z_old.shape[0]
+    n_runs = 1
+    if last is not None:
+        n_runs = runs.shape[0]
+    B[0] = B[1] = 0.0
+    for r in range(n_runs):
+        lo, hi = 0, dim
+        if last is not None:
+            lo, hi = runs[r, 0], runs[r, 1]
+        for j in range(lo, hi):
+            u = z_old[j] - (eta if j < p else eta_slack) * d[j]
+            if j < p:
+                thr = eta * lam[j]
+                if thr > 0.0:
+                    u = math.copysign(max(abs(u) - thr, 0.0), u)
+                u = min(max(u / (1.0 + eta * ridge[j]), lower[j]), upper[j])
+            z_new[j] = u if j < p else max(u, 0.0)
+            if j < nf:
+                V[0, j] = z_new[j] * inv_scale[j]
+                V[1, j] = z_old[j] * inv_scale[j]
+                B[0] -= center[j] * V[0, j]
+                B[1] -= center[j] * V[1, j]
+                g[j] = 0.0
+            elif j < p:
+                B[0] += z_new[j]
+                B[1] += z_old[j]
+
+
+@_stage
+def _bring_up_rows(data, indices, indptr, ridx, n_rows, t, eta, a, inv_scale, z, d, last,
+                   powers, V, touched, n_touched):  # fmt: skip
+    """:func:`_bring_up` on the first ``n_rows`` rows ``ridx[t]`` of iteration ``t``'s
+    minibatch: the new length of the ``touched`` list."""
+    for i in range(n_rows):
+        n_touched = _bring_up(
+            data, indices, indptr, ridx[t, i], t, eta, a, inv_scale, z, d, last, powers, V,
+            touched, n_touched,
+        )  # fmt: skip
+    return n_touched
+
+
+@_stage
+def _objective_rows(dense, data, indices, indptr, margins, margins_u, idx, ridx, V, B, keep,
+                    loss_code, alpha, g):  # fmt: skip
+    """The objective's part of an iteration on its minibatch (``idx``, rows ``ridx``):
+    ``r_i = u_i b_i (loss'(b_i z_i) - keep loss'(b_i z'_i)) / bo``, each added to ``g`` times
+    its row (the gradient is linear in the ``r_i``). Returns ``sum_i r_i``."""
+    bo = idx.shape[0]
+    rsum = 0.0
+    for i in range(bo):
+        row = ridx[i]
+        j = idx[i]
+        z1, z2 = _dot2(dense, data, indices, indptr, row, V[0], V[1])
+        r = 0.0
+        for pt in range(2):
+            mi = margins[j] * ((z1 if pt == 0 else z2) + B[pt])
+            e = math.exp(-abs(mi))
+            s = 1.0 / (1.0 + e)
+            slope = -(e * s if mi >= 0.0 else s)  # logistic: -sigmoid(-m)
+            if loss_code == 1:
+                slope /= 1.0 + (max(-mi, 0.0) + math.log1p(e)) / alpha
+            elif loss_code == 2:
+                slope = -e * s * s
+            r += slope if pt == 0 else -keep * slope
+        r *= margins_u[j] / bo
+        rsum += r
+        _add_row(dense, data, indices, indptr, row, r, g)
+    return rsum
+
+
+@_stage
+def _penalty_values(dense, data, indices, indptr, W, offset, ineq, idx, ridx, n_rows, V, B,
+                    z_new, z_old, p, K, dP):  # fmt: skip
+    """Penalty values ``K = C + E s`` per constraint row (the slacks ``s`` from index ``p``
+    of the points) and ``sigmoid'`` (``dP``) at both points, on the first ``n_rows`` of the
+    minibatches ``idx`` (rows ``ridx``)."""
+    m = W.shape[1]
+    for at in range(n_rows):
+        j = idx[at]
+        z1, z2 = _dot2(dense, data, indices, indptr, ridx[at], V[0], V[1])
+        for pt in range(2):
+            zz = (z1 if pt == 0 else z2) + B[pt]
+            e = math.exp(-abs(zz))
+            s = 1.0 / (1.0 + e)
+            prob = s if zz >= 0.0 else e * s
+            dP[pt, at] = e * s * s
+            x = z_new if pt == 0 else z_old
+            slack = p
+            for k in range(m):
+                K[pt, at, k] = W[j, k] * prob + offset[k]
+                if ineq[k]:
+                    K[pt, at, k] += x[slack]
+                    slack += 1
+
+
+@_stage
+def _stratified_cotangents(
+    dense, data, indices, indptr, W, ineq, idx, ridx, bc, y, beta, keep, p, c_alpha, c_code,
+    per, K, dP, wa, ssum, out, g, rsum,
+):  # fmt: skip
+    """The penalty's part of an iteration with stratified batches: the weighted
+    U-statistic's cotangents, each added to ``g`` times its row, and the slack block's
+    gradient into ``out``. Returns ``rsum`` plus the cotangents' sum."""
+    m = W.shape[1]
+    # U_i = alpha_i (w + beta (S_s - per alpha_i K_i) / (per - 1)), w = y + beta
+    # sum_i alpha_i K_i, S_s the stratum's weighted sum.
+    ssum[:, :, :] = 0.0
+    for pt in range(2):
+        for k in range(m):
+            wa[pt, 0, k] = 0.0
+        for i in range(bc):
+            j = idx[i]
+            s_ = c_code[j]
+            for k in range(m):
+                v = c_alpha[j] * K[pt, i, k]
+                wa[pt, 0, k] += v
+                ssum[pt, s_, k] += v
+        for k in range(m):
+            wa[pt, 0, k] = y[k] + beta * wa[pt, 0, k]
+    slack = p
+    for k in range(m):
+        if ineq[k]:
+            out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
+            slack += 1
+    inv = beta / (per - 1.0)
+    for i in range(bc):
+        j = idx[i]
+        s_ = c_code[j]
+        al = c_alpha[j]
+        q = 0.0
+        for pt in range(2):
+            uw = 0.0
+            for k in range(m):
+                u = wa[pt, 0, k] + inv * (ssum[pt, s_, k] - per * al * K[pt, i, k])
+                uw += al * u * W[j, k]
+            q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
+        rsum += q
+        _add_row(dense, data, indices, indptr, ridx[i], q, g)
+    return rsum
+
+
+@_stage
+def _cotangents(dense, data, indices, indptr, W, ineq, idx, ridx, bc, n_batches, y, cw, ca,
+                bcoef, keep, p, K, dP, wa, out, g, rsum):  # fmt: skip
+    """The penalty's part of an iteration with uniform batches (see
+    :func:`_ustat_coefficients`): the cotangents, each added to ``g`` times its row, and the
+    slack block's gradient into ``out``. Returns ``rsum`` plus the cotangents' sum."""
+    m = W.shape[1]
+    # wa[pt, 0] = w (the slack block's, whose gradient goes to out), wa[pt, 1] = A
+    # (the cotangents' constant).
+    slack = p
+    for k in range(m):
+        for pt in range(2):
+            ksum = 0.0
+            for i in range((n_batches - 1) * bc, n_batches * bc):
+                ksum += K[pt, i, k]
+            wa[pt, 0, k] = y[k] + cw * ksum
+            wa[pt, 1, k] = (y[k] + ca * ksum) / bc
+        if ineq[k]:
+            out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
+            slack += 1
+    for i in range(bc):
+        j = idx[i]
+        q = 0.0
+        for pt in range(2):
+            uw = 0.0
+            for k in range(m):
+                uw += (wa[pt, 1, k] - bcoef * K[pt, i, k]) * W[j, k]
+            q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
+        rsum += q
+        _add_row(dense, data, indices, indptr, ridx[i], q, g)
+    return rsum
+
+
+@_stage
+def _direction(d, out, g, rsum, keep, nf, p, inv_scale, center, runs, last, touched,
+               n_touched):  # fmt: skip
+    """``d = keep d + the gradient of sum_i r_i score_i in x`` (see ``LinearProblem._grad``)
+    and the slack block's (already in ``out``), on the eager coordinates and the
+    ``n_touched`` lazy ones a row read (whose ``g`` is zeroed)."""
+    dim = d.shape[0]
+    n_runs = 1
+    if last is not None:
+        n_runs = runs.shape[0]
+    for r in range(n_runs):
+        lo, hi = 0, dim
+        if last is not None:
+            lo, hi = runs[r, 0], runs[r, 1]
+        for j in range(lo, hi):
+            if j < nf:
+                out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
+            elif j < p:
+                out[j] = rsum
+            d[j] = keep * d[j] + out[j]
+    if last is not None:
+        for i in range(n_touched):
+            j = touched[i]
+            d[j] = keep * d[j] + g[j] * inv_scale[j]
+            g[j] = 0.0
+
+
+@_stage
+def _catch_up(z, d, z_end, last, powers, T, nf):
+    """The one pass over the coordinates at the end of a lazy block: the lazy ones to
+    iteration ``T``, into ``z_end`` (the buffer that holds the final point)."""
+    for j in range(nf):
+        s = last[j]
+        if s >= 0:
+            n = T - s
+            z_end[j] = powers[0, n] * z[j] - powers[1, n] * d[j]
+            d[j] = powers[2, n] * d[j]
+
+
 @_jit
 def _block(
     z, d, y, beta, eta, eta_slack, keep, nf, intercept, inv_scale, center,
@@ -199,22 +452,12 @@ def _block(
     work buffers, and ``g`` must be zero on entry.
     """
     p = nf + (1 if intercept else 0)
-    dim = z.shape[0]
     m = W.shape[1]
     bo = idx_o.shape[1]
     bc = idx_c.shape[1] // n_batches
-    # U-statistic: U_i = A - bcoef K_i with A = (y + ca sum K) / bc; the independent
-    # estimator's A = w / bc comes from its second batch and bcoef = 0.
-    cw = ca = bcoef = 0.0
-    if bc > 0:
-        cw = ca = beta / bc
-    if n_batches == 1 and bc > 1:
-        ca = beta / (bc - 1)
-        bcoef = ca / bc
+    cw, ca, bcoef = _ustat_coefficients(beta, bc, n_batches)
     T = idx_o.shape[0]
-    n_runs = 1
     if last is not None:
-        n_runs = runs.shape[0]
         _powers(a, keep, eta, powers)
     acc = 0.0
     swapped = False
@@ -223,171 +466,39 @@ def _block(
         acc += _touch(o_dense, o_data, o_indptr, ridx_o[t])
         if m > 0:
             acc += _touch(c_dense, c_data, c_indptr, ridx_c[t])
-        # The proximal step (soft-thresholding, the ridge shrink, then the box: each the
-        # identity when off, a prox uses one of them; the slacks' projection on s >= 0),
-        # and the scores' weights V[pt] and intercepts B[pt] in data units at both points.
-        B[0] = B[1] = 0.0
-        for r in range(n_runs):
-            lo, hi = 0, dim
-            if last is not None:
-                lo, hi = runs[r, 0], runs[r, 1]
-            for j in range(lo, hi):
-                u = z_old[j] - (eta if j < p else eta_slack) * d[j]
-                if j < p:
-                    thr = eta * lam[j]
-                    if thr > 0.0:
-                        u = math.copysign(max(abs(u) - thr, 0.0), u)
-                    u = min(max(u / (1.0 + eta * ridge[j]), lower[j]), upper[j])
-                z_new[j] = u if j < p else max(u, 0.0)
-                if j < nf:
-                    V[0, j] = z_new[j] * inv_scale[j]
-                    V[1, j] = z_old[j] * inv_scale[j]
-                    B[0] -= center[j] * V[0, j]
-                    B[1] -= center[j] * V[1, j]
-                    g[j] = 0.0
-                elif j < p:
-                    B[0] += z_new[j]
-                    B[1] += z_old[j]
+        _prox_step(z_old, d, z_new, V, B, g, eta, eta_slack, nf, p, inv_scale, center, lam,
+                   lower, upper, ridge, runs, last)  # fmt: skip
         n_touched = 0
         if last is not None:
-            for i in range(bo):
-                n_touched = _bring_up(
-                    o_data, o_indices, o_indptr, ridx_o[t, i], t, eta, a, inv_scale, z, d,
-                    last, powers, V, touched, n_touched,
-                )  # fmt: skip
-            for i in range(idx_c.shape[1]):
-                n_touched = _bring_up(
-                    c_data, c_indices, c_indptr, ridx_c[t, i], t, eta, a, inv_scale, z, d,
-                    last, powers, V, touched, n_touched,
-                )  # fmt: skip
-
-        # Objective: r_i = u_i b_i (loss'(b_i z_i) - keep loss'(b_i z'_i)) / bo, summed into
-        # g with the constraints' rows (the gradient is linear in the r_i).
-        rsum = 0.0
-        for i in range(bo):
-            row = ridx_o[t, i]
-            j = idx_o[t, i]
-            z1, z2 = _dot2(o_dense, o_data, o_indices, o_indptr, row, V[0], V[1])
-            r = 0.0
-            for pt in range(2):
-                mi = margins[j] * ((z1 if pt == 0 else z2) + B[pt])
-                e = math.exp(-abs(mi))
-                s = 1.0 / (1.0 + e)
-                slope = -(e * s if mi >= 0.0 else s)  # logistic: -sigmoid(-m)
-                if loss_code == 1:
-                    slope /= 1.0 + (max(-mi, 0.0) + math.log1p(e)) / alpha
-                elif loss_code == 2:
-                    slope = -e * s * s
-                r += slope if pt == 0 else -keep * slope
-            r *= margins_u[j] / bo
-            rsum += r
-            _add_row(o_dense, o_data, o_indices, o_indptr, row, r, g)
-
+            n_touched = _bring_up_rows(
+                o_data, o_indices, o_indptr, ridx_o, bo, t, eta, a, inv_scale, z, d, last,
+                powers, V, touched, n_touched,
+            )  # fmt: skip
+            n_touched = _bring_up_rows(
+                c_data, c_indices, c_indptr, ridx_c, idx_c.shape[1], t, eta, a, inv_scale,
+                z, d, last, powers, V, touched, n_touched,
+            )  # fmt: skip
+        rsum = _objective_rows(o_dense, o_data, o_indices, o_indptr, margins, margins_u,
+                               idx_o[t], ridx_o[t], V, B, keep, loss_code, alpha, g)  # fmt: skip
         if m > 0:
-            # Penalty values K = C + E s per row and sigmoid' (dP) at both points.
-            for at in range(n_batches * bc):
-                j = idx_c[t, at]
-                z1, z2 = _dot2(c_dense, c_data, c_indices, c_indptr, ridx_c[t, at], V[0], V[1])
-                for pt in range(2):
-                    zz = (z1 if pt == 0 else z2) + B[pt]
-                    e = math.exp(-abs(zz))
-                    s = 1.0 / (1.0 + e)
-                    prob = s if zz >= 0.0 else e * s
-                    dP[pt, at] = e * s * s
-                    x = z_new if pt == 0 else z_old
-                    slack = p
-                    for k in range(m):
-                        K[pt, at, k] = W[j, k] * prob + offset[k]
-                        if ineq[k]:
-                            K[pt, at, k] += x[slack]
-                            slack += 1
+            _penalty_values(c_dense, c_data, c_indices, c_indptr, W, offset, ineq, idx_c[t],
+                            ridx_c[t], n_batches * bc, V, B, z_new, z_old, p, K, dP)  # fmt: skip
             if per > 0:
-                # U_i = alpha_i (w + beta (S_s - per alpha_i K_i) / (per - 1)), w = y + beta
-                # sum_i alpha_i K_i, S_s the stratum's weighted sum.
-                ssum[:, :, :] = 0.0
-                for pt in range(2):
-                    for k in range(m):
-                        wa[pt, 0, k] = 0.0
-                    for i in range(bc):
-                        j = idx_c[t, i]
-                        s_ = c_code[j]
-                        for k in range(m):
-                            v = c_alpha[j] * K[pt, i, k]
-                            wa[pt, 0, k] += v
-                            ssum[pt, s_, k] += v
-                    for k in range(m):
-                        wa[pt, 0, k] = y[k] + beta * wa[pt, 0, k]
-                slack = p
-                for k in range(m):
-                    if ineq[k]:
-                        out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
-                        slack += 1
-                inv = beta / (per - 1.0)
-                for i in range(bc):
-                    j = idx_c[t, i]
-                    s_ = c_code[j]
-                    al = c_alpha[j]
-                    q = 0.0
-                    for pt in range(2):
-                        uw = 0.0
-                        for k in range(m):
-                            u = wa[pt, 0, k] + inv * (ssum[pt, s_, k] - per * al * K[pt, i, k])
-                            uw += al * u * W[j, k]
-                        q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
-                    rsum += q
-                    _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
-        if m > 0 and per == 0:
-            # wa[pt, 0] = w (the slack block's, whose gradient goes to out), wa[pt, 1] = A
-            # (the cotangents' constant).
-            slack = p
-            for k in range(m):
-                for pt in range(2):
-                    ksum = 0.0
-                    for i in range((n_batches - 1) * bc, n_batches * bc):
-                        ksum += K[pt, i, k]
-                    wa[pt, 0, k] = y[k] + cw * ksum
-                    wa[pt, 1, k] = (y[k] + ca * ksum) / bc
-                if ineq[k]:
-                    out[slack] = wa[0, 0, k] - keep * wa[1, 0, k]
-                    slack += 1
-            for i in range(bc):
-                j = idx_c[t, i]
-                q = 0.0
-                for pt in range(2):
-                    uw = 0.0
-                    for k in range(m):
-                        uw += (wa[pt, 1, k] - bcoef * K[pt, i, k]) * W[j, k]
-                    q += dP[pt, i] * uw if pt == 0 else -keep * (dP[pt, i] * uw)
-                rsum += q
-                _add_row(c_dense, c_data, c_indices, c_indptr, ridx_c[t, i], q, g)
-        # d = keep d + the gradient of sum_i r_i score_i in x (see LinearProblem._grad) and
-        # the slack block's.
-        for r in range(n_runs):
-            lo, hi = 0, dim
-            if last is not None:
-                lo, hi = runs[r, 0], runs[r, 1]
-            for j in range(lo, hi):
-                if j < nf:
-                    out[j] = (g[j] - rsum * center[j]) * inv_scale[j]
-                elif j < p:
-                    out[j] = rsum
-                d[j] = keep * d[j] + out[j]
-        if last is not None:
-            for i in range(n_touched):
-                j = touched[i]
-                d[j] = keep * d[j] + g[j] * inv_scale[j]
-                g[j] = 0.0
+                rsum = _stratified_cotangents(
+                    c_dense, c_data, c_indices, c_indptr, W, ineq, idx_c[t], ridx_c[t], bc, y,
+                    beta, keep, p, c_alpha, c_code, per, K, dP, wa, ssum, out, g, rsum,
+                )  # fmt: skip
+            elif per == 0:
+                rsum = _cotangents(
+                    c_dense, c_data, c_indices, c_indptr, W, ineq, idx_c[t], ridx_c[t], bc,
+                    n_batches, y, cw, ca, bcoef, keep, p, K, dP, wa, out, g, rsum,
+                )  # fmt: skip
+        _direction(d, out, g, rsum, keep, nf, p, inv_scale, center, runs, last, touched,
+                   n_touched)  # fmt: skip
         z_old, z_new = z_new, z_old
         swapped = not swapped
     if last is not None:
-        # The one pass over the coordinates: the lazy ones to the end of the block, in the
-        # buffer that holds the final point.
-        for j in range(nf):
-            s = last[j]
-            if s >= 0:
-                n = T - s
-                z_old[j] = powers[0, n] * z[j] - powers[1, n] * d[j]
-                d[j] = powers[2, n] * d[j]
+        _catch_up(z, d, z_old, last, powers, T, nf)
     # acc is returned so that the compiler keeps the reads (without nnan, 0 * acc is not 0).
     return swapped, 0.0 * acc
 

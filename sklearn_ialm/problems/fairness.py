@@ -479,6 +479,146 @@ def _balanced_rows(groups, W, min_copies=1):
     return rows, W
 
 
+def _check_arguments(constraint, form, loss, bound, constraint_scale):
+    """``(form, bound)``: the resolved form and the bound as a float, after checking the
+    arguments that do not depend on the data."""
+    form = _check_form(constraint, form)
+    if loss not in ("truncated_logistic", "logistic"):
+        raise ValueError(f"loss must be 'truncated_logistic' or 'logistic', got {loss!r}.")
+    bound = float(bound)
+    if not np.isfinite(bound):
+        raise ValueError(f"bound must be a finite number, got {bound!r}.")
+    if form == "difference" and bound < 0:
+        raise ValueError(f"bound must be >= 0 for form='difference', got {bound!r}.")
+    if form == "ratio" and constraint != "disparate_impact" and not 0 <= bound <= 1:
+        raise ValueError(f"bound must be in [0, 1] for form='ratio', got {bound!r}.")
+    if not (np.isfinite(constraint_scale) and constraint_scale > 0):
+        raise ValueError(f"constraint_scale must be a number > 0, got {constraint_scale!r}.")
+    return form, bound
+
+
+def _constraint_groups(groups, protected, n_s):
+    """``(groups, present, protected)``: the groups as an array, the set of groups present
+    and the protected ones (all present groups by default), each checked to be present."""
+    groups = np.asarray(groups)
+    if groups.shape != (n_s,):
+        raise ValueError(
+            f"groups must have shape ({n_s},) (one per constraint row), got {groups.shape}."
+        )
+    present = set(np.unique(groups).tolist())
+    protected = sorted(present) if protected is None else list(protected)
+    for g in protected:
+        if g not in present:
+            raise ValueError(
+                f"Protected group {_label(g)!r} has no members (or zero total weight)."
+            )
+    return groups, present, protected
+
+
+def _constraint_labels(constraint, X, y, X_constraint, y_constraint, n_s):
+    """The constraint rows' labels as a bool array for the parity kinds that read them
+    (``None`` for the others): ``y_constraint``, or ``y`` when ``X_constraint is X``."""
+    if constraint not in _PARITY_RATES or constraint == "demographic_parity":
+        return None
+    if y_constraint is None:
+        if X_constraint is not X:
+            raise ValueError(
+                f"constraint={constraint!r} needs the labels of the constraint "
+                "rows: pass y_constraint (it defaults to y only when X_constraint "
+                "is X)."
+            )
+        y_constraint = y
+    return _binary("y_constraint", y_constraint, n_s)
+
+
+def _constraint_rows(groups, weights, present, protected, constraint, form, bound, y):
+    """``(columns, offsets, names, levels)`` of the constraint kind (see :func:`_fill_weights`
+    for ``columns``; ``levels`` is ``None`` but for bands with a free level)."""
+    if constraint not in _PARITY_RATES:
+        return (*_share_rows(groups, weights, protected, constraint, bound), None)
+    if len(present) >= 4 and set(protected) == present and (form, bound) != ("ratio", 0):
+        # Every pair of groups: a free level keeps the constraints linear in k, 2k where
+        # the pairs are k (k - 1) (as many at k = 3: the pairs are kept there, as they are
+        # for a ratio of at least 0, which holds anyway).
+        return _level_rows(groups, weights, constraint, form, bound, y)
+    return (*_parity_rows(groups, weights, protected, constraint, form, bound, y), None)
+
+
+def _balanced_strata(groups, W, constraint, y, levels):
+    """``(rows_constraint, W, strata)`` of ``balance_groups=True`` for a parity kind: the
+    constraint rows listed with every group about equally often (``None``: as they are),
+    their weights and the strata of their minibatches (``None``: uniform draws)."""
+    # Measured (python -m benchmarks.robust): bands of four or more groups (Adult by
+    # race, DP 0.05) converge in 40 passes with balanced draws where uniform ones
+    # spent 300. With pairs only a small group gains: bank (a group of 1 %) 30 -> 8
+    # passes, a 7 % group of 1000 rows 0.644 -> 0.693 test accuracy; a group of 22 %
+    # (the anchor task) lost in one seed of three, and a9a's positive share slowed
+    # from 12 passes to over 300. So pairs are balanced only for a group under 40 %
+    # of an equal share (listed three times or more), and share kinds never.
+    # The rates that condition on the label are means over a group's rows of one
+    # class: those cells are what a minibatch must find, so they are the strata. An
+    # error rate reads both classes with opposite signs: cells of group and class
+    # again (a9a by race, 4 seeds: 26-33 passes, all converged, where strata of
+    # groups alone left all 4 at the budget and uniform draws 2 of 4).
+    # On top of the balanced list (whose smoothness bound, and so step, is the
+    # better one) every constraint batch holds every stratum: a uniform batch of 30
+    # found a cell of a few rows now and then, and its estimate of that cell's rate
+    # was a lottery. Adult by race, 5 seeds: equalised odds 0.828 -> 0.845 test
+    # accuracy (no seed left at the constant model), 302 -> 229 passes; TPR parity
+    # 150 -> 48 passes; DP 62 -> 41.
+    strata = groups
+    if constraint in ("true_positive_rate_parity", "false_positive_rate_parity",
+                      "equalized_odds", "error_rate_parity"):  # fmt: skip
+        strata = np.unique(groups, return_inverse=True)[1].reshape(-1) * 2 + y
+    rows_constraint, W = _balanced_rows(strata, W, 1 if levels is not None else 3)
+    if levels is None and rows_constraint is None:
+        strata = None
+    elif rows_constraint is not None:
+        strata = strata[rows_constraint]
+    return rows_constraint, W, strata
+
+
+def _constraints(
+    X, y, X_constraint, groups, protected, y_constraint, constraint_sample_weight,
+    constraint, form, bound, constraint_scale, balance_groups,
+):  # fmt: skip
+    """``(W, offset, names, levels, rows_constraint, strata)``: the arguments of
+    :class:`LinearProblem` that :func:`fairness_problem` builds for the constraints."""
+    n_s = X_constraint.shape[0]
+    if protected is not None and len(protected) == 0:
+        # No protected group: the unconstrained model (groups and labels are not read).
+        return np.zeros((n_s, 0)), np.zeros(0), [], None, None, None
+    groups, present, protected = _constraint_groups(groups, protected, n_s)
+    cw = (
+        np.ones(n_s)
+        if constraint_sample_weight is None
+        else np.asarray(constraint_sample_weight, dtype=float)
+    )
+    yc = _constraint_labels(constraint, X, y, X_constraint, y_constraint, n_s)
+    columns, offsets, names, levels = _constraint_rows(
+        groups, cw, present, protected, constraint, form, bound, yc
+    )
+    W = _fill_weights(n_s, columns, len(offsets), constraint_scale)
+    rows_constraint = strata = None
+    if balance_groups and constraint in _PARITY_RATES:
+        rows_constraint, W, strata = _balanced_strata(groups, W, constraint, yc, levels)
+    offset = np.array(offsets) / constraint_scale
+    if levels is not None:
+        levels = levels / constraint_scale
+    return W, offset, names, levels, rows_constraint, strata
+
+
+def _paper_settings(constraint, loss, truncation):
+    """The paper's Section 5.1 settings for its model (``LinearProblem.paper_settings``), or
+    ``None`` for other models."""
+    if constraint == "positive_share" and loss == "truncated_logistic" and truncation == 2.0:
+        # Section 5.1: beta_k = 2.5^k, the smoothness constant 10 + beta_k, minibatch 30; the
+        # paper's tables count half of the samples drawn from D and S (a9a: 0.069 per 50
+        # iterations). stoc_ialm(preset="paper") reads them.
+        return dict(smoothness=(10.0, 1.0), sigma=2.5, batch_size=30, count_scale=0.5)
+    return None
+
+
 def fairness_problem(
     X,
     y,
@@ -603,98 +743,11 @@ def fairness_problem(
     >>> problem.constraint_names
     ['true_positive_rate_parity[0-1]<=', 'true_positive_rate_parity[1-0]<=']
     """
-    form = _check_form(constraint, form)
-    if loss not in ("truncated_logistic", "logistic"):
-        raise ValueError(f"loss must be 'truncated_logistic' or 'logistic', got {loss!r}.")
-    bound = float(bound)
-    if not np.isfinite(bound):
-        raise ValueError(f"bound must be a finite number, got {bound!r}.")
-    if form == "difference" and bound < 0:
-        raise ValueError(f"bound must be >= 0 for form='difference', got {bound!r}.")
-    if form == "ratio" and constraint != "disparate_impact" and not 0 <= bound <= 1:
-        raise ValueError(f"bound must be in [0, 1] for form='ratio', got {bound!r}.")
-    if not (np.isfinite(constraint_scale) and constraint_scale > 0):
-        raise ValueError(f"constraint_scale must be a number > 0, got {constraint_scale!r}.")
-    n_s = X_constraint.shape[0]
-    levels = rows_constraint = strata = None
-    if protected is not None and len(protected) == 0:
-        # No protected group: the unconstrained model (groups and labels are not read).
-        W, offset, names = np.zeros((n_s, 0)), np.zeros(0), []
-    else:
-        groups = np.asarray(groups)
-        if groups.shape != (n_s,):
-            raise ValueError(
-                f"groups must have shape ({n_s},) (one per constraint row), got {groups.shape}."
-            )
-        present = set(np.unique(groups).tolist())
-        protected = sorted(present) if protected is None else list(protected)
-        for g in protected:
-            if g not in present:
-                raise ValueError(
-                    f"Protected group {_label(g)!r} has no members (or zero total weight)."
-                )
-        cw = (
-            np.ones(n_s)
-            if constraint_sample_weight is None
-            else np.asarray(constraint_sample_weight, dtype=float)
-        )
-        if constraint in _PARITY_RATES:
-            yc = None
-            if constraint != "demographic_parity":
-                if y_constraint is None:
-                    if X_constraint is not X:
-                        raise ValueError(
-                            f"constraint={constraint!r} needs the labels of the constraint "
-                            "rows: pass y_constraint (it defaults to y only when X_constraint "
-                            "is X)."
-                        )
-                    y_constraint = y
-                yc = _binary("y_constraint", y_constraint, n_s)
-            if len(present) >= 4 and set(protected) == present and (form, bound) != ("ratio", 0):
-                # Every pair of groups: a free level keeps the constraints linear in k, 2k
-                # where the pairs are k (k - 1) (as many at k = 3: the pairs are kept there,
-                # as they are for a ratio of at least 0, which holds anyway).
-                columns, offsets, names, levels = _level_rows(
-                    groups, cw, constraint, form, bound, yc
-                )
-            else:
-                columns, offsets, names = _parity_rows(
-                    groups, cw, protected, constraint, form, bound, yc
-                )
-        else:
-            columns, offsets, names = _share_rows(groups, cw, protected, constraint, bound)
-        W = _fill_weights(n_s, columns, len(offsets), constraint_scale)
-        if balance_groups and constraint in _PARITY_RATES:
-            # Measured (python -m benchmarks.robust): bands of four or more groups (Adult by
-            # race, DP 0.05) converge in 40 passes with balanced draws where uniform ones
-            # spent 300. With pairs only a small group gains: bank (a group of 1 %) 30 -> 8
-            # passes, a 7 % group of 1000 rows 0.644 -> 0.693 test accuracy; a group of 22 %
-            # (the anchor task) lost in one seed of three, and a9a's positive share slowed
-            # from 12 passes to over 300. So pairs are balanced only for a group under 40 %
-            # of an equal share (listed three times or more), and share kinds never.
-            # The rates that condition on the label are means over a group's rows of one
-            # class: those cells are what a minibatch must find, so they are the strata. An
-            # error rate reads both classes with opposite signs: cells of group and class
-            # again (a9a by race, 4 seeds: 26-33 passes, all converged, where strata of
-            # groups alone left all 4 at the budget and uniform draws 2 of 4).
-            # On top of the balanced list (whose smoothness bound, and so step, is the
-            # better one) every constraint batch holds every stratum: a uniform batch of 30
-            # found a cell of a few rows now and then, and its estimate of that cell's rate
-            # was a lottery. Adult by race, 5 seeds: equalised odds 0.828 -> 0.845 test
-            # accuracy (no seed left at the constant model), 302 -> 229 passes; TPR parity
-            # 150 -> 48 passes; DP 62 -> 41.
-            strata = groups
-            if constraint in ("true_positive_rate_parity", "false_positive_rate_parity",
-                              "equalized_odds", "error_rate_parity"):  # fmt: skip
-                strata = np.unique(groups, return_inverse=True)[1].reshape(-1) * 2 + yc
-            rows_constraint, W = _balanced_rows(strata, W, 1 if levels is not None else 3)
-            if levels is None and rows_constraint is None:
-                strata = None
-            elif rows_constraint is not None:
-                strata = strata[rows_constraint]
-        offset = np.array(offsets) / constraint_scale
-        if levels is not None:
-            levels = levels / constraint_scale
+    form, bound = _check_arguments(constraint, form, loss, bound, constraint_scale)
+    W, offset, names, levels, rows_constraint, strata = _constraints(
+        X, y, X_constraint, groups, protected, y_constraint, constraint_sample_weight,
+        constraint, form, bound, constraint_scale, balance_groups,
+    )  # fmt: skip
     loss_obj = TruncatedLogistic(truncation) if loss == "truncated_logistic" else LOSSES[loss]()
     problem = LinearProblem(
         X,
@@ -713,12 +766,5 @@ def fairness_problem(
         rows_constraint=rows_constraint,
         constraint_strata=strata,
     )
-    problem.paper_settings = None
-    if constraint == "positive_share" and loss == "truncated_logistic" and truncation == 2.0:
-        # Section 5.1: beta_k = 2.5^k, the smoothness constant 10 + beta_k, minibatch 30; the
-        # paper's tables count half of the samples drawn from D and S (a9a: 0.069 per 50
-        # iterations). stoc_ialm(preset="paper") reads them.
-        problem.paper_settings = dict(
-            smoothness=(10.0, 1.0), sigma=2.5, batch_size=30, count_scale=0.5
-        )
+    problem.paper_settings = _paper_settings(constraint, loss, truncation)
     return problem
