@@ -663,12 +663,13 @@ def test_sparse_and_dense_give_the_same_model(data, kind):
         )
         kw = dict(sensitive_features=groups)
     dense, sparse = make().fit(X, y, **kw), make().fit(Xs, y, **kw)
-    # The same minibatches and the same steps; the finish's line searches carry the
-    # products' last bits (sparse and dense sums round differently) a little further.
-    assert_allclose(sparse.coef_, dense.coef_, rtol=1e-8, atol=1e-12)
-    assert_allclose(sparse.intercept_, dense.intercept_, rtol=1e-8, atol=1e-12)
+    # The same minibatches and the same steps, then the finish's L-BFGS solves, whose line
+    # searches take the products' last bits (sparse and dense sums round differently) to
+    # another point within the finish's tolerance of the same optimum (relative 1.4e-7).
+    assert_allclose(sparse.coef_, dense.coef_, rtol=1e-6, atol=1e-9)
+    assert_allclose(sparse.intercept_, dense.intercept_, rtol=1e-6, atol=1e-9)
     assert sparse.n_data_passes_ == dense.n_data_passes_
-    assert_allclose(sparse.decision_function(Xs), dense.decision_function(X), rtol=1e-8)
+    assert_allclose(sparse.decision_function(Xs), dense.decision_function(X), rtol=1e-6)
     # Other sparse formats are converted to CSR, never to a dense array.
     coo = make().fit(sp.coo_matrix(X), y, **kw)
     assert_allclose(coo.coef_, sparse.coef_, rtol=1e-12)

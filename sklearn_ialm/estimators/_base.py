@@ -96,10 +96,11 @@ def _finish_inactive(problem, result, kwargs):
     (zero multipliers: the unconstrained problem), kept where they stay inactive at the
     optimum and the bound holds on its predictions; else the stochastic solve (see
     ``_ratio_bound``). Every pass is counted."""
+    left = kwargs["max_passes"] - result.n_data_passes
+    if left <= 0:
+        return result
     kwargs = dict(kwargs, x0=result.x, y0=result.multipliers, slack0=result.slack)
-    kwargs.update(
-        finish=True, search=False, max_passes=kwargs["max_passes"] - result.n_data_passes
-    )
+    kwargs.update(finish=True, search=False, max_passes=left)
     finished = _solve(problem, 0, kwargs)
     # Kept where the bound holds on its predictions too (else the steering would start
     # from another point than the stochastic solve's, see _ratio_bound).

@@ -138,9 +138,9 @@ class IALMResult:
     ...                           n_objective_samples=200, n_constraint_samples=200)
     >>> result = stoc_ialm(problem, random_state=0)
     >>> result.message
-    'converged: primal and dual residuals <= tol'
+    "converged: primal and dual residuals <= the finish's tolerances"
     >>> np.round(result.x, 2), np.round(result.multipliers, 2)
-    (array([0.5 , 0.51]), array([0.49]))
+    (array([0.49, 0.51]), array([0.5]))
     >>> len(result.history["data_passes"]) == len(result.history["dual_residual"])
     True
     """
