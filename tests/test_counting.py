@@ -95,18 +95,21 @@ def test_reported_passes_match_the_rows_touched(kind, sparse, preset):
     assert n_checks >= 1
     # Stop tests: one forward product per test over every row of each matrix (NP: the
     # objective and constraint rows are subsets of one matrix, scored together).
-    assert tally.scored == n_checks * rows_in_matrices
-    assert res.n_check_passes * n == pytest.approx(tally.scored)
+    # ... and one per evaluation of the deterministic finish (the default's).
+    assert tally.scored == n_checks * rows_in_matrices + res.n_finish_passes * n
+    assert (res.n_finish_passes > 0) == (preset == "default")
+    finish_rows = res.n_finish_passes * n
+    assert res.n_check_passes * n == pytest.approx(tally.scored - finish_rows)
     assert res.n_setup_passes * n == pytest.approx(setup_read)
     assert (res.n_passes_without_checks - res.n_setup_passes) * n == pytest.approx(
-        minibatch["rows"]
+        minibatch["rows"] + finish_rows
     )
     assert res.n_data_passes * n == pytest.approx(setup_read + tally.scored + minibatch["rows"])
     assert res.n_oracle_calls == setup_read + tally.scored + minibatch["rows"]
     assert res.n_passes_without_checks == pytest.approx(res.n_data_passes - res.n_check_passes)
     # The history tells the same story, test by test.
     h = res.history
-    per_test = tally.scored / n_checks / n
+    per_test = (tally.scored - finish_rows) / n_checks / n
     np.testing.assert_allclose(h["check_passes"], np.arange(1, n_checks + 1) * per_test)
     assert h["data_passes"][-1] == pytest.approx(res.n_data_passes)
     assert np.all(np.diff(h["data_passes"]) > 0)
@@ -174,8 +177,9 @@ def test_auto_schedule_doubles_the_interval_up_to_one_tests_worth_of_work():
     X = rng.standard_normal((n, d))
     y = (X[:, 0] + rng.standard_normal(n) > 0).astype(int)
     pb = neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True)
-    auto = stoc_ialm(pb, random_state=0, max_passes=200)
-    fixed = stoc_ialm(pb, random_state=0, max_passes=200, eval_every=50)
+    # The stochastic phase's schedule: without the finish, whose closing test follows it.
+    auto = stoc_ialm(pb, random_state=0, max_passes=200, finish=False)
+    fixed = stoc_ialm(pb, random_state=0, max_passes=200, eval_every=50, finish=False)
     assert auto.converged and fixed.converged
     assert auto.settings["eval_every"] == "auto" and fixed.settings["eval_every"] == 50
     h = auto.history

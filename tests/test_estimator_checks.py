@@ -29,19 +29,11 @@ pytestmark = [
 # At their defaults: what a user gets, and what scikit-learn's checks must pass.
 ESTIMATORS = [NeymanPearsonClassifier(), FairLogisticClassifier()]
 
-# Both checks compare integer sample weights with repeated rows to rtol=1e-7. The problems
-# are the same (test_estimators.py::test_integer_weights_define_the_repeated_problem checks
-# it on the problem objects), but a stochastic minibatch solver draws different minibatches
-# from 15 weighted rows than from their repetitions, so the two models agree only up to the
-# solver's tolerance, as for SGDClassifier.
-STOCHASTIC = (
-    "stochastic minibatch solver: weighted and repeated rows give the same problem but "
-    "different minibatch draws, hence models equal only up to tol"
-)
-EXPECTED_FAILED = {
-    "check_sample_weight_equivalence_on_dense_data": STOCHASTIC,
-    "check_sample_weight_equivalence_on_sparse_data": STOCHASTIC,
-}
+# Every check passes at the defaults. The sample-weight checks (integer weights against
+# repeated rows, rtol=1e-7) pass since the fits end with the deterministic finish on all
+# rows: the two problems are the same, and so are their optima, whatever minibatches the
+# stochastic phase drew.
+EXPECTED_FAILED: dict[str, str] = {}
 
 
 def expected_failed_checks(estimator):

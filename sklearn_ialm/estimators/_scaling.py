@@ -121,10 +121,11 @@ def _standardised(problem, X, sample_weight, C):
 
     The same model and data as ``problem``; only the solver's coordinates change (see
     :class:`~sklearn_ialm.problems.LinearProblem`'s ``feature_scale``): each weight is that of
-    a feature of unit spread (centred when there is an intercept), which is what a
-    ``StandardScaler`` in front of the estimator would give, without copying ``X``. The
-    penalty ``||w||^2 / (2 C sum(sample_weight))`` on the standardised weights (intercept
-    free) matches ``LogisticRegression(C)`` after a ``StandardScaler``.
+    a feature scaled by :func:`_feature_scaling` (centred and divided by its standard
+    deviation where its mean exceeds its spread, as a ``StandardScaler`` would; else divided
+    by its root mean square), without copying ``X``. The penalty
+    ``||w||^2 / (2 C sum(sample_weight))`` on those weights (intercept free) is
+    ``LogisticRegression(C)``'s on the columns so scaled.
     """
     if not isinstance(problem, LinearProblem):
         return problem

@@ -286,9 +286,13 @@ class FairLogisticClassifier(BaseIALMClassifier):
         Inverse strength of an L2 penalty, as in
         :class:`~sklearn.linear_model.LogisticRegression`: the objective gets
         ``||w||^2 / (2 * C * sum(sample_weight))`` with ``w`` the weights of the
-        standardised features (the intercept is not penalised), which is what
-        ``make_pipeline(StandardScaler(), LogisticRegression(C=C))`` penalises. ``None``
-        fits the paper's unpenalised model.
+        standardised features (the intercept is not penalised). With an intercept, a
+        feature whose absolute mean exceeds its standard deviation (moments weighted by
+        ``sample_weight``) is centred and divided by its standard deviation, as
+        ``StandardScaler`` does; any other feature is divided by its root mean square and
+        not centred (sparse columns stay sparse). The penalty is that of
+        ``make_pipeline(StandardScaler(), LogisticRegression(C=C))`` where every feature
+        is of the first kind. ``None`` fits the paper's unpenalised model.
     pos_label : int, str or bool, default=None
         The positive class (``classes_[1]``). ``None`` takes the larger label in sorted
         order (``1`` of ``{0, 1}``, ``"yes"`` of ``{"no", "yes"}``); name it when the
@@ -1029,6 +1033,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.protected_groups_ = (
             labels[context["protected"]] if labels is not None else np.array([])
         )
+
+    def _ratio_bound(self) -> bool:
+        return self.constraint == "disparate_impact" or self.form == "ratio"
 
     def _steers_hard_rates(self, problem):
         return self.rate == "hard" and problem.n_constraints > 0

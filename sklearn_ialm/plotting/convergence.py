@@ -477,7 +477,7 @@ class ConvergenceDisplay:
         >>> clf = clf.fit(X, y, sensitive_features=groups)
         >>> display = ConvergenceDisplay.from_estimator(clf)
         >>> print(display.note)
-        at the end: share of group 'b' 0.296 soft, 0.201 hard; bound 0.2
+        at the end: share of group 'b' 0.295 soft, 0.201 hard; bound 0.2
         """
         from sklearn.utils.validation import check_is_fitted
 

@@ -34,6 +34,8 @@ class Counter:
     setup_evaluations: int = 0
     check_evaluations: int = 0
     second_batch_draws: int = 0
+    #: Rows read by the deterministic finish (:mod:`.finish`): a pass per evaluation.
+    finish_evaluations: int = 0
     #: Rows of one data pass (objective plus constraint rows); None: not a finite sum.
     n_samples: int | None = field(default=None, repr=False, compare=False)
     #: Rows of each set, for the paper's count (constraint rows: None without constraints).
@@ -68,7 +70,12 @@ class Counter:
 
     @property
     def evaluations(self) -> int:
-        return self.minibatch_evaluations + self.setup_evaluations + self.check_evaluations
+        return (
+            self.minibatch_evaluations
+            + self.setup_evaluations
+            + self.check_evaluations
+            + self.finish_evaluations
+        )
 
     def add(self, kind: str, *, draws: int = 0, evaluations: int = 0) -> None:
         """Count ``draws`` new samples and ``evaluations`` per-sample evaluations of ``kind``."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .counting import Counter
+from .finish import alm_finish
 from .history import HISTORY_COUNTS, History
 from .inner import PStormSolver, TheorySolver
 from .kkt import original_residuals
@@ -28,6 +29,14 @@ from .stopping import StopTest, Verdict
 #: With ``verbose``, a stop test prints a progress line when this many seconds passed since
 #: the last line: an outer iteration can run for many passes (63 on 2e6 x 50, 17 s).
 _PROGRESS_SECONDS = 2.0
+
+#: The finish's first penalty at least this: at the stochastic phase's last penalty (0.3
+#: to 3 with the estimators' schedules) the first solves hardly moved the constraint
+#: violation. Passes of six fits (n = 3000 and 30000; four constraint kinds, a certified fit,
+#: Neyman-Pearson) at 0, 3, 10 and 30: 688, 667, 635 and 618 in all.
+_FINISH_BETA0 = 10.0
+#: The share of ``max_passes`` the stochastic phase may spend when the finish follows it.
+_SEARCH_SHARE = 0.5
 
 __all__ = ["HISTORY_COUNTS", "PRESETS", "IALMResult", "stoc_ialm"]
 
@@ -58,7 +67,8 @@ class IALMResult:
     constraint_values : ndarray of shape (n_constraints,)
         ``c(x)`` on the evaluation batch.
     converged : bool
-        Both residuals ``<= tol``.
+        Both residuals ``<= tol`` (``dual_tol``); with the finish (the ``"default"``
+        preset), within the finish's tolerances (``finish_tol`` of those).
     n_iter, n_outer_iter : int
         Inner (PStorm) and outer iterations.
     n_data_passes : float
@@ -76,7 +86,7 @@ class IALMResult:
         ``problem.full_evaluation_cost()`` per test (by default ``n_samples``, one pass; the
         backward products at the tested point belong to the same evaluation).
     n_passes_without_checks : float
-        ``n_data_passes - n_check_passes``: set-up plus minibatches, every per-sample
+        ``n_data_passes - n_check_passes``: set-up, minibatches and finish, every per-sample
         evaluation counted (a sample read at two points twice); the paper's tables count
         less, see ``n_paper_passes``.
     n_paper_passes : float
@@ -106,6 +116,12 @@ class IALMResult:
         Why the run stopped.
     settings : dict
         Every setting the run used.
+    n_finish_passes : float
+        The part spent by the deterministic finish (a pass per evaluation of its L-BFGS
+        solves), without its closing test on all rows (a stop test).
+    finish_history : dict of ndarray or None
+        The finish's outer iterations (``primal_residual``, ``dual_residual``, ``beta``,
+        ``evaluations`` and ``passes`` so far); None when no finish ran.
 
     Examples
     --------
@@ -122,9 +138,9 @@ class IALMResult:
     ...                           n_objective_samples=200, n_constraint_samples=200)
     >>> result = stoc_ialm(problem, random_state=0)
     >>> result.message
-    'converged: primal and dual residuals <= tol'
+    "converged: primal and dual residuals <= the finish's tolerances"
     >>> np.round(result.x, 2), np.round(result.multipliers, 2)
-    (array([0.5 , 0.51]), array([0.49]))
+    (array([0.49, 0.51]), array([0.5]))
     >>> len(result.history["data_passes"]) == len(result.history["dual_residual"])
     True
     """
@@ -154,6 +170,8 @@ class IALMResult:
     history: dict
     message: str
     settings: dict = field(repr=False)
+    n_finish_passes: float = 0.0
+    finish_history: dict | None = field(default=None, repr=False)
 
     def count_totals(self) -> dict:
         """The run's total of each counting column of ``history`` (:data:`HISTORY_COUNTS`):
@@ -180,22 +198,6 @@ def stoc_ialm(
     sigma: float | None = None,
     gamma: float = 1.0,
     batch_size: int | None = None,
-    m0: int | None = None,
-    delta: float | None = None,
-    step_scale: float | None = None,
-    penalty_scale: float | None = None,
-    estimator: str | None = None,
-    momentum: str | None = None,
-    slack_step: str | None = None,
-    batch_growth: float | None = None,
-    growth_patience: int | None = None,
-    noise_ratio: float | None = None,
-    max_batch_size: int | None = None,
-    eval_every: int | str | None = None,
-    slack_projection: bool | None = None,
-    postprocess: int | None = None,
-    paper_constants: bool | None = None,
-    check_sample: int | str | bool | None = None,
     max_passes: float = 100.0,
     max_oracle_calls: int | None = None,
     max_outer_iter: int = 60,
@@ -205,6 +207,7 @@ def stoc_ialm(
     slack0=None,
     random_state=None,
     verbose: int = 0,
+    **knobs,
 ) -> IALMResult:
     """Solve ``min g(x) + h(x)`` subject to ``c_E(x) = 0, c_I(x) <= 0``: Stoc-iALM + PStorm.
 
@@ -241,11 +244,10 @@ def stoc_ialm(
     batch_size : int, optional
         Minibatch size (``>= 2``); ``None``: 30, or the paper's value. Clipped, with a
         warning, to the larger row count of a finite sum.
-    m0, delta, step_scale, penalty_scale, estimator, momentum, slack_step, batch_growth, \
-growth_patience, noise_ratio, max_batch_size, eval_every, slack_projection, postprocess, \
-paper_constants, check_sample : optional
-        The tuning knobs, documented in :class:`~sklearn_ialm.solver.settings.Settings`
-        (``None``: the preset's value).
+    **knobs
+        The tuning knobs by name (``m0``, ``delta``, ``estimator``, ``finish``, ...), each
+        documented in :class:`~sklearn_ialm.solver.settings.Settings` (``None``: the
+        preset's value).
     max_passes : float, default=100
         Budget in data passes (finite sums), set-up and stop tests included; the count ends
         past it by at most the set-up and the last stop test.
@@ -295,14 +297,6 @@ paper_constants, check_sample : optional
     >>> bool(result.primal_residual <= 1e-2 and result.dual_residual <= 1e-2)
     True
     """
-    knobs = dict(
-        delta=delta, step_scale=step_scale, penalty_scale=penalty_scale, estimator=estimator,
-        momentum=momentum, slack_step=slack_step, m0=m0, batch_growth=batch_growth,
-        growth_patience=growth_patience, noise_ratio=noise_ratio,
-        max_batch_size=max_batch_size, eval_every=eval_every,
-        slack_projection=slack_projection, postprocess=postprocess,
-        paper_constants=paper_constants, check_sample=check_sample,
-    )  # fmt: skip
     run = resolve_settings(
         problem, preset=preset, knobs=knobs, tol=tol, dual_tol=dual_tol, beta0=beta0,
         sigma=sigma, gamma=gamma, batch_size=batch_size, max_passes=max_passes,
@@ -311,9 +305,17 @@ paper_constants, check_sample : optional
     )  # fmt: skip
     rng = _generator(random_state)
     parts, y = _set_up(problem, run, rng, x0=x0, y0=y0, slack0=slack0, verbose=verbose)
-    state = _outer_loop(parts, run, y)
-    # A later step at the found multipliers (state.y) would go here, before the last test.
-    _last_test(parts, state)
+    if run.finish and not (problem.n_constraints and run.knobs.search and not run.full_batch):
+        # No multipliers to find (none, or the caller's y0 are a finished solve's), or
+        # minibatches of every row (a deterministic method, whose quasi-Newton form the
+        # finish is): the deterministic finish is the whole solve.
+        state = _LoopState(y=y, beta=float(run.beta0), message="no search")
+    else:
+        state = _outer_loop(parts, run, y)
+    if run.finish:
+        _finish(parts, run, state, verbose)
+    else:
+        _last_test(parts, state)
     return _result(parts, run, state)
 
 
@@ -344,6 +346,7 @@ class _LoopState:
     n_iter: int = 0
     converged: bool = False
     message: str = "maximum number of outer iterations reached"
+    finish_history: dict | None = None
 
 
 def _outer_loop(parts: _Parts, run: RunSettings, y) -> _LoopState:
@@ -364,7 +367,7 @@ def _outer_loop(parts: _Parts, run: RunSettings, y) -> _LoopState:
                 inner.z = test.evaluate(inner.z, state.y, state.beta, k, state.n_iter).z
             state.message = _budget_spent(parts.problem)
             break
-        if test.last.converged(run.tol, run.dual_tol):
+        if test.last.converged(run.tol, run.search_dual_tol):
             state.converged = True
             state.message = "converged: primal and dual residuals <= tol"
             break
@@ -379,11 +382,51 @@ def _outer_loop(parts: _Parts, run: RunSettings, y) -> _LoopState:
 
 def _last_test(parts: _Parts, state: _LoopState) -> None:
     """Judge the last point on all rows if its test read a subsample: the returned
-    residuals, constraint values and KKT residuals are those of all rows."""
+    residuals, constraint values and KKT residuals are those of all rows (the start's, when
+    no test ran)."""
     test = parts.test
-    if not test.last.exact:
+    if test.last is None:
+        test.evaluate(parts.inner.z, state.y, state.beta, state.k, state.n_iter, full=True)
+    elif not test.last.exact:
         test.evaluate(test.last.z, *test.last.al, full=True)
     parts.progress.end(state.k, state.beta, test.last, state.message)
+
+
+def _finish(parts: _Parts, run: RunSettings, state: _LoopState, verbose) -> None:
+    """The deterministic finish (:mod:`.finish`) from the last point tested and its
+    multipliers, in what is left of the budget; then the test on all rows of the point it
+    reached, at the multipliers of its last solve, whose verdict on the finish's
+    tolerances is the run's."""
+    test, counter, problem, p = parts.test, parts.counter, parts.problem, parts.est.p
+    counter.budget = run.max_passes * counter.n_samples
+    z, y = (parts.inner.z, state.y) if test.last is None else (test.last.z, test.last.y_cert)
+    left = (counter.budget - counter.evaluations) // test.full_cost - 1
+    tol, dual_tol = run.finish_tols
+    fin = alm_finish(
+        problem, z[:p], y, max(state.beta, _FINISH_BETA0), tol=tol, dual_tol=dual_tol,
+        max_evaluations=max(int(left), 0), verbose=verbose,
+    )  # fmt: skip
+    counter.finish_evaluations += fin.n_evaluations * test.full_cost
+    state.finish_history = dict(fin.history)
+    state.finish_history["passes"] = counter.passes(fin.history["evaluations"] * test.full_cost)
+    if not fin.n_evaluations:
+        # No budget left for the finish: the stochastic phase's last point is the run's.
+        state.message = _budget_spent(problem)
+        _last_test(parts, state)
+        return
+    if np.any(fin.shift):
+        problem.offset = problem.offset + fin.shift  # the free levels' (problem is a copy)
+    z = np.concatenate([fin.x, z[p:]])
+    verdict = test.evaluate(z, fin.solve_multipliers, fin.beta, state.k, state.n_iter, full=True)
+    parts.inner.z = verdict.z
+    state.converged = verdict.converged(tol, dual_tol)
+    if state.converged:
+        state.message = "converged: primal and dual residuals <= the finish's tolerances"
+    elif fin.converged:
+        state.message = "the finish's point is not within its tolerances on all rows"
+    else:
+        state.message = fin.message
+    parts.progress.end(state.k, state.beta, verdict, state.message)
 
 
 def _multiplier_step(parts, run, y, beta, z, verdict: Verdict):
@@ -466,7 +509,8 @@ def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose):
     z = np.concatenate([problem.h.prox(x, 1.0) if x0 is not None else x, s])
     counter = Counter.for_problem(
         problem,
-        max_passes=run.max_passes,
+        # With the finish after it, the stochastic phase may spend a share of the budget.
+        max_passes=run.max_passes * (_SEARCH_SHARE if run.finish else 1.0),
         max_oracle_calls=run.max_oracle_calls,
         count_scale=float(run.paper.get("count_scale", 1.0)),
     )
@@ -479,7 +523,7 @@ def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose):
         progress.stop_test(verdict)
 
     test = StopTest(
-        problem, est, rng, counter, tol=run.tol, dual_tol=run.dual_tol,
+        problem, est, rng, counter, tol=run.tol, dual_tol=run.search_dual_tol,
         slack_projection=run.knobs.slack_projection, check_sample=run.knobs.check_sample,
         batch_size=run.batch_size, observer=observe,
     )  # fmt: skip
@@ -567,4 +611,6 @@ def _result(parts: _Parts, run: RunSettings, state: _LoopState) -> IALMResult:
         history=parts.history.as_arrays(),
         message=state.message,
         settings=run.as_dict(parts.smoothness, parts.smoothness_source),
+        n_finish_passes=counter.passes(counter.finish_evaluations),
+        finish_history=state.finish_history,
     )

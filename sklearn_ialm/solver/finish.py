@@ -1,0 +1,274 @@
+"""The deterministic finish: the augmented Lagrangian method on all rows, from the multipliers
+that Stoc-iALM found.
+
+Stoc-iALM's minibatch steps find the multipliers (and so which constraints are active) in a
+few passes, but their precision is bound by the gradient noise of a small batch: larger or
+preconditioned stochastic steps diverge once the penalty grows (see the user guide,
+"How a fit ends"). Started from the stochastic phase's point and multipliers, a few outer
+iterations of the classical augmented Lagrangian method with exact inner solves by L-BFGS
+(scipy's ``L-BFGS-B``) end where ``LogisticRegression`` ends: at a gradient as small as its
+own. With no active constraint the augmented Lagrangian is the unconstrained objective, so a
+bound that does not bind gives the unconstrained model.
+
+With the slacks of the inequalities minimised out, the augmented Lagrangian of
+``min g(x) + h(x)  s.t.  c_E(x) = 0, c_I(x) <= 0`` is
+
+    ``g(x) + h(x) + sum_i (w_i^2 - y_i^2) / (2 beta)``,  ``w = y + beta c(x)`` (``w_I >= 0``)
+
+whose gradient is ``grad g + grad h + J^T w``; the multiplier step sets ``y = w``. Free
+levels ``tau`` (``c(x) + levels @ tau <= 0``, see :func:`~.kkt.level_shift`) are variables of
+the inner solve beside ``x``. ``h`` must be smooth (:class:`~.prox.Ridge`, :class:`~.prox.NoProx`)
+or a :class:`~.prox.Box` (its bounds go to L-BFGS-B).
+
+Every inner evaluation reads every row once (``problem.full_evaluation``): on a Dask
+cluster one compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .prox import Box, NoProx, Ridge
+
+__all__ = ["FinishResult", "finish_applies", "alm_finish"]
+
+#: Penalty growth when an outer iteration did not shrink the constraint violation fourfold
+#: (the classical rule of the augmented Lagrangian method).
+_PENALTY_GROWTH = 10.0
+_PRIMAL_DECREASE = 0.25
+#: The inner solves' tolerance: a share of the last constraint violation, at most the first.
+_INNER_SHARE = 0.1
+_FIRST_INNER_TOL = 1e-3
+
+
+@dataclass
+class FinishResult:
+    """What :func:`alm_finish` returns.
+
+    Attributes
+    ----------
+    x : ndarray of shape (n_params,)
+    shift : ndarray of shape (n_constraints,)
+        The change of the constraint offsets by the free levels (zeros without levels).
+    multipliers : ndarray of shape (n_constraints,)
+        ``y`` after the last multiplier step (``>= 0`` on the inequalities).
+    solve_multipliers : ndarray of shape (n_constraints,)
+        ``y`` of the last inner solve: ``multipliers`` is ``max(solve_multipliers + beta c,
+        0)`` (on the inequalities) at ``x``.
+    beta : float
+        The penalty of the last inner solve.
+    primal_residual : float
+        ``||k||``, ``k = c(x) + shift + s`` with the slacks at their minimiser.
+    dual_residual : float
+        ``||grad g + grad h + J^T y||`` (and the levels' block), with the returned ``y``.
+    converged : bool
+        Both residuals within their tolerances.
+    n_evaluations : int
+        Calls of ``problem.full_evaluation`` (each reads every row once).
+    n_outer_iter : int
+    message : str
+    history : dict of ndarray
+        One entry per outer iteration: ``primal_residual``, ``dual_residual``, ``beta`` and
+        ``evaluations`` (the count so far).
+    """
+
+    x: np.ndarray
+    shift: np.ndarray
+    multipliers: np.ndarray
+    solve_multipliers: np.ndarray
+    beta: float
+    primal_residual: float
+    dual_residual: float
+    converged: bool
+    n_evaluations: int
+    n_outer_iter: int
+    message: str
+    history: dict
+
+
+def finish_applies(problem) -> bool:
+    """Whether :func:`alm_finish` can solve ``problem``: a finite sum whose ``h`` is smooth
+    or a box (an L1 term would need a proximal quasi-Newton method)."""
+    h = getattr(problem, "h", NoProx())
+    return bool(problem.finite) and type(h) in (NoProx, Ridge, Box)
+
+
+def _h_parts(h, p):
+    """``(value, gradient, bounds)`` of ``h`` for L-BFGS-B."""
+    if isinstance(h, Ridge):
+        return h.value, lambda x: h._lam(x) * x, None
+    if isinstance(h, Box):
+        lower = np.broadcast_to(h.lower, (p,))
+        upper = np.broadcast_to(h.upper, (p,))
+        bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+                  for lo, hi in zip(lower, upper, strict=True)]  # fmt: skip
+        return (lambda x: 0.0), (lambda x: np.zeros_like(x)), bounds
+    return (lambda x: 0.0), (lambda x: np.zeros_like(x)), None
+
+
+class _OutOfBudget(Exception):
+    """The budget of evaluations is spent (L-BFGS-B's own ``maxfun`` may overrun it)."""
+
+
+class _AugmentedLagrangian:
+    """The augmented Lagrangian in ``(x, tau)`` at fixed ``(y, beta)``, on all rows, with
+    the evaluation of the best point of the current solve kept (``best``)."""
+
+    def __init__(self, problem, levels, ineq, max_evaluations):
+        self.problem, self.levels, self.ineq = problem, levels, ineq
+        self.p = problem.n_params
+        self.h_value, self.h_grad, self.bounds = _h_parts(problem.h, self.p)
+        self.n_evaluations, self.max_evaluations = 0, max_evaluations
+        self.best = None
+
+    def split(self, v):
+        return v[: self.p], v[self.p :]
+
+    def shift(self, tau):
+        if self.levels is None:
+            return 0.0
+        return self.levels @ tau
+
+    def evaluate(self, v, y, beta):
+        if self.n_evaluations >= self.max_evaluations:
+            raise _OutOfBudget
+        x, tau = self.split(v)
+        f0, grad, c, jac_t = self.problem.full_evaluation(x)
+        self.n_evaluations += 1
+        c = np.asarray(c, dtype=float) + self.shift(tau)
+        w = y + beta * c
+        w[self.ineq] = np.maximum(w[self.ineq], 0.0)
+        value = float(f0) + self.h_value(x) + float(w @ w - y @ y) / (2.0 * beta)
+        gx = np.asarray(grad, dtype=float) + self.h_grad(x)
+        if len(w):
+            gx = gx + jac_t(w)
+        gt = self.levels.T @ w if self.levels is not None else np.zeros(0)
+        g = np.concatenate([gx, gt])
+        if self.best is None or value <= self.best[0]:
+            self.best = (value, v.copy(), c, w, g)
+        return value, g
+
+
+def _primal(c, y, beta, ineq):
+    """``||c + s||`` with the slacks at the minimiser ``max(-(c + y / beta), 0)``."""
+    k = c.copy()
+    k[ineq] = np.maximum(c[ineq], -y[ineq] / beta)
+    return float(np.linalg.norm(k))
+
+
+def alm_finish(
+    problem,
+    x0,
+    y0,
+    beta0: float,
+    *,
+    tol: float,
+    dual_tol: float,
+    max_evaluations: int,
+    max_outer_iter: int = 20,
+    verbose: int = 0,
+) -> FinishResult:
+    """The augmented Lagrangian method with L-BFGS inner solves on all rows, from
+    ``(x0, y0)`` at penalty ``beta0``.
+
+    Parameters
+    ----------
+    problem : FiniteSumProblem
+        See :func:`finish_applies`. Its ``offset`` is not changed: the levels' change is
+        returned as ``shift``.
+    x0, y0 : ndarray
+        Start (Stoc-iALM's point and multipliers; ``y0`` is clipped to ``>= 0`` on the
+        inequalities).
+    beta0 : float
+        The first inner solve's penalty.
+    tol, dual_tol : float
+        The primal residual's and the dual residual's (Euclidean norms) tolerances.
+    max_evaluations : int
+        Budget of ``full_evaluation`` calls.
+    max_outer_iter : int, default=20
+    verbose : int, default=0
+
+    Returns
+    -------
+    FinishResult
+    """
+    m = problem.n_constraints
+    ineq = np.asarray(problem.inequality, dtype=bool) if m else np.zeros(0, bool)
+    levels = getattr(problem, "levels", None)
+    al = _AugmentedLagrangian(problem, levels, ineq, max_evaluations)
+    y = np.array(y0, dtype=float).reshape(m)
+    y[ineq] = np.maximum(y[ineq], 0.0)
+    beta = float(beta0)
+    v = np.concatenate(
+        [np.asarray(x0, dtype=float), np.zeros(0 if levels is None else levels.shape[1])]
+    )
+    bounds = None if al.bounds is None else al.bounds + [(None, None)] * (len(v) - al.p)
+    pres = dres = np.inf
+    message, converged, k = "maximum number of outer iterations reached", False, 0
+    if max_outer_iter < 1:
+        raise ValueError(f"max_outer_iter must be >= 1, got {max_outer_iter!r}.")
+    y_solve, beta_solve = y, beta
+    record = {"primal_residual": [], "dual_residual": [], "beta": [], "evaluations": []}
+    for k in range(max_outer_iter):
+        if max_evaluations - al.n_evaluations < 2:
+            message = "budget of data passes spent"
+            break
+        # Inexact inner solves while the multipliers are still moving: to a tenth of the
+        # last constraint violation (in the gradient's units, capped at _FIRST_INNER_TOL),
+        # the dual tolerance at the end; in the max-norm L-BFGS-B reads (entries within
+        # tol / sqrt(n) put the Euclidean norm within tol).
+        inner_tol = max(dual_tol, min(_FIRST_INNER_TOL, _INNER_SHARE * pres)) if m else dual_tol
+        al.best = None
+        try:
+            minimize(
+                al.evaluate, v, args=(y, beta), jac=True, method="L-BFGS-B", bounds=bounds,
+                options=dict(maxfun=10**9, maxiter=10**9, gtol=inner_tol / np.sqrt(len(v)),
+                             ftol=1e-15, maxcor=20),
+            )  # fmt: skip
+            spent = False
+        except _OutOfBudget:
+            spent = True
+        if al.best is None:
+            message = "budget of data passes spent"
+            break
+        _, v, c, w, g = al.best
+        pres_new = _primal(c, y, beta, ineq) if m else 0.0
+        y_solve, beta_solve = y, beta
+        y = w.copy()
+        dres = float(np.linalg.norm(g))
+        for key, value in zip(record, (pres_new, dres, beta, al.n_evaluations), strict=True):
+            record[key].append(value)
+        if verbose:
+            print(
+                f"[finish] k={k} beta={beta:.3g} pres={pres_new:.2e} dres={dres:.2e} "
+                f"evaluations={al.n_evaluations}"
+            )
+        if pres_new <= tol and dres <= dual_tol:
+            pres, converged = pres_new, True
+            message = "converged: primal and dual residuals <= tol on all rows"
+            break
+        if spent:
+            pres, message = pres_new, "budget of data passes spent"
+            break
+        if pres_new > _PRIMAL_DECREASE * pres and pres_new > tol:
+            beta *= _PENALTY_GROWTH
+        pres = pres_new
+    x, tau = al.split(v)
+    shift = np.zeros(m) if levels is None else levels @ tau
+    return FinishResult(
+        x=x.copy(),
+        shift=shift,
+        multipliers=y,
+        solve_multipliers=y_solve,
+        beta=beta_solve,
+        primal_residual=float(pres),
+        dual_residual=float(dres),
+        converged=converged,
+        n_evaluations=al.n_evaluations,
+        n_outer_iter=k + 1,
+        message=message,
+        history={key: np.asarray(value) for key, value in record.items()},
+    )

@@ -1,0 +1,88 @@
+"""The deterministic finish (issue 33) against an exact reference solve (SLSQP) and against
+LogisticRegression, on the problems the estimators pose."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+from benchmarks.reference import reference_solve
+from sklearn_ialm.problems import CONSTRAINTS, fairness_problem, neyman_pearson_problem
+from sklearn_ialm.solver.finish import alm_finish
+from sklearn_ialm.solver.prox import Ridge
+
+
+def _data(n=1500, d=6, seed=0):
+    X, y = make_classification(n, d, n_informative=4, n_redundant=0, random_state=seed)
+    groups = (X[:, 0] + np.random.default_rng(seed).normal(size=n) > 0.3).astype(int)
+    return X, y, groups
+
+
+def _ridge(pb, strength=1e-3):
+    pb.h = Ridge(strength, mask=np.r_[np.ones(pb.n_features, bool), False])
+    return pb
+
+
+_BINDING = {"positive_share": 0.6, "disparate_impact": 0.99}
+
+
+@pytest.mark.parametrize("kind", CONSTRAINTS)
+def test_finish_reaches_the_reference_optimum(kind):
+    X, y, g = _data()
+    bound = _BINDING.get(kind, 0.02)
+    protected = [1] if kind in _BINDING else None
+    pb = _ridge(fairness_problem(X, y, X, g, bound=bound, constraint=kind, loss="logistic",
+                                 fit_intercept=True, protected=protected))  # fmt: skip
+    ref = reference_solve(pb)
+    assert ref["success"], ref["message"]
+    fin = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
+                     tol=1e-6, dual_tol=1e-6, max_evaluations=2000)  # fmt: skip
+    assert fin.converged, fin.message
+    f = pb.full_evaluation(fin.x)
+    value = f[0] + pb.h.value(fin.x)
+    assert abs(value - ref["objective"]) <= 1e-6 * max(1.0, abs(ref["objective"]))
+    c = f[2] + fin.shift
+    assert np.all(c[pb.inequality] <= 1e-5)
+    # Binding: the constraint is active at the reference optimum.
+    assert np.max(ref["constraints"]) > -2e-3
+
+
+def test_finish_on_neyman_pearson_reaches_the_reference_optimum():
+    X, y, _ = _data(seed=2)
+    pb = _ridge(neyman_pearson_problem(X, y, max_fpr=0.05, fit_intercept=True))
+    ref = reference_solve(pb)
+    fin = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
+                     tol=1e-6, dual_tol=1e-6, max_evaluations=2000)  # fmt: skip
+    assert fin.converged, fin.message
+    f = pb.full_evaluation(fin.x)
+    # Nonconvex (a sigmoid loss): the same local optimum from the same start, or a better one.
+    assert f[0] + pb.h.value(fin.x) <= ref["objective"] + 1e-6
+    assert f[2][0] <= 1e-5
+
+
+def test_finish_of_a_loose_bound_is_logistic_regression():
+    X, y, g = _data(seed=1)
+    n = len(X)
+    C = 0.5
+    pb = fairness_problem(X, y, X, g, bound=0.9, constraint="demographic_parity",
+                          loss="logistic", fit_intercept=True)  # fmt: skip
+    pb.h = Ridge(1.0 / (C * n), mask=np.r_[np.ones(X.shape[1], bool), False])
+    fin = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
+                     tol=1e-6, dual_tol=1e-7, max_evaluations=2000)  # fmt: skip
+    lr = LogisticRegression(C=C, tol=1e-10, max_iter=10_000).fit(X, y)
+    coef, intercept = pb.coef(fin.x)
+    np.testing.assert_allclose(coef, lr.coef_[0], atol=1e-5)
+    np.testing.assert_allclose(intercept, lr.intercept_[0], atol=1e-5)
+    np.testing.assert_array_equal(fin.multipliers, 0.0)
+
+
+def test_finish_counts_and_stops_at_its_budget():
+    X, y, g = _data()
+    pb = _ridge(fairness_problem(X, y, X, g, bound=0.0, constraint="demographic_parity",
+                                 loss="logistic", fit_intercept=True))  # fmt: skip
+    fin = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
+                     tol=1e-12, dual_tol=1e-12, max_evaluations=7)  # fmt: skip
+    assert not fin.converged and fin.n_evaluations <= 8
+    assert "budget" in fin.message
