@@ -297,19 +297,7 @@ def to_dict(report) -> dict:
 
 
 def to_frame(report, table: str = "rates"):
-    """One of the report's tables as a :class:`pandas.DataFrame`.
-
-    Parameters
-    ----------
-    table : {"rates", "bounds", "summary"}, default="rates"
-        The per-group rates (one row per rate and group, with columns ``rate`` and
-        ``group``), the bounds (indexed by metric), or the overall rates (indexed by
-        metric).
-
-    Returns
-    -------
-    pandas.DataFrame
-    """
+    """:meth:`BoundReport.to_frame <sklearn_ialm.BoundReport.to_frame>` of ``report``."""
     import pandas as pd
 
     if table == "rates":
