@@ -140,10 +140,12 @@ class Settings(Mapping):
         all rows takes the point and the multipliers from there to the finish's tolerances
         (``finish_tol``); ``converged`` is its verdict. For finite sums whose ``h`` is smooth
         or a box (else off). ``"paper"`` and ``"theory"``: off, the paper's algorithm as
-        written. Chosen by: on wide sparse data (CSR 7e4 x 1e4) the stochastic phase alone
-        ends its 300 passes at a dual residual of 2e-3, at its noise floor, where the finish
-        reaches LogisticRegression's model (log-loss 0.2394, predictions agree on every test
-        row) in 38-50 passes (``benchmarks/results/optimum.md``).
+        written. Chosen by: on wide sparse data (CSR 7e4 x 1e4, 50 non-zeros a row) the
+        stochastic phase alone spent its 300 passes at a dual residual of 2e-3, its noise
+        floor (before the finish, ``FairLogisticClassifier(bound=0.02)``); with the finish
+        a loose bound gives LogisticRegression's model, its predictions on every test row
+        and its training log-loss 0.2380, in 67.5 passes in all
+        (``benchmarks/results/optimum.md``).
     search : bool, default=True
         With ``finish``: run the stochastic phase to find the multipliers. ``False``: the
         caller's ``y0`` are already a finished solve's (the estimators' re-solves at a moved
