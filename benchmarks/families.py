@@ -181,10 +181,9 @@ def binding_moderate():
     return binding_data(1.2)
 
 
-def tfidf(n=100_000, d=10_000, nnz=50, seed=0):
-    """CSR 1e5 x 1e4, 50 non-zeros a row with values in [0, 1) (as TF-IDF or counts give),
-    the group not a column of X."""
-    rng = np.random.default_rng(seed)
+def sparse_rows(n, d, nnz, rng):
+    """``(X, s, y)``: CSR rows of ``nnz`` non-zeros in [0, 1) (as TF-IDF or counts give),
+    the score ``s`` of a sparse linear model and labels from it with logistic noise."""
     cols = rng.integers(0, d, size=(n, nnz))
     vals = rng.random((n, nnz))
     X = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
@@ -192,6 +191,14 @@ def tfidf(n=100_000, d=10_000, nnz=50, seed=0):
     w = rng.standard_normal(d) * (rng.random(d) < 0.1) * 3
     s = X @ w
     y = (s + rng.logistic(size=n) > np.median(s)).astype(int)
+    return X, s, y
+
+
+def tfidf(n=100_000, d=10_000, nnz=50, seed=0):
+    """CSR 1e5 x 1e4, 50 non-zeros a row (see :func:`sparse_rows`), the group not a column
+    of X but following the score."""
+    rng = np.random.default_rng(seed)
+    X, s, y = sparse_rows(n, d, nnz, rng)
     g = (s + rng.normal(scale=2 * s.std(), size=n) > np.median(s)).astype(int)
     return _split(X, y, g)
 

@@ -29,6 +29,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
+from benchmarks.families import sparse_rows
 from sklearn_ialm import FairLogisticClassifier
 from sklearn_ialm.estimators._scaling import _feature_scaling
 
@@ -43,16 +44,10 @@ def _split(X, y, g, seed=0):
 
 
 def wide_sparse(n=100_000, d=10_000, nnz=50, seed=0):
-    """Non-negative CSR rows (values in [0, 1), ``nnz`` a row, as TF-IDF gives), the group
-    drawn independently of X: no classifier of X has a parity gap beyond sampling noise."""
+    """Non-negative CSR rows (:func:`benchmarks.families.sparse_rows`), the group drawn
+    independently of X: no classifier of X has a parity gap beyond sampling noise."""
     rng = np.random.default_rng(seed)
-    cols = rng.integers(0, d, size=(n, nnz))
-    vals = rng.random((n, nnz))
-    X = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
-    X.sum_duplicates()
-    w = rng.standard_normal(d) * (rng.random(d) < 0.1) * 3
-    s = X @ w
-    y = (s + rng.logistic(size=n) > np.median(s)).astype(int)
+    X, _, y = sparse_rows(n, d, nnz, rng)
     return _split(X, y, rng.integers(0, 2, n))
 
 

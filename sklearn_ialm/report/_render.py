@@ -270,15 +270,7 @@ def to_markdown(report) -> str:
 
 
 def to_dict(report) -> dict:
-    """The report as JSON-ready Python (nan as None, group tuples as lists).
-
-    Returns
-    -------
-    dict
-        ``estimator``, ``description``, ``protected_groups``, ``n_samples``,
-        ``confidence``, ``weighted``, ``bounds``, ``rates``, ``summary``, ``fit``,
-        ``notes``.
-    """
+    """:meth:`BoundReport.to_dict <sklearn_ialm.BoundReport.to_dict>` of ``report``."""
     return plain(
         {
             "estimator": report.estimator_name,
