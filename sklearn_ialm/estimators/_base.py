@@ -77,6 +77,17 @@ def _two_columns(a, b):
     return np.column_stack([a, b])
 
 
+# The fitted state whose name does not end with "_" (see BaseIALMClassifier._working_copy).
+_PRIVATE_FIT_STATE = frozenset(
+    {"_slack", "_constant_fallback", "_null_dual_residual", "_n_effective_negatives"}
+)
+
+
+def _is_fit_state(name: str) -> bool:
+    """Whether attribute ``name`` is part of a fitted model (not a parameter or a setting)."""
+    return (name.endswith("_") and not name.startswith("_")) or name in _PRIVATE_FIT_STATE
+
+
 def _check_index_alignment(X, name, value):
     """A pandas object whose index disagrees with that of ``X`` would pair rows wrongly."""
     x_index, v_index = getattr(X, "index", None), getattr(value, "index", None)
@@ -301,42 +312,64 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def _warm_start_point(self, problem, classes, n_features):
         """``(x0, y0, slack0)`` from the previous fit, or ``(None, None, None)``."""
-        if not (self.warm_start and hasattr(self, "coef_")):
+        previous = getattr(self, "_previous_fit", None) or {}  # see _working_copy
+        if not (self.warm_start and "coef_" in previous):
             return None, None, None
-        if self.coef_.shape[1] != n_features:
+        coef, multipliers, slack = previous["coef_"], previous["multipliers_"], previous["_slack"]
+        if coef.shape[1] != n_features:
             raise ValueError(
                 f"warm_start=True needs the same number of features as the previous fit "
-                f"({self.coef_.shape[1]}), got {n_features}. Set warm_start=False to refit."
+                f"({coef.shape[1]}), got {n_features}. Set warm_start=False to refit."
             )
-        if not np.array_equal(self.classes_, classes):
+        if not np.array_equal(previous["classes_"], classes):
             raise ValueError(
                 f"warm_start=True needs the same classes as the previous fit "
-                f"({self.classes_.tolist()}), got {classes.tolist()}."
+                f"({previous['classes_'].tolist()}), got {classes.tolist()}."
             )
-        x0 = problem.point(self.coef_.ravel(), self.intercept_[0])
+        x0 = problem.point(coef.ravel(), previous["intercept_"][0])
         m, n_slack = problem.n_constraints, int(np.sum(problem.inequality))
-        if self.multipliers_.shape != (m,) or self._slack.shape != (n_slack,):
+        if multipliers.shape != (m,) or slack.shape != (n_slack,):
             warnings.warn(
-                f"warm_start: the previous fit had {self.multipliers_.size} constraint(s), this "
+                f"warm_start: the previous fit had {multipliers.size} constraint(s), this "
                 f"one has {m}; the weights are warm-started, the multipliers start from zero.",
                 UserWarning,
                 stacklevel=4,
             )
             return x0, None, None
-        return x0, self.multipliers_, self._slack
+        return x0, multipliers, slack
 
     # -- fit -------------------------------------------------------------------------------------
     def _fit(self, X, y, sample_weight=None, **fit_params):
-        before = dict(self.__dict__)
-        try:
-            return self._fit_or_raise(X, y, sample_weight, **fit_params)
-        except BaseException:
-            # A failed fit (bad input found late, a failed joblib worker, an interrupt) leaves
-            # the estimator as it was: unfitted if it was, else the previous model whole, never
-            # a mix that check_is_fitted would accept (validate_data sets n_features_in_ early).
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
+        """The fit's steps (:meth:`_fit_or_raise`) on a working copy, whose state replaces the
+        estimator's in one step at the end (:meth:`_publish`)."""
+        work = self._working_copy()
+        work._fit_or_raise(X, y, sample_weight, **fit_params)
+        self._publish(work)
+        return self
+
+    def _working_copy(self):
+        """A copy of the estimator to fit on: its parameters and settings, no fitted state.
+
+        A fit sets its attributes one by one (``validate_data`` sets ``n_features_in_``
+        first); on a copy, a fit that raises or is interrupted (bad input found late, a
+        failed joblib worker, Ctrl-C) leaves the estimator as it was, unfitted or the
+        previous model whole, and a reader in another thread (a pickle) sees the old model or
+        the new one, never a mix. The previous model stays readable for ``warm_start`` as
+        ``_previous_fit`` (that of the estimator, also in a copy of a copy).
+        """
+        state = self.__dict__
+        work = object.__new__(type(self))
+        work.__dict__.update((k, v) for k, v in state.items() if not _is_fit_state(k))
+        if "_previous_fit" not in state:
+            work._previous_fit = {k: v for k, v in state.items() if _is_fit_state(k)}
+        return work
+
+    def _publish(self, work):
+        """Replace the estimator's state by that of the fitted working copy ``work``, in one
+        assignment: no stale attribute of an earlier fit survives it."""
+        state = dict(work.__dict__)
+        state.pop("_previous_fit", None)
+        self.__dict__ = state
 
     def _fit_or_raise(self, X, y, sample_weight=None, **fit_params):
         """The fit's steps: validate, pose the problem (in standard units), start, solve it
@@ -505,9 +538,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 )
                 for i, (seed, r) in enumerate(zip(seeds, runs, strict=True))
             ]
-        elif hasattr(self, "seeds_"):
-            # A stale record of an earlier multi-seed fit would describe another model.
-            del self.seeds_
 
     def _conclude(self, result, fit, context):
         """``bound_met_``, ``converged_`` and the warnings, once the report is set."""
@@ -815,7 +845,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     # -- pickling ---------------------------------------------------------------------------------
     def __getstate__(self):
-        state = super().__getstate__()
+        # A copy: object.__getstate__ returns the instance's own dict, which the version
+        # below would otherwise be written into.
+        state = dict(super().__getstate__())
         from .._version import __version__
 
         state["_sklearn_ialm_version"] = __version__

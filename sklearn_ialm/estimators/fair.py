@@ -23,7 +23,6 @@ from ._solve import calibration_seed
 __all__ = ["FairLogisticClassifier"]
 
 #: Fitted attributes that only a certified fit sets.
-_CERTIFICATE_ATTRIBUTES = ("certificate_", "certified_", "training_bound_", "calibration_indices_")
 
 #: The sentence of the convergence warning about a missed bound on the training predictions.
 _NOT_MET = (
@@ -577,14 +576,13 @@ class FairLogisticClassifier(BaseIALMClassifier):
         """
         sensitive_features = _columns_of_x(X, sensitive_features)
         if self.calibration is None:
-            self._training_bound = None
-            self._fit(X, y, sample_weight, sensitive_features=sensitive_features)
-            for name in _CERTIFICATE_ATTRIBUTES:
-                # A stale certificate of an earlier fit would describe another model.
-                if hasattr(self, name):
-                    delattr(self, name)
-            return self
-        return self._fit_certified(X, y, sample_weight, sensitive_features)
+            return self._fit(X, y, sample_weight, sensitive_features=sensitive_features)
+        # Validated, held out, fitted and certified on a working copy: a step that raises
+        # leaves the estimator as it was (see BaseIALMClassifier._working_copy).
+        work = self._working_copy()
+        work._fit_certified(X, y, sample_weight, sensitive_features)
+        self._publish(work)
+        return self
 
     # -- the certificate on new data -------------------------------------------------------------
     def _certificate_kind(self):
@@ -1019,9 +1017,6 @@ class FairLogisticClassifier(BaseIALMClassifier):
             ])  # fmt: skip
 
     def _set_report_attributes(self, context):
-        for name in ("train_fpr_", "train_soft_fpr_"):
-            if hasattr(self, name):
-                delattr(self, name)  # of an earlier fit with max_fpr
         if self.max_fpr is not None:
             scores, y01, w = context["scores"], context["y01"], context["weights"]
             neg = y01 == 0

@@ -30,16 +30,6 @@ __all__ = ["NeymanPearsonClassifier"]
 #: score overfitting on top), 2000 give 1.12, 600 give 1.22.
 _SMALL_SAMPLE_EXCESS = 1.25
 
-#: Fitted attributes that only a calibrated fit sets.
-_CALIBRATION_ATTRIBUTES = (
-    "violation_bound_",
-    "calibration_rank_",
-    "n_calibration_",
-    "calibration_indices_",
-    "calibration_fpr_",
-)
-
-
 class NeymanPearsonClassifier(BaseIALMClassifier):
     """Linear classifier that minimises false negatives under a false-positive-rate bound.
 
@@ -405,10 +395,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         """
         if self.calibration is None:
             self._fit(X, y, sample_weight)
-            for name in _CALIBRATION_ATTRIBUTES:
-                # A stale certificate of an earlier calibrated fit would describe another model.
-                if hasattr(self, name):
-                    delattr(self, name)
             self._warn_if_few_negatives()
             return self
 
@@ -417,8 +403,17 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 'calibration="umbrella" on dask input is not supported yet: its hold-out '
                 "order statistic reads the held-out scores on the client."
             )
-        # calibration="umbrella". Validate everything once, on all rows, then train on the
-        # rows that are not held out: zero weight is "row removed" for the solver.
+        # Validated, held out, fitted and calibrated on a working copy: a step that raises
+        # leaves the estimator as it was (see BaseIALMClassifier._working_copy).
+        work = self._working_copy()
+        work._fit_umbrella(X, y, sample_weight)
+        self._publish(work)
+        return self
+
+    def _fit_umbrella(self, X, y, sample_weight):
+        """The fit with ``calibration="umbrella"``: validate everything once, on all rows, then
+        train on the rows that are not held out (zero weight is "row removed" for the
+        solver) and set the threshold on the held-out negatives."""
         self._validate_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
         feature_names = getattr(self, "feature_names_in_", None)
@@ -439,10 +434,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 "each held-out negative once, so the guarantee is for the unweighted "
                 "population of negatives.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         self._certify_umbrella(X, y01, sw, train_weight, held_out)
-        return self
 
     def _held_out_negatives(self, y01, sample_weight):
         """The negatives (of nonzero weight) held out for the umbrella rule, sorted."""
