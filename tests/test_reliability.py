@@ -194,3 +194,63 @@ def test_a_pickle_leaves_the_estimator_as_it_was():
     keys = set(vars(est))
     pickle.dumps(est)
     assert set(vars(est)) == keys
+
+
+# -- item 2: Ctrl-C while the compiled kernels load -------------------------------------------
+_LOAD_CUT_SHORT = """
+import importlib.abc
+import sys
+
+import numpy as np
+
+from sklearn_ialm import FairLogisticClassifier
+
+
+class CtrlC(importlib.abc.MetaPathFinder):
+    # Ctrl-C as numba's decorators are about to load, mid-way through "import numba".
+    armed = {armed}
+
+    def find_spec(self, name, path, target=None):
+        if self.armed and name == "numba.core.decorators":
+            self.armed = False
+            raise KeyboardInterrupt
+        return None
+
+
+assert "numba" not in sys.modules
+sys.meta_path.insert(0, CtrlC())
+rng = np.random.default_rng(0)
+X = rng.standard_normal((500, 4))
+g = rng.integers(0, 2, 500)
+y = (X[:, 0] + 0.5 * g + rng.standard_normal(500) > 0).astype(int)
+est = FairLogisticClassifier(bound=0.05, random_state=0)
+try:
+    est.fit(X, y, sensitive_features=g)
+    print("fitted")
+except KeyboardInterrupt:
+    print("interrupted")
+est.fit(X, y, sensitive_features=g)
+from sklearn_ialm.problems import _kernels
+
+print(_kernels.available(), est.coef_.tobytes().hex(), est.intercept_.tobytes().hex())
+"""
+
+
+def _run(code):
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split("\n")
+
+
+def test_a_fit_works_after_ctrl_c_while_the_kernels_load():
+    """The first fit of a process imports numba; Ctrl-C then leaves its submodules half set
+    up, which made every later fit raise. The next fit loads numba again and gives the model
+    of a process that was never interrupted, bit for bit."""
+    pytest.importorskip("numba")
+    cut = _run(textwrap.dedent(_LOAD_CUT_SHORT).format(armed=True))
+    clean = _run(textwrap.dedent(_LOAD_CUT_SHORT).format(armed=False))
+    assert cut[0] == "interrupted" and clean[0] == "fitted"
+    assert cut[1].startswith("True ")  # the compiled path, loaded again
+    assert cut[1] == clean[1]
