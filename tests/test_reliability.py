@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.exceptions import NotFittedError
 
 import sklearn_ialm.estimators._base as base
@@ -46,9 +48,7 @@ def _fair(**kw):
 
 def _certified(**kw):
     # A loose bound: 600 rows certify nothing tighter.
-    return FairLogisticClassifier(
-        bound=0.35, calibration="clopper-pearson", random_state=0, **kw
-    )
+    return FairLogisticClassifier(bound=0.35, calibration="clopper-pearson", random_state=0, **kw)
 
 
 def _umbrella(**kw):
@@ -254,3 +254,57 @@ def test_a_fit_works_after_ctrl_c_while_the_kernels_load():
     assert cut[0] == "interrupted" and clean[0] == "fitted"
     assert cut[1].startswith("True ")  # the compiled path, loaded again
     assert cut[1] == clean[1]
+
+
+# -- item 8: every warning agrees with the fitted attributes ----------------------------------
+def _umbrella_fit(X, y, seed):
+    clf = NeymanPearsonClassifier(max_fpr=0.05, calibration="umbrella", random_state=seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y)
+    return clf, [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+
+
+def _check_umbrella_story(clf, told, X, y):
+    # The training rows' false-positive rate of predict, counted here.
+    train = np.setdiff1d(np.arange(len(y)), clf.calibration_indices_)
+    negatives = train[y[train] == 0]
+    fpr = float(np.mean(clf.predict(X[negatives]) == 1))
+    assert clf.hard_constraint_values_[0] == pytest.approx(fpr, abs=1e-12)
+    assert clf.bound_met_ == (fpr <= 0.05)
+    texts = [str(w.message) for w in told]
+    assert any("NOT met" in t for t in texts) == (not clf.bound_met_), texts
+    assert bool(told) == (not clf.converged_), texts
+    for t in texts:
+        assert f"on predictions [{round(fpr, 4)}]" in t
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_the_umbrella_fit_warns_about_the_model_with_its_threshold(seed):
+    """The fit with calibration="umbrella" judged its training predictions at threshold 0,
+    before the umbrella threshold was set: it said "NOT met" of a model whose bound_met_ is
+    True (seed 0: 0.047 <= 0.05), and nothing of one whose bound_met_ is False (seed 3:
+    0.056)."""
+    X, y = make_classification(
+        n_samples=3000, n_features=20, n_informative=8, flip_y=0.05, class_sep=0.8,
+        random_state=seed,
+    )  # fmt: skip
+    clf, told = _umbrella_fit(X, y, seed)
+    assert clf.bound_met_ == (seed == 0)  # both sides of the story are tested
+    _check_umbrella_story(clf, told, X, y)
+
+
+def test_the_umbrella_fit_on_spambase_tells_one_story():
+    """The issue's case: spambase standardised, max_fpr=0.05 (the warning said "NOT met" with
+    bound_met_ True and hard_constraint_values_ 0.033)."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ialm.datasets import load_spambase
+
+    X, y = load_spambase(return_X_y=True)
+    X_tr, _, y_tr, _ = train_test_split(X, y, test_size=0.3, stratify=y, random_state=1)
+    X_tr = StandardScaler().fit_transform(X_tr)
+    clf, told = _umbrella_fit(X_tr, y_tr, 0)
+    assert clf.bound_met_
+    _check_umbrella_story(clf, told, X_tr, y_tr)

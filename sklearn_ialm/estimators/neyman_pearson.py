@@ -30,6 +30,7 @@ __all__ = ["NeymanPearsonClassifier"]
 #: score overfitting on top), 2000 give 1.12, 600 give 1.22.
 _SMALL_SAMPLE_EXCESS = 1.25
 
+
 class NeymanPearsonClassifier(BaseIALMClassifier):
     """Linear classifier that minimises false negatives under a false-positive-rate bound.
 
@@ -423,7 +424,15 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         train_weight = sw.copy()
         train_weight[held_out] = 0.0
 
-        self._fit(X, y, sample_weight=train_weight)
+        # The fit sets the threshold on these rows (_decision_threshold) before it reports
+        # on the training rows: its hard rates, bound_met_, converged_ and warnings are those
+        # of the model that predict uses, threshold included.
+        self._umbrella_rows = X[held_out]
+        try:
+            self._fit(X, y, sample_weight=train_weight)
+        finally:
+            self.__dict__.pop("_umbrella_rows", None)
+        self.calibration_indices_ = held_out
         # _fit validated the (already validated) ndarray again, which forgets the names.
         if feature_names is not None:
             self.feature_names_in_ = feature_names
@@ -436,7 +445,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 UserWarning,
                 stacklevel=3,
             )
-        self._certify_umbrella(X, y01, sw, train_weight, held_out)
 
     def _held_out_negatives(self, y01, sample_weight):
         """The negatives (of nonzero weight) held out for the umbrella rule, sorted."""
@@ -445,29 +453,17 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         rng = np.random.default_rng(calibration_seed(self.random_state))
         return np.sort(rng.choice(negatives, size=n_calibration, replace=False))
 
-    def _certify_umbrella(self, X, y01, sample_weight, train_weight, held_out):
-        """The umbrella threshold of the held-out negatives' scores, its certificate, and the
-        rate it gives on the training rows."""
-        X_held = X[held_out]
+    def _umbrella_threshold(self, X_held):
+        """The umbrella threshold of the held-out negatives' scores (set and returned), and
+        its certificate."""
         scores = self._score(X_held)
         umbrella = umbrella_threshold(scores, self.max_fpr, self.delta)
         self.threshold_ = umbrella.threshold + self._rounding_margin(X_held)
         self.violation_bound_ = umbrella.violation_bound
         self.calibration_rank_ = umbrella.rank
         self.n_calibration_ = umbrella.n_calibration
-        self.calibration_indices_ = held_out
         self.calibration_fpr_ = float(np.mean(scores > self.threshold_))
-
-        # The hard rate on the training rows, at the threshold that predict uses.
-        sw = sample_weight
-        train = train_weight > 0
-        train_scores = self._score(X[train])
-        self.hard_constraint_values_ = self._constraint_report(
-            (train_scores > self.threshold_).astype(float), y01[train], sw[train], None
-        )
-        self.train_fpr_ = float(self.hard_constraint_values_[0])
-        if self.rate == "hard":
-            self.bound_met_ = self.train_fpr_ <= self.max_fpr
+        return self.threshold_
 
     def _warn_if_few_negatives(self):
         """Say when the bound on the training negatives will not carry to new rows.
@@ -497,7 +493,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
 
     def _decision_threshold(self, scores, y01, sample_weight):
         """With ``rate="hard"`` (and no hold-out), the threshold that spends ``max_fpr`` on
-        the training negatives; the umbrella rule sets its own after the fit."""
+        the training negatives; with ``calibration="umbrella"``, the umbrella rule's on the
+        held-out negatives."""
+        if getattr(self, "_umbrella_rows", None) is not None:
+            return self._umbrella_threshold(self._umbrella_rows)
         self.threshold_ = 0.0
         max_rate = self._negatives_rate_spent()
         if max_rate is not None:
