@@ -13,8 +13,7 @@ import pytest
 from numpy.testing import assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import make_classification
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 import sklearn_ialm.estimators._base as base
 import sklearn_ialm.estimators.fair as fair
