@@ -307,3 +307,82 @@ def test_the_umbrella_fit_on_spambase_tells_one_story():
     clf, told = _umbrella_fit(X_tr, y_tr, 0)
     assert clf.bound_met_
     _check_umbrella_story(clf, told, X_tr, y_tr)
+
+
+# -- item 7: odd values get an error naming the parameter, or the model they stand for -------
+_MAKERS = {
+    "np": lambda **kw: NeymanPearsonClassifier(random_state=0, **kw),
+    "fair": lambda **kw: FairLogisticClassifier(bound=0.1, random_state=0, **kw),
+    "umbrella": lambda **kw: _umbrella(**kw),
+    "certified": lambda **kw: _certified(**kw),
+}
+
+
+def _fit_kind(kind, X, y, groups, **kw):
+    est = _MAKERS[kind]()
+    fit_kw = {} if kind in ("np", "umbrella") else {"sensitive_features": groups}
+    return _quiet(est.fit, X, y, **fit_kw, **kw)
+
+
+def _with_missing(y, how):
+    import pandas as pd
+
+    if how == "Int64":
+        out = pd.Series(y, dtype="Int64")
+        out[3] = pd.NA
+        return out
+    out = y.astype(object)
+    out[3] = {"pd.NA": pd.NA, "None": None, "nan": float("nan")}[how]
+    return out
+
+
+@pytest.mark.parametrize("kind", list(_MAKERS))
+@pytest.mark.parametrize("how", ["Int64", "pd.NA", "None", "nan"])
+def test_a_missing_label_is_named(kind, how):
+    pytest.importorskip("pandas")
+    X, y, g = _data()
+    with pytest.raises(ValueError, match=r"y has no label .* the first at position 3"):
+        _fit_kind(kind, X, _with_missing(y, how), g)
+
+
+@pytest.mark.parametrize("kind", ["np", "fair"])
+def test_labels_mixing_strings_and_numbers_are_refused(kind):
+    X, y, g = _data()
+    mixed = np.array(["yes" if label else 0 for label in y], dtype=object)
+    with pytest.raises(ValueError, match=r"y mixes strings with other labels \(int, str\)"):
+        _fit_kind(kind, X, mixed, g)
+
+
+@pytest.mark.parametrize("kind", ["np", "fair", "umbrella"])
+def test_whole_number_labels_beyond_int64_are_labels(kind):
+    """{0, 1e300} are two classes (type_of_target's cast to int64 called them continuous):
+    the model of {0, 1}, with the user's labels."""
+    X, y, g = _data()
+    big = _fit_kind(kind, X, y * 1e300, g)
+    small = _fit_kind(kind, X, y, g)
+    assert_array_equal(big.classes_, [0.0, 1e300])
+    assert_array_equal(big.coef_, small.coef_)
+    assert_array_equal(big.predict(X), small.predict(X) * 1e300)
+
+
+@pytest.mark.parametrize("kind", ["fair", "certified"])
+def test_three_dimensional_groups_are_named(kind):
+    X, y, g = _data()
+    with pytest.raises(ValueError, match="sensitive_features must be 1-D or 2-D, got 3"):
+        _fit_kind(kind, X, y, (g == "a").astype(int).reshape(-1, 1, 1))
+
+
+@pytest.mark.parametrize("kind", ["np", "fair"])
+@pytest.mark.parametrize("weight", [1e308, 5e-324, 1e-300, 3.0])
+def test_equal_weights_of_any_size_are_C_times_that_size(kind, weight):
+    """Weights of 1e308 overflowed their sums (LinAlgError), 5e-324 the penalty's strength,
+    1e-300 the count of the effective negatives. As documented (the penalty is
+    ``||w||^2 / (2 C sum(sample_weight))``, LogisticRegression's), equal weights ``k`` give
+    the model of unit weights and ``C = k``: the fit with them is compared with that fit."""
+    X, y, g = _data(n=400)
+    weighted = _fit_kind(kind, X, y, g, sample_weight=np.full(len(y), weight))
+    est = _MAKERS[kind](C=weight)
+    scaled = _quiet(est.fit, X, y, **({} if kind == "np" else {"sensitive_features": g}))
+    np.testing.assert_allclose(weighted.coef_, scaled.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(weighted.intercept_, scaled.intercept_, rtol=1e-9, atol=1e-12)
+    assert_array_equal(weighted.predict(X), scaled.predict(X))

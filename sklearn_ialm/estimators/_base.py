@@ -79,7 +79,7 @@ def _two_columns(a, b):
 
 # The fitted state whose name does not end with "_" (see BaseIALMClassifier._working_copy).
 _PRIVATE_FIT_STATE = frozenset(
-    {"_slack", "_constant_fallback", "_null_dual_residual", "_n_effective_negatives"}
+    {"_slack", "_constant_fallback", "_null_dual_residual", "_n_effective_negatives", "_C_scale"}
 )
 
 
@@ -99,6 +99,40 @@ def _check_index_alignment(X, name, value):
             f"{name} has a pandas index that differs from the index of X: rows are paired by "
             f"position, not by label. Align them first (e.g. {name}.loc[X.index] or "
             "reset_index(drop=True) on both)."
+        )
+
+
+def _is_missing(value) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN
+    except TypeError:  # pd.NA: its comparisons are NA, which has no truth value
+        return True
+
+
+def _check_labels(y) -> None:
+    """A ValueError naming ``y`` for labels that are missing or of mixed types (an object
+    array); scikit-learn's checks fail on them with a TypeError or "Unknown label type"."""
+    values = np.asarray(y).ravel()  # (pandas gives NaN for pd.NA in a nullable dtype)
+    if values.dtype.kind == "f":
+        missing = np.flatnonzero(np.isnan(values))
+    elif values.dtype == object:
+        missing = np.flatnonzero([_is_missing(v) for v in values])
+    else:
+        return
+    if missing.size:
+        raise ValueError(
+            f"y has no label (None, NaN or pd.NA) in {missing.size} row(s), the first at "
+            f"position {missing[0]}: every row needs one. Drop those rows or fill them in."
+        )
+    if values.dtype != object:
+        return
+    kinds = {"str" if isinstance(v, str) else type(v).__name__ for v in values}
+    if "str" in kinds and len(kinds) > 1:
+        raise ValueError(
+            f"y mixes strings with other labels ({', '.join(sorted(kinds))}): a class would "
+            "have two spellings (1 and '1'). Give all labels one type, e.g. y.astype(str)."
         )
 
 
@@ -257,8 +291,14 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     # -- validation ------------------------------------------------------------------------------
     def _check_target(self, y):
-        check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        y = np.asarray(y)
+        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            # Whole numbers, labels (type_of_target casts them to int64 to tell labels from
+            # values, and calls those beyond its range, such as 1e300, "continuous").
+            y_type = "binary" if len(np.unique(y)) <= 2 else "multiclass"
+        else:
+            check_classification_targets(y)
+            y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
             raise ValueError(
                 f"Only binary classification is supported. The type of the target is {y_type}."
@@ -296,6 +336,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _sample_weights(self, sample_weight, X, y, y01, classes):
         """Row weights of both the objective and the constraints: sample x class weight."""
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        sw = self._scaled_weights(sw)
         self._check_weighted_classes(sw, y01, classes, "sample_weight")
         class_weight = getattr(self, "class_weight", None)
         if class_weight is not None:
@@ -309,6 +350,25 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             sw = sw * cw[y01]
             self._check_weighted_classes(sw, y01, classes, "class_weight")
         return sw
+
+    def _scaled_weights(self, sample_weight):
+        """``sample_weight`` times the power of two that brings its largest near 1 when it is
+        far off (within ``2**+-64`` it is used as it is, bit for bit); sets ``_C_scale``.
+
+        Weights of 1e308 overflowed their sums (a LinAlgError), weights of 5e-324 the
+        penalty's strength. Scaled by a power of two (exactly), with ``C`` scaled the other
+        way, the model is the same: the penalty ``||w||^2 / (2 C sum(sample_weight))``
+        reads their product (LogisticRegression's: all weights times ``k`` is ``C`` times
+        ``k``).
+        """
+        top = float(np.max(sample_weight, initial=0.0))
+        exponent = int(np.frexp(top)[1]) if top > 0 else 0
+        if abs(exponent) <= 64:
+            self._C_scale = 1.0
+            return sample_weight
+        with np.errstate(over="ignore"):  # C * 2**1024 is no penalty: inf
+            self._C_scale = float(np.ldexp(1.0, exponent))
+        return np.ldexp(sample_weight, -exponent)
 
     def _warm_start_point(self, problem, classes, n_features):
         """``(x0, y0, slack0)`` from the previous fit, or ``(None, None, None)``."""
@@ -383,7 +443,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             return fit_dask(self, X, y, sample_weight, fit_params)
         X, y01, sw, classes, fit_params = self._validated(X, y, sample_weight, fit_params)
         problem, context = self._build_problem(X, y01, sw, fit_params)
-        problem = _standardised(problem, X, sw, self.C)
+        C = None if self.C is None else self.C * self._C_scale  # see _scaled_weights
+        problem = _standardised(problem, X, sw, C)
         x0, y0, slack0 = self._warm_start_point(problem, classes, X.shape[1])
         if x0 is None:
             x0 = _null_start(problem)
@@ -404,6 +465,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         _check_index_alignment(X, "sample_weight", sample_weight)
         for name, value in fit_params.items():
             _check_index_alignment(X, name, value)
+        _check_labels(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
         if sp.issparse(X) and not X.has_canonical_format:
             # Duplicate entries would be counted apart in the column moments; a canonical

@@ -15,14 +15,12 @@ from sklearn.utils.validation import _num_samples, check_array, validate_data
 
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ..problems.fairness import unique_codes
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, _check_labels
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
 
 __all__ = ["FairLogisticClassifier"]
-
-#: Fitted attributes that only a certified fit sets.
 
 #: The sentence of the convergence warning about a missed bound on the training predictions.
 _NOT_MET = (
@@ -61,6 +59,7 @@ def encode_groups(sensitive_features, n_samples: int):
     sf = check_array(
         sensitive_features,
         ensure_2d=False,
+        allow_nd=True,  # refused below, with the parameter's name
         dtype=None,
         input_name="sensitive_features",
     )
@@ -625,6 +624,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 "calibration='clopper-pearson' needs sensitive_features: the certificate is "
                 "on the groups' rates."
             )
+        _check_labels(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
         feature_names = getattr(self, "feature_names_in_", None)
         classes, y01 = self._check_target(y)

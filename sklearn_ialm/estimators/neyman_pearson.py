@@ -12,7 +12,13 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, is_dask_collection
+from ._base import (
+    _DTYPES,
+    BaseIALMClassifier,
+    MatrixLike,
+    _check_labels,
+    is_dask_collection,
+)
 from ._hard_rates import fit_negative_weight, rate_threshold
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
@@ -416,6 +422,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         train on the rows that are not held out (zero weight is "row removed" for the
         solver) and set the threshold on the held-out negatives."""
         self._validate_params()
+        _check_labels(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
         feature_names = getattr(self, "feature_names_in_", None)
         classes, y01 = self._check_target(y)
