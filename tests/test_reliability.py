@@ -176,6 +176,37 @@ def test_an_interrupted_refit_leaves_the_previous_model_whole(
         assert _state(pickle.loads(taken)) == before
 
 
+@pytest.mark.parametrize("make", [_certified, _umbrella], ids=["certified", "umbrella"])
+def test_pickles_from_another_thread_are_the_old_model_or_the_new(make):
+    import threading
+
+    X, y, g = _data()
+    X6, y6, g6 = _data(n=500, d=6, seed=2)
+    est = make()
+    kw, kw6 = (
+        ({}, {}) if make is _umbrella else ({"sensitive_features": g}, {"sensitive_features": g6})
+    )
+    _quiet(est.fit, X, y, **kw)
+    before, taken, done = _state(est), [], threading.Event()
+
+    def pickle_until_done():
+        while not done.is_set():
+            taken.append(pickle.dumps(est))
+            done.wait(0.002)
+
+    reader = threading.Thread(target=pickle_until_done)
+    reader.start()
+    try:
+        _quiet(est.fit, X6, y6, **kw6)
+    finally:
+        done.set()
+        reader.join()
+    after = _state(est)
+    assert after != before and len(taken) > 1
+    for state in map(pickle.loads, taken):
+        assert _state(state) in (before, after)
+
+
 def test_a_refit_replaces_every_fitted_attribute():
     """No attribute of an earlier fit survives a refit that does not set it: the certificate
     of a certified fit, the seeds of a multi-seed fit."""
