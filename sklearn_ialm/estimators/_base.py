@@ -114,6 +114,8 @@ def _is_missing(value) -> bool:
 def _check_labels(y) -> None:
     """A ValueError naming ``y`` for labels that are missing or of mixed types (an object
     array); scikit-learn's checks fail on them with a TypeError or "Unknown label type"."""
+    if y is None:
+        return  # validate_data's message
     values = np.asarray(y).ravel()  # (pandas gives NaN for pd.NA in a nullable dtype)
     if values.dtype.kind == "f":
         missing = np.flatnonzero(np.isnan(values))
