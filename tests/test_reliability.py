@@ -219,6 +219,22 @@ def test_a_refit_replaces_every_fitted_attribute():
     assert_array_equal(est.coef_, _quiet(clone(est).fit, X, y, sensitive_features=g).coef_)
 
 
+@pytest.mark.parametrize("class_weight", [{0: 1, 1: 5}, "balanced"])
+def test_a_certified_fit_weighs_its_training_rows_once(class_weight):
+    """The certified fit is the plain fit of its training rows at its training bound: the
+    class weights applied once (they were applied twice: 25 for a weight of 5)."""
+    X, y, g = _data()
+    certified = _quiet(_certified(class_weight=class_weight).fit, X, y, sensitive_features=g)
+    weight = np.ones(len(y))
+    weight[certified.calibration_indices_] = 0.0
+    plain = FairLogisticClassifier(
+        bound=certified.training_bound_, class_weight=class_weight, random_state=0
+    )
+    _quiet(plain.fit, X, y, sensitive_features=g, sample_weight=weight)
+    assert_array_equal(certified.coef_, plain.coef_)
+    assert_array_equal(certified.intercept_, plain.intercept_)
+
+
 def test_a_pickle_leaves_the_estimator_as_it_was():
     est = _quiet(NeymanPearsonClassifier(random_state=0).fit, *_data()[:2])
     keys = set(vars(est))
@@ -403,7 +419,7 @@ def test_three_dimensional_groups_are_named(kind):
         _fit_kind(kind, X, y, (g == "a").astype(int).reshape(-1, 1, 1))
 
 
-@pytest.mark.parametrize("kind", ["np", "fair"])
+@pytest.mark.parametrize("kind", ["np", "fair", "umbrella"])
 @pytest.mark.parametrize("weight", [1e308, 5e-324, 1e-300, 3.0])
 def test_equal_weights_of_any_size_are_C_times_that_size(kind, weight):
     """Weights of 1e308 overflowed their sums (LinAlgError), 5e-324 the penalty's strength,
@@ -413,7 +429,8 @@ def test_equal_weights_of_any_size_are_C_times_that_size(kind, weight):
     X, y, g = _data(n=400)
     weighted = _fit_kind(kind, X, y, g, sample_weight=np.full(len(y), weight))
     est = _MAKERS[kind](C=weight)
-    scaled = _quiet(est.fit, X, y, **({} if kind == "np" else {"sensitive_features": g}))
+    kw = {"sensitive_features": g} if kind == "fair" else {}
+    scaled = _quiet(est.fit, X, y, **kw)
     np.testing.assert_allclose(weighted.coef_, scaled.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(weighted.intercept_, scaled.intercept_, rtol=1e-9, atol=1e-12)
     assert_array_equal(weighted.predict(X), scaled.predict(X))

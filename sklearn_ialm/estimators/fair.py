@@ -11,7 +11,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.validation import _num_samples, check_array, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _num_samples,
+    check_array,
+    validate_data,
+)
 
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ..problems.fairness import unique_codes
@@ -635,7 +640,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         held, train_bound = self._held_out_rows(
             codes, labels, y01, sw, live, protected, kind, form, bound
         )
-        train_weight = sw.copy()
+        # The user's weights, held-out rows zeroed: the fit applies the class weights and
+        # the scale of the weights itself (on sw they would be applied twice).
+        train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
         train_weight[held] = 0.0
         self._training_bound = train_bound
         try:

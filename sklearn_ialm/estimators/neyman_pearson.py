@@ -9,7 +9,7 @@ from numbers import Integral, Real
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
 from ._base import (
@@ -428,7 +428,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         classes, y01 = self._check_target(y)
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
         held_out = self._held_out_negatives(y01, sw)
-        train_weight = sw.copy()
+        # The user's weights, held-out rows zeroed: the fit applies the class weights and
+        # the scale of the weights itself (on sw they would be applied twice).
+        train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
         train_weight[held_out] = 0.0
 
         # The fit sets the threshold on these rows (_decision_threshold) before it reports
