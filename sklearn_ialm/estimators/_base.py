@@ -495,11 +495,15 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         scores = self._at_least_constant(scores, y01, sw, context)
         threshold = self._decision_threshold(scores, y01, sw)
         self.constraint_values_ = self._constraint_report(expit(scores), y01, sw, context)
+        predicted = scores > threshold
         self.hard_constraint_values_ = self._constraint_report(
-            (scores > threshold).astype(float), y01, sw, context
+            predicted.astype(float), y01, sw, context
         )
         if isinstance(context, dict):
-            context.update(steering=fit, scores=scores, y01=y01, weights=sw)
+            # One class for every row, judged at the threshold predict uses (the steering
+            # judged its solve at 0; the umbrella's threshold is set after it).
+            one_class = bool(predicted.all() or not predicted.any())
+            context.update(steering=fit, scores=scores, y01=y01, weights=sw, one_class=one_class)
         self._set_report_attributes(context)
 
     def _solve_problem(self, problem, context, classes, x0, y0, slack0, in_sequence=False):
@@ -738,7 +742,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def _warn_if_not_converged(self, result, context, fit=None):
         name = type(self).__name__
-        if fit is not None and fit.degenerate and self.bound_met_:
+        one_class = fit is not None and fit.degenerate
+        if fit is not None and isinstance(context, dict):
+            one_class = context.get("one_class", one_class)  # (the Dask fit does not say)
+        if one_class and self.bound_met_:
             warnings.warn(
                 f"{name}: the model found meets the bound on the training rows by predicting "
                 f"the same class for every row ({self._rates_reached(context)}); no better "
