@@ -371,6 +371,19 @@ def test_the_rows_fitted_on_exclude_the_held_out_rows(data):
     assert clf.bound_report(X, y).to_dict()["fit"]["n_samples_fit"] == N - clf.n_calibration_
 
 
+def test_a_dask_fit_records_its_rows_and_time(data):
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    X, y, _, _ = data
+    before = datetime.now(UTC).replace(microsecond=0)
+    with dask.config.set(scheduler="synchronous"):
+        clf = NeymanPearsonClassifier(max_fpr=0.2, max_passes=20, random_state=0)
+        clf.fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200))
+    assert clf.n_samples_fit_ == N
+    assert before <= datetime.fromisoformat(clf.fitted_at_) <= datetime.now(UTC)
+
+
 def test_markdown_has_the_overall_rates(split):
     clf, (X_test, y_test, g_test) = split
     report = clf.bound_report(X_test, y_test, sensitive_features=g_test)
