@@ -302,6 +302,18 @@ def test_a_string_column_named_in_sensitive_features_is_the_group(data):
     assert report.bounds[0]["value"] == pytest.approx(gap, abs=1e-12)
 
 
+def test_a_grid_search_routes_a_string_column_by_name(data):
+    X, y, groups, _ = data
+    df = _frame(X).assign(sex=groups)
+    with config_context(enable_metadata_routing=True):
+        search = GridSearchCV(_fair(max_passes=20), {"bound": [0.1]}, cv=3)
+        search.fit(df, y, sensitive_features="sex")
+    best = search.best_estimator_
+    assert best.text_group_columns_ == ["sex"] and "sex" not in best.feature_names_in_
+    gap = demographic_parity_difference(y, search.predict(df), sensitive_features=groups)
+    assert gap == pytest.approx(best.hard_constraint_values_[0], abs=1e-12)
+
+
 def test_several_string_columns_give_intersections(data):
     X, y, groups, race = data
     df = _frame(X).assign(sex=groups, race=pd.Categorical(race), g=(X[:, 2] > 0).astype(int))
