@@ -374,6 +374,7 @@ def _training_report(est, X, problem, cells: _Cells, context, fit, n_passes):
         reads_x=False,
     )
     est.n_data_passes_ = float(n_passes + report_passes)
+    est.n_samples_fit_ = int(X.shape[0])  # (rows of weight zero included: they stay in X)
     est.constraint_values_ = est._constraint_report(soft / cell_weight, y01c, sw_live, context)
     est.hard_constraint_values_ = est._constraint_report(
         hard / cell_weight, y01c, sw_live, context
