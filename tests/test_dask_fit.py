@@ -343,6 +343,32 @@ def test_dask_problem_evaluates_the_rows_asked_as_the_numpy_problem_does():
             np.testing.assert_allclose(vjp(V), vjp_ref(V), rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "sigmoid", "truncated_logistic"])
+def test_second_order_evaluation_is_the_derivative_of_the_full_evaluation(loss):
+    """The finish's Newton steps on Dask: the Hessians of one pass are the central
+    differences of ``full_evaluation``'s gradient and Jacobian (an independent truth), and
+    its values are ``full_evaluation``'s."""
+    from sklearn_ialm.problems.losses import LOSSES
+
+    dask_pb, _, rng = _problem_pair()
+    dask_pb.loss = LOSSES[loss]()
+    x = 0.3 * rng.normal(size=dask_pb.n_params)
+    with dask.config.set(scheduler="synchronous"):
+        f, g, c, J, Hf, Hc = dask_pb.second_order_evaluation(x)
+        dask_pb._last_sums = None  # evaluate again, not from the kept sums
+        _assert_same_evaluation((f, g, c, lambda v: J.T @ v), dask_pb.full_evaluation(x))
+        eps = 1e-5
+        cols_f, cols_c = [], []
+        for e in np.eye(len(x)):
+            up, down = dask_pb.full_evaluation(x + eps * e), dask_pb.full_evaluation(x - eps * e)
+            cols_f.append((up[1] - down[1]) / (2 * eps))
+            Ju = np.array([up[3](u) for u in np.eye(len(c))])
+            Jd = np.array([down[3](u) for u in np.eye(len(c))])
+            cols_c.append((Ju - Jd) / (2 * eps))
+    np.testing.assert_allclose(Hf, np.array(cols_f).T, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(Hc, np.moveaxis(np.array(cols_c), 0, 2), rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Port 8787 is already in use:UserWarning")
 def test_predict_after_fit_submits_no_key_the_fit_still_holds():
