@@ -146,6 +146,9 @@ def test_fit_on_a_cluster_whose_workers_cannot_hold_X(tmp_path, monkeypatch, sou
     the in-memory fit on a sample (a tenth of the rows), both scored on every row."""
     n, d, chunk = 300_000, 40, 15_000
     nbytes = n * d * 8  # 96 MB
+    # Workers whose memory cannot hold X: the fit reads X from its source at every pass
+    # (the workers here have room for it, and would otherwise keep it, see _held_on_workers).
+    monkeypatch.setattr("sklearn_ialm.estimators._dask._PERSIST_SHARE", 0.0)
     # The labels and groups are functions of the features: the rows are made on the workers.
     beta = np.linspace(1.0, -1.0, d)
 
@@ -503,10 +506,10 @@ def test_a_dask_fit_that_fails_leaves_the_estimator_as_it_was(monkeypatch):
         clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(Xd, yd)
         coef, intercept, passes = clf.coef_.copy(), clf.intercept_.copy(), clf.n_data_passes_
 
-        def killed(self, idx):
+        def killed(self, *args, **kwargs):
             raise RuntimeError("Attempted to run task on 3 different workers, all died")
 
-        monkeypatch.setattr(DaskRows, "gather", killed)
+        monkeypatch.setattr(DaskRows, "reduce", killed)
         with pytest.raises(RuntimeError, match="all died"):
             clf.set_params(max_fpr=0.05).fit(Xd[:, :4], yd)
     assert clf.n_features_in_ == 8 and clf.max_fpr == 0.05

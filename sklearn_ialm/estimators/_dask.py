@@ -321,9 +321,7 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
     # One pass over the labels, groups and weights checks them as the in-memory fit does,
     # before any pass over X: a continuous group column would otherwise make one cell per
     # value and the problem's tables grow with their square.
-    y_values, (g_values, g_counts), w_min, w_max = dask.compute(
-        da.unique(y), da.unique(g, return_counts=True), w.min(), w.max()
-    )
+    y_values, g_values, w_min, w_max = dask.compute(da.unique(y), da.unique(g), w.min(), w.max())
     if not (np.isfinite(w_min) and np.isfinite(w_max)):
         raise ValueError("Input sample_weight contains NaN or infinity.")
     if w_min < 0:
@@ -331,15 +329,15 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
     for name, values in (("y", y_values), ("sensitive_features", g_values)):
         if values.dtype.kind in "fc" and np.any(np.isnan(values)):
             raise ValueError(f"Input {name} contains NaN.")
-    if sf is not None and "sensitive_features" in fit_params:
-        from .fair import check_group_counts
-
-        check_group_counts(g_counts, g_values, n)
     K = len(y_values) * len(g_values)
     cell = da.map_blocks(
         _cells_block, y, g, w, y_values, g_values, dtype=np.intp, meta=np.zeros(0, np.intp)
     )
     S, S2, count = _cell_sums(cell, w, n_cells=K)
+    if sf is not None and "sensitive_features" in fit_params:
+        from .fair import check_group_counts
+
+        check_group_counts(count.reshape(len(y_values), -1).sum(axis=0), g_values, n)
     y_cells = np.repeat(y_values, len(g_values))
     g_cells = np.tile(g_values, len(y_values))
     classes, y01_all = est._check_target(y_cells)

@@ -531,24 +531,19 @@ feature_center
             view, batches = self._rows_here(batches)
             return LinearProblem.full_evaluation(view, x, rng, batches)
         v, b0 = self._effective(x)
-        m = self.n_constraints
         key = self._evaluation_key(x)
         if self._last_sums is not None and self._last_sums[0] == key:
             # The point of the last second-order evaluation (the finish's last point, which
             # the run's last test judges): its sums, without a read of the rows.
             out = self._last_sums[1]
         else:
-            out = self.A_obj.reduce(
-                _full_block, v, float(b0), self.loss, self.B, self.u, self.H
-            )
+            out = self.A_obj.reduce(_full_block, v, float(b0), self.loss, self.B, self.u, self.H)
             self._last_sums = (key, tuple(out))
         return self._from_sums(x, out)
 
     def _evaluation_key(self, x):
         """What the sums of a pass at ``x`` depend on, beside the rows."""
-        return tuple(
-            np.asarray(a, dtype=float).tobytes() for a in (x, self.u, self.B, self.H)
-        )
+        return tuple(np.asarray(a, dtype=float).tobytes() for a in (x, self.u, self.B, self.H))
 
     def _from_sums(self, x, out):
         """``full_evaluation``'s ``(f0, grad, c, jac_t)`` from the blocks' summed sums."""
@@ -576,9 +571,7 @@ feature_center
         values, the Jacobian ``J`` (``m x p``), the objective's Hessian (``p x p``) and each
         constraint's (``m x p x p``), for the finish's Newton steps (one compute each)."""
         v, b0 = self._effective(x)
-        out = self.A_obj.reduce(
-            _second_block, v, float(b0), self.loss, self.B, self.u, self.H
-        )
+        out = self.A_obj.reduce(_second_block, v, float(b0), self.loss, self.B, self.u, self.H)
         *sums, grams = out
         self._last_sums = (self._evaluation_key(x), tuple(sums))
         f, grad, c, jac_t = self._from_sums(x, sums)
@@ -675,9 +668,7 @@ feature_center
         if len(bad):
             # Checked in the first pass over X, before any solve (a NaN would otherwise end
             # the fit in a LinAlgError of the set-up's Gram matrices).
-            raise ValueError(
-                f"Input X contains NaN or infinity (columns {bad[:10].tolist()})."
-            )
+            raise ValueError(f"Input X contains NaN or infinity (columns {bad[:10].tolist()}).")
         check_not_subnormal(absmax)
         unit = np.where(absmax > 0, absmax, 1.0)
         mean = mean / unit

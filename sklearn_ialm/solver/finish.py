@@ -184,7 +184,6 @@ class _AugmentedLagrangian:
             self.best = (value, v.copy(), c, w, g)
         return value, g
 
-
     def second_order(self, v, y, beta, curvature=False):
         """``(value, gradient, Hessian, c, w)`` of the augmented Lagrangian at ``v``: one
         evaluation of the problem per distinct ``v`` (a new ``(y, beta)`` at the same point,
