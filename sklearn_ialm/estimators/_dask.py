@@ -334,10 +334,9 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
         _cells_block, y, g, w, y_values, g_values, dtype=np.intp, meta=np.zeros(0, np.intp)
     )
     S, S2, count = _cell_sums(cell, w, n_cells=K)
-    if sf is not None and "sensitive_features" in fit_params:
-        from .fair import check_group_counts
-
-        check_group_counts(count.reshape(len(y_values), -1).sum(axis=0), g_values, n)
+    check_groups = getattr(est, "_check_group_counts", None)
+    if sf is not None and check_groups is not None:
+        check_groups(count.reshape(len(y_values), -1).sum(axis=0), g_values, n)
     y_cells = np.repeat(y_values, len(g_values))
     g_cells = np.tile(g_values, len(y_values))
     classes, y01_all = est._check_target(y_cells)

@@ -779,6 +779,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return "Each of these alone would make it certifiable: " + ", or ".join(found) + "."
 
     # -- hooks -----------------------------------------------------------------------------------
+    #: The group checks from the rows per group (the Dask fit's, see ``_dask._cells``).
+    _check_group_counts = staticmethod(check_group_counts)
+
     def _check_fit_params(self, fit_params, n_samples):
         sf = fit_params["sensitive_features"]
         if sf is None:
