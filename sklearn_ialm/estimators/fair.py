@@ -165,8 +165,12 @@ MIN_GROUP_SIZE = 5
 
 def _check_group_sizes(codes, labels):
     """Refuse a continuous column (about one group per row) and groups of too few rows."""
-    counts = np.bincount(codes, minlength=len(labels))
-    n_samples = len(codes)
+    check_group_counts(np.bincount(codes, minlength=len(labels)), labels, len(codes))
+
+
+def check_group_counts(counts, labels, n_samples):
+    """:func:`_check_group_sizes` from the rows per group (the Dask fit counts them in one
+    pass)."""
     if len(labels) > 2 and len(labels) > n_samples / 2:
         raise ValueError(
             f"sensitive_features has {len(labels)} distinct values for {n_samples} rows: it "
@@ -840,6 +844,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return "Each of these alone would make it certifiable: " + ", or ".join(found) + "."
 
     # -- hooks -----------------------------------------------------------------------------------
+    #: The group checks from the rows per group (the Dask fit's, see ``_dask._cells``).
+    _check_group_counts = staticmethod(check_group_counts)
+
     def _check_fit_params(self, fit_params, n_samples):
         sf = fit_params["sensitive_features"]
         if sf is None:
