@@ -11,18 +11,21 @@ so that the client's peak memory, traced during each dask fit, is the client's a
 builds ``X`` block by block (random
 features; labels and a group as functions of them), and each estimator
 (``FairLogisticClassifier(constraint="demographic_parity", bound=0.05)``,
-``NeymanPearsonClassifier(max_fpr=0.1)``, ``random_state=0``) is fitted on the dask array;
+``NeymanPearsonClassifier(max_fpr=0.1)``, ``random_state=0``) is fitted on the dask array
+(kept on the workers when their memory holds it);
 wall time, the graphs sent to the scheduler, ``n_data_passes_``, the training accuracy and
 the bound's value on predictions (counted by Dask) are recorded. Up to ``--max-memory``
 rows the same estimator is also fitted on the same rows built in a numpy array on the
 client (the workers' generator, block by block). Beside them, dask-ml's
-``LogisticRegression`` (L-BFGS, no bound) on the same dask array when dask-ml is installed.
+``LogisticRegression`` (its default solver, ADMM, and L-BFGS; no bound) on the same dask
+array when dask-ml is installed (``pip install "sklearn-ialm[bench]"``).
 Results are written after every fit.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import time
 import tracemalloc
@@ -159,9 +162,16 @@ def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
         from dask_ml.linear_model import LogisticRegression
     except ImportError:
         return
+    for solver in ("admm", "lbfgs"):  # dask-ml's default, and its L-BFGS
+        _dask_ml_fit(LogisticRegression(solver=solver), n, X, y, groups, rows, write,
+                     dask_ml_minutes)  # fmt: skip
+
+
+def _dask_ml_fit(lr, n, X, y, groups, rows, write, dask_ml_minutes):
+    """dask-ml's ``LogisticRegression`` on the same cluster and rows (no bound)."""
     import threading
 
-    lr = LogisticRegression()
+    name = f"dask-ml LogisticRegression ({lr.solver})"
     with ComputeCount() as computes:
         t = time.perf_counter()
         # In a thread, to be given up after `dask_ml_minutes` (it did not finish at 10**7
@@ -172,7 +182,7 @@ def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
         wall = time.perf_counter() - t
     if fitting.is_alive():
         rows.append(
-            dict(n=n, fit="dask-ml LogisticRegression", where="dask", computes=computes.n,
+            dict(n=n, fit=name, where="dask", computes=computes.n,
                  seconds=f"> {wall:.0f} (stopped)", X_MB=round(X.nbytes / 1e6),
                  client_peak_MB=float("nan"), us_per_row=f"> {1e6 * wall / n:.1f}",
                  passes=float("nan"), accuracy=float("nan"), bound_value=float("nan"),
@@ -183,7 +193,7 @@ def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
         return
     pred = lr.predict(X)
     rows.append(
-        dict(n=n, fit="dask-ml LogisticRegression", where="dask", computes=computes.n,
+        dict(n=n, fit=name, where="dask", computes=computes.n,
              seconds=round(wall, 2), X_MB=round(X.nbytes / 1e6), client_peak_MB=float("nan"),
              us_per_row=round(1e6 * wall / n, 3), passes=float("nan"),
              accuracy=round(float((pred == y).mean().compute()), 4),
@@ -191,6 +201,23 @@ def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
     )  # fmt: skip
     print(rows[-1], flush=True)
     write()
+
+
+def machine() -> str:
+    """The machine the figures come from: cores, CPU model, memory."""
+    import os
+
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    ram = "unknown"
+    with contextlib.suppress(OSError, ValueError):
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        ram = f"{kb / 2**20:.0f} GiB"
+    return f"{os.cpu_count()} cores ({cpu}), {ram} of RAM"
 
 
 def main():
@@ -215,7 +242,8 @@ def main():
         lines = [
             "# Fits on a two-worker LocalCluster against the in-memory fit",
             "",
-            f"{command}; d = {D}, workers of {args.memory_limit}, 2 cores shared. "
+            f"{command}; d = {D}, two single-threaded workers of {args.memory_limit}; "
+            f"machine: {machine()}, shared with other jobs while it ran. "
             "`where`: `dask` fits the dask array (X made on the workers, never on the "
             "client); `memory` fits the same rows built in a numpy array on the client. "
             "`computes`: the client's `Client.get`, `Client.compute` and `Client.persist` "

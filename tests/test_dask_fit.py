@@ -146,6 +146,9 @@ def test_fit_on_a_cluster_whose_workers_cannot_hold_X(tmp_path, monkeypatch, sou
     the in-memory fit on a sample (a tenth of the rows), both scored on every row."""
     n, d, chunk = 300_000, 40, 15_000
     nbytes = n * d * 8  # 96 MB
+    # Workers whose memory cannot hold X: the fit reads X from its source at every pass
+    # (the workers here have room for it, and would otherwise keep it, see _held_on_workers).
+    monkeypatch.setattr("sklearn_ialm.estimators._dask._PERSIST_SHARE", 0.0)
     # The labels and groups are functions of the features: the rows are made on the workers.
     beta = np.linspace(1.0, -1.0, d)
 
@@ -343,6 +346,32 @@ def test_dask_problem_evaluates_the_rows_asked_as_the_numpy_problem_does():
             np.testing.assert_allclose(vjp(V), vjp_ref(V), rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.parametrize("loss", ["logistic", "sigmoid", "truncated_logistic"])
+def test_second_order_evaluation_is_the_derivative_of_the_full_evaluation(loss):
+    """The finish's Newton steps on Dask: the Hessians of one pass are the central
+    differences of ``full_evaluation``'s gradient and Jacobian (an independent truth), and
+    its values are ``full_evaluation``'s."""
+    from sklearn_ialm.problems.losses import LOSSES
+
+    dask_pb, _, rng = _problem_pair()
+    dask_pb.loss = LOSSES[loss]()
+    x = 0.3 * rng.normal(size=dask_pb.n_params)
+    with dask.config.set(scheduler="synchronous"):
+        f, g, c, J, Hf, Hc = dask_pb.second_order_evaluation(x)
+        dask_pb._last_sums = None  # evaluate again, not from the kept sums
+        _assert_same_evaluation((f, g, c, lambda v: J.T @ v), dask_pb.full_evaluation(x))
+        eps = 1e-5
+        cols_f, cols_c = [], []
+        for e in np.eye(len(x)):
+            up, down = dask_pb.full_evaluation(x + eps * e), dask_pb.full_evaluation(x - eps * e)
+            cols_f.append((up[1] - down[1]) / (2 * eps))
+            Ju = np.array([up[3](u) for u in np.eye(len(c))])
+            Jd = np.array([down[3](u) for u in np.eye(len(c))])
+            cols_c.append((Ju - Jd) / (2 * eps))
+    np.testing.assert_allclose(Hf, np.array(cols_f).T, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(Hc, np.moveaxis(np.array(cols_c), 0, 2), rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Port 8787 is already in use:UserWarning")
 def test_predict_after_fit_submits_no_key_the_fit_still_holds():
@@ -477,10 +506,10 @@ def test_a_dask_fit_that_fails_leaves_the_estimator_as_it_was(monkeypatch):
         clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(Xd, yd)
         coef, intercept, passes = clf.coef_.copy(), clf.intercept_.copy(), clf.n_data_passes_
 
-        def killed(self, idx):
+        def killed(self, *args, **kwargs):
             raise RuntimeError("Attempted to run task on 3 different workers, all died")
 
-        monkeypatch.setattr(DaskRows, "gather", killed)
+        monkeypatch.setattr(DaskRows, "reduce", killed)
         with pytest.raises(RuntimeError, match="all died"):
             clf.set_params(max_fpr=0.05).fit(Xd[:, :4], yd)
     assert clf.n_features_in_ == 8 and clf.max_fpr == 0.05

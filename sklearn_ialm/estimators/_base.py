@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from datetime import UTC, datetime
 from numbers import Integral, Real
 
 import numpy as np
@@ -86,20 +87,6 @@ _PRIVATE_FIT_STATE = frozenset(
 def _is_fit_state(name: str) -> bool:
     """Whether attribute ``name`` is part of a fitted model (not a parameter or a setting)."""
     return (name.endswith("_") and not name.startswith("_")) or name in _PRIVATE_FIT_STATE
-
-
-def _check_index_alignment(X, name, value):
-    """A pandas object whose index disagrees with that of ``X`` would pair rows wrongly."""
-    x_index, v_index = getattr(X, "index", None), getattr(value, "index", None)
-    # (A list has an ``index`` method: only pandas-like indexes, which have ``equals``, count.)
-    if not (hasattr(x_index, "equals") and hasattr(v_index, "equals")):
-        return
-    if not x_index.equals(v_index):
-        raise ValueError(
-            f"{name} has a pandas index that differs from the index of X: rows are paired by "
-            f"position, not by label. Align them first (e.g. {name}.loc[X.index] or "
-            "reset_index(drop=True) on both)."
-        )
 
 
 def _is_missing(value) -> bool:
@@ -453,6 +440,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         result, fit, n_passes = self._solve_problem(problem, context, classes, x0, y0, slack0)
         # The report below scores every row of X once more: part of the fit's work.
         self.n_data_passes_ = float(n_passes + X.shape[0] / problem.n_samples)
+        self.n_samples_fit_ = int(X.shape[0])
         # The problem's per-row arrays (margins, weights, W) are not needed for the report
         # below, which scores X again: freed first, they do not add to its n-vectors.
         del problem
@@ -463,10 +451,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """``(X, y01, sample_weight, classes, fit_params)`` checked, of the rows of nonzero
         weight; sets the features seen in fit."""
         self._validate_params()
-        _check_index_alignment(X, "y", y)
-        _check_index_alignment(X, "sample_weight", sample_weight)
-        for name, value in fit_params.items():
-            _check_index_alignment(X, name, value)
+        # (The per-row inputs were paired with the rows of X by the estimator's fit, see
+        # _rows.align_rows.)
         _check_labels(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
         if sp.issparse(X) and not X.has_canonical_format:
@@ -616,6 +602,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             self.converged_ = fit.converged and self.bound_met_
         if self._constant_fallback is not None:
             self.converged_ = False
+        # When the model was fitted, for a report a reviewer can trace (UTC, ISO 8601).
+        self.fitted_at_ = datetime.now(UTC).isoformat(timespec="seconds")
         self._warn_if_not_converged(result, context, fit)
         return self
 

@@ -212,6 +212,7 @@ def fit_dask(est, X, y, sample_weight, fit_params):
         np.zeros((len(cells.weight), X.shape[1])), cells.y01, cells.weight, cells.params
     )
     problem = _pose_problem(est, X, cells, problem_c)
+    X = problem.A_obj.A  # held on the workers when they have room
     x0, y0, slack0 = est._warm_start_point(problem, cells.classes, X.shape[1])
     # The seeds run one after the other: each already keeps the cluster busy.
     result, fit, n_passes = est._solve_problem(
@@ -235,14 +236,71 @@ def _validated_rows(est, X):
     X = as_rows(X)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got shape {X.shape}.")
+    if X.dtype.kind not in "fiub":
+        raise ValueError(f"X must hold numbers, got dtype {X.dtype}.")
     if X.dtype.kind != "f":
         X = X.astype(np.float64)
+    n, d = X.shape
+    if X.numblocks[0] > 1 and n / X.numblocks[0] < _MIN_BLOCK_ROWS:
+        # Every pass is a task per partition: 300 partitions of one row took 60-80 s.
+        rows = min(n, max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (8 * d)))
+        if est.verbose:
+            print(
+                f"[dask] X's {X.numblocks[0]} partitions hold {n / X.numblocks[0]:.3g} rows "
+                f"each: rechunked to blocks of {rows} rows",
+                flush=True,
+            )
+        X = X.rechunk({0: rows})
     est.n_features_in_ = X.shape[1]
     if columns is not None and all(isinstance(c, str) for c in columns):
         est.feature_names_in_ = np.asarray(list(columns), dtype=object)
     elif hasattr(est, "feature_names_in_"):
         del est.feature_names_in_
     return X
+
+
+#: Partitions of fewer rows than this (on average) are joined into blocks of
+#: ``_BLOCK_BYTES``: each partition is a task of every pass.
+_MIN_BLOCK_ROWS = 512
+_BLOCK_BYTES = 16 << 20
+#: ``X`` is kept on the workers when it takes at most this share of their memory.
+_PERSIST_SHARE = 0.5
+
+
+def _current_client():
+    """The distributed client that runs ``dask.compute`` now, or None."""
+    client = getattr(dask.base.get_scheduler(), "__self__", None)
+    return client if hasattr(client, "scheduler_info") else None
+
+
+def _held_on_workers(est, X):
+    """``(X, keep)``: whether to persist ``X`` on the workers, when their memory holds it
+    with margin (each pass then reads it from their memory, not from its source); said in
+    ``verbose``."""
+    client = _current_client()
+    size = f"{X.nbytes / 2**30:.3g} GiB"
+    if client is None:
+        if est.verbose:
+            print(f"[dask] X ({size}) is read from its source at every pass (no distributed "
+                  "client)", flush=True)  # fmt: skip
+        return X, False
+    try:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:  # distributed before 2025.4 lists every worker without asking
+        workers = client.scheduler_info()["workers"]
+    limits = [w.get("memory_limit") or 0 for w in workers.values()]
+    room = sum(limits) if limits and all(limits) else 0
+    # X, and the 17 bytes a row of cells, weights and scores the fit keeps there.
+    need = X.nbytes + 17 * X.shape[0]
+    keep = bool(room and need <= _PERSIST_SHARE * room)
+    if est.verbose and keep:
+        print(f"[dask] X ({size}) persisted on the {len(limits)} workers "
+              f"({room / 2**30:.3g} GiB of memory): every pass reads it there",
+              flush=True)  # fmt: skip
+    elif est.verbose:
+        print(f"[dask] X ({size}) is read from its source at every pass: the workers' memory "
+              f"({room / 2**30:.3g} GiB) does not hold it with margin", flush=True)  # fmt: skip
+    return X, keep
 
 
 def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
@@ -260,14 +318,25 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
         if sf is None
         else like_rows(sf, X, name="sensitive_features")
     )
-    y_values, g_values, w_min = dask.compute(da.unique(y), da.unique(g), w.min())
+    # One pass over the labels, groups and weights checks them as the in-memory fit does,
+    # before any pass over X: a continuous group column would otherwise make one cell per
+    # value and the problem's tables grow with their square.
+    y_values, g_values, w_min, w_max = dask.compute(da.unique(y), da.unique(g), w.min(), w.max())
+    if not (np.isfinite(w_min) and np.isfinite(w_max)):
+        raise ValueError("Input sample_weight contains NaN or infinity.")
     if w_min < 0:
         raise ValueError("Negative values in sample_weight are not allowed.")
+    for name, values in (("y", y_values), ("sensitive_features", g_values)):
+        if values.dtype.kind in "fc" and np.any(np.isnan(values)):
+            raise ValueError(f"Input {name} contains NaN.")
     K = len(y_values) * len(g_values)
     cell = da.map_blocks(
         _cells_block, y, g, w, y_values, g_values, dtype=np.intp, meta=np.zeros(0, np.intp)
     )
     S, S2, count = _cell_sums(cell, w, n_cells=K)
+    check_groups = getattr(est, "_check_group_counts", None)
+    if sf is not None and check_groups is not None:
+        check_groups(count.reshape(len(y_values), -1).sum(axis=0), g_values, n)
     y_cells = np.repeat(y_values, len(g_values))
     g_cells = np.tile(g_values, len(y_values))
     classes, y01_all = est._check_target(y_cells)
@@ -322,10 +391,13 @@ def _pose_problem(est, X, cells: _Cells, problem_c):
     # Each row's cell and weight stay on the workers (9 bytes a row, against 8 d for X): every
     # pass and every minibatch reads them, and they would otherwise be recomputed from y, the
     # groups and the weights (re-read from their files) each time.
-    cells.cell, cells.row_weight = dask.persist(
+    X, keep = _held_on_workers(est, X)
+    cells.cell, cells.row_weight, X = dask.persist(
+        cells.cell.astype(np.min_scalar_type(max(L - 1, 0))), cells.row_weight, X
+    ) if keep else (*dask.persist(
         cells.cell.astype(np.min_scalar_type(max(L - 1, 0))), cells.row_weight
-    )
-    _wait(cells.cell, cells.row_weight)
+    ), X)  # fmt: skip
+    _wait(cells.cell, cells.row_weight, X)
     rows = DaskRows(X, cells.cell, cells.row_weight)
     common = dict(
         loss=problem_c.loss,
@@ -376,6 +448,7 @@ def _training_report(est, X, problem, cells: _Cells, context, fit, n_passes):
         reads_x=False,
     )
     est.n_data_passes_ = float(n_passes + report_passes)
+    est.n_samples_fit_ = int(X.shape[0])  # (rows of weight zero included: they stay in X)
     est.constraint_values_ = est._constraint_report(soft / cell_weight, y01c, sw_live, context)
     est.hard_constraint_values_ = est._constraint_report(
         hard / cell_weight, y01c, sw_live, context

@@ -22,6 +22,7 @@ from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_pro
 from ..problems.fairness import unique_codes
 from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, _check_labels
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
 
@@ -99,14 +100,15 @@ def encode_groups(sensitive_features, n_samples: int):
 
 
 def _columns_of_x(X, sensitive_features):
-    """``sensitive_features`` as per-row labels: a column name (or a list of column names) of
-    a DataFrame ``X`` stands for that column (those columns) of ``X``, which stays a feature.
+    """``(labels, names)``: ``sensitive_features`` as per-row labels, and the column names of
+    ``X`` it gave (None when it gave the labels themselves). A column name (or a list of column
+    names) of a DataFrame ``X`` stands for that column (those columns) of ``X``.
 
     A single value is refused with a message that says what is expected. A list is read as
     column names when it is not one label per row and holds a column name of ``X``.
     """
     if sensitive_features is None:
-        return None
+        return None, None
     single = np.ndim(sensitive_features) == 0
     columns = getattr(X, "columns", None)
     if single and columns is None:
@@ -124,17 +126,33 @@ def _columns_of_x(X, sensitive_features):
     ):
         names = list(sensitive_features)
     else:
-        return sensitive_features
+        return sensitive_features, None
     missing = [name for name in names if not _is_column(columns, name)]
     if len(missing) == len(names) and not single:
-        return sensitive_features  # per-row labels (of the wrong length: encode_groups says)
+        # Per-row labels (of the wrong length: encode_groups says).
+        return sensitive_features, None
     if missing:
         shown = list(columns[:20]) + (["..."] if len(columns) > 20 else [])
         raise ValueError(
             f"sensitive_features={sensitive_features!r}: {missing!r} is not a column of X "
             f"(its columns: {shown}). Pass a column name of X, or one group label per row."
         )
-    return X[names[0]] if single else X[names]
+    return (X[names[0]] if single else X[names]), names
+
+
+def _holds_text(column) -> bool:
+    """Whether a column of a DataFrame holds strings or categories (numpy kinds O, U, S; a
+    pandas string or categorical dtype has kind O), which no linear model reads as a
+    number."""
+    return getattr(getattr(column, "dtype", None), "kind", None) in ("O", "U", "S")
+
+
+def _without_text_groups(X, names):
+    """``(X, text)``: ``X`` without the group columns ``names`` that hold text, and those
+    columns' names. They are the groups only, not features: a column of strings is no
+    feature without an encoding."""
+    text = [name for name in names or () if _holds_text(X[name])]
+    return (X.drop(columns=text) if text else X), text
 
 
 def _is_column(columns, name):
@@ -150,8 +168,12 @@ MIN_GROUP_SIZE = 5
 
 def _check_group_sizes(codes, labels):
     """Refuse a continuous column (about one group per row) and groups of too few rows."""
-    counts = np.bincount(codes, minlength=len(labels))
-    n_samples = len(codes)
+    check_group_counts(np.bincount(codes, minlength=len(labels)), labels, len(codes))
+
+
+def check_group_counts(counts, labels, n_samples):
+    """:func:`_check_group_sizes` from the rows per group (the Dask fit counts them in one
+    pass)."""
     if len(labels) > 2 and len(labels) > n_samples / 2:
         raise ValueError(
             f"sensitive_features has {len(labels)} distinct values for {n_samples} rows: it "
@@ -365,7 +387,19 @@ class FairLogisticClassifier(BaseIALMClassifier):
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of the features seen during fit, when ``X`` has string column names.
+        Names of the features seen during fit, when ``X`` has string column names (the
+        columns of ``text_group_columns_`` left out).
+    text_group_columns_ : list
+        The columns of a DataFrame ``X`` named in ``sensitive_features`` that hold text
+        (strings or categories): the groups of the rows, not features of the model (not in
+        ``feature_names_in_`` nor in ``coef_``); :meth:`predict` and the other methods drop
+        them from a DataFrame that holds them. Empty otherwise (named columns of numbers
+        stay features).
+    n_samples_fit_ : int
+        Rows the model was trained on: the rows of ``X`` of nonzero weight (without the
+        held-out rows of a calibration); on dask input, every row of ``X``.
+    fitted_at_ : str
+        When the fit ended: UTC, ISO 8601 (``"2026-01-31T12:00:00+00:00"``).
     groups_ : ndarray
         Labels of the groups of the training rows (tuples for intersections).
     protected_groups_ : ndarray
@@ -568,25 +602,61 @@ class FairLogisticClassifier(BaseIALMClassifier):
             One group label per row (array, list, pandas Series). With several columns
             (2-D array, DataFrame) the groups are the intersections of the columns. When X
             is a pandas DataFrame, a column name (or a list of them) stands for that column
-            of X (those columns), which stays a feature of the model. ``None`` (or a single
-            group) leaves nothing to constrain: the unconstrained model is fitted, with a
-            warning.
+            of X (those columns). A named column of numbers stays a feature of the model; a
+            named column of text (strings or categories) gives the groups only and is left
+            out of the features (``text_group_columns_``; :meth:`predict` drops it from a
+            DataFrame that holds it), as a linear model reads no strings. ``None`` (or a
+            single group) leaves nothing to constrain: the unconstrained model is fitted,
+            with a warning.
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative row weights, in the objective and in the constraints.
+
+        Pandas inputs are paired with the rows of ``X`` by their index when ``X`` is a
+        DataFrame (put in the order of ``X``'s index when they hold its labels in another
+        order; a ``ValueError`` naming the input when they hold other labels). When ``X``
+        has no index, rows are paired by position, with a warning for a pandas input whose
+        index is not in increasing order.
 
         Returns
         -------
         self : FairLogisticClassifier
         """
-        sensitive_features = _columns_of_x(X, sensitive_features)
-        if self.calibration is None:
-            return self._fit(X, y, sample_weight, sensitive_features=sensitive_features)
-        # Validated, held out, fitted and certified on a working copy: a step that raises
-        # leaves the estimator as it was (see BaseIALMClassifier._working_copy).
+        sensitive_features, names = _columns_of_x(X, sensitive_features)
+        X, text = _without_text_groups(X, names)
+        y, sample_weight, sensitive_features = align_rows(
+            X, y=y, sample_weight=sample_weight, sensitive_features=sensitive_features
+        )
+        # Fitted (and certified) on a working copy, published in one step with the group
+        # columns: a step that raises leaves the estimator as it was (see
+        # BaseIALMClassifier._working_copy).
         work = self._working_copy()
-        work._fit_certified(X, y, sample_weight, sensitive_features)
+        if self.calibration is None:
+            work._fit(X, y, sample_weight, sensitive_features=sensitive_features)
+        else:
+            work._fit_certified(X, y, sample_weight, sensitive_features)
+        work.text_group_columns_ = text
         self._publish(work)
         return self
+
+    def decision_function(self, X: MatrixLike) -> np.ndarray:
+        """Score ``X @ coef_.T + intercept_`` of each row; positive means ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array or DataFrame} of shape (n_samples, n_features)
+            A DataFrame may hold the group columns of the fit that are not features
+            (``text_group_columns_``): they are left out, as in :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            A dask array (computed block by block on the workers) for dask input.
+        """
+        columns = getattr(X, "columns", None)
+        if columns is not None and getattr(self, "text_group_columns_", None):
+            text = [name for name in self.text_group_columns_ if _is_column(columns, name)]
+            X = X.drop(columns=text) if text else X
+        return super().decision_function(X)
 
     # -- the certificate on new data -------------------------------------------------------------
     def _certificate_kind(self):
@@ -780,6 +850,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return "Each of these alone would make it certifiable: " + ", or ".join(found) + "."
 
     # -- hooks -----------------------------------------------------------------------------------
+    #: The group checks from the rows per group (the Dask fit's, see ``_dask._cells``).
+    _check_group_counts = staticmethod(check_group_counts)
+
     def _check_fit_params(self, fit_params, n_samples):
         sf = fit_params["sensitive_features"]
         if sf is None:

@@ -20,6 +20,7 @@ from ._base import (
     is_dask_collection,
 )
 from ._hard_rates import fit_negative_weight, rate_threshold
+from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
 from ._umbrella import (
@@ -255,6 +256,11 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         Per-sample evaluations divided by the number of training rows (with nonzero weight).
         Every row the fit reads counts: the set-up, the minibatches, the stop tests, each
         solve's check of the predictions and the final scoring of the training rows.
+    n_samples_fit_ : int
+        Rows the model was trained on: the rows of ``X`` of nonzero weight (without the
+        held-out negatives of ``calibration="umbrella"``); on dask input, every row of ``X``.
+    fitted_at_ : str
+        When the fit ended: UTC, ISO 8601 (``"2026-01-31T12:00:00+00:00"``).
     history_ : dict of ndarray
         One entry per evaluation of the stopping rule, at least ``data_passes``,
         ``primal_residual``, ``dual_residual``, ``constraint`` (largest constraint value,
@@ -389,6 +395,12 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative row weights; both soft rates become weighted means.
 
+        Pandas inputs are paired with the rows of ``X`` by their index when ``X`` is a
+        DataFrame (put in the order of ``X``'s index when they hold its labels in another
+        order; a ``ValueError`` naming the input when they hold other labels). When ``X``
+        has no index, rows are paired by position, with a warning for a pandas input whose
+        index is not in increasing order.
+
         Returns
         -------
         self : NeymanPearsonClassifier
@@ -400,6 +412,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             ``max_fpr`` and ``delta`` (the message says how many are needed), or when
             ``calibration_size`` leaves no negative to train on.
         """
+        y, sample_weight = align_rows(X, y=y, sample_weight=sample_weight)
         if self.calibration is None:
             self._fit(X, y, sample_weight)
             self._warn_if_few_negatives()

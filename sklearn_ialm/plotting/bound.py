@@ -66,7 +66,8 @@ class BoundDisplay:
     Parameters
     ----------
     reports : list of BoundReport
-        Reports of one estimator on different rows (e.g. training and test rows).
+        Reports of one estimator on different rows (e.g. training and test rows); at least
+        one.
     labels : list of str
         Name of each report's rows, for the legend.
     estimator_name : str, default=None
@@ -104,6 +105,16 @@ class BoundDisplay:
     """
 
     def __init__(self, *, reports, labels, estimator_name=None):
+        reports, labels = list(reports), list(labels)
+        if not reports:
+            raise ValueError(
+                "BoundDisplay needs at least one BoundReport (reports is empty): build it "
+                "with BoundDisplay.from_estimator, or pass the reports of "
+                "estimator.bound_report(X, y, ...)."
+            )
+        if not all(isinstance(r, BoundReport) for r in reports):
+            kinds = sorted({type(r).__name__ for r in reports if not isinstance(r, BoundReport)})
+            raise TypeError(f"reports must be BoundReport objects, got {kinds}.")
         if len(reports) != len(labels):
             raise ValueError(f"{len(reports)} reports but {len(labels)} labels.")
         self.reports = list(reports)
@@ -271,8 +282,11 @@ class BoundDisplay:
         estimator : FairLogisticClassifier, NeymanPearsonClassifier or Pipeline
             Fitted; a Pipeline is reported as its last step on the transformed rows.
         X, y : rows and labels, usually the training rows
-        sensitive_features : array-like, default=None
-            Groups of the rows of ``X`` (required for the fairness classifier).
+            Pandas inputs are paired with the rows of ``X`` as in
+            :meth:`~sklearn_ialm.BoundReport.from_estimator`.
+        sensitive_features : array-like, str or list of str, default=None
+            Groups of the rows of ``X`` (required for the fairness classifier), or a column
+            name of a DataFrame ``X`` (a list of them), as in ``fit``.
         X_test, y_test, sensitive_features_test : default=None
             New rows, drawn beside the first ones.
         sample_weight, sample_weight_test : array-like, default=None

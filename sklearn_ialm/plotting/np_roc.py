@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.stats import beta as beta_dist
 
+from ..estimators._rows import align_rows
 from ..estimators._umbrella import fpr_confidence_bounds
 
 __all__ = ["NPROCDisplay"]
@@ -346,6 +347,8 @@ class NPROCDisplay:
         estimator : fitted classifier, or a fitted Pipeline that ends in one
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+            A pandas ``y`` is paired with the rows of a DataFrame ``X`` by its index, as in
+            ``fit``.
         delta : float in (0, 1), default=None
             Tolerated probability of each limit failing; the estimator's ``delta`` when it
             has one, else 0.05.
@@ -366,6 +369,8 @@ class NPROCDisplay:
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(estimator)
+        # The labels are paired with the rows of X as a fit pairs them (by index).
+        (y,) = align_rows(X, y=y)
         classes = getattr(estimator, "classes_", None)
         if classes is None or len(classes) != 2:
             raise ValueError("from_estimator needs a fitted binary classifier (2 classes_).")

@@ -32,6 +32,7 @@ from scipy.special import expit
 
 from ._numeric import BOUND_EPS, ROUNDING_SPREAD, check_not_subnormal
 from .linear import _GRAM_MAX_PARAMS, LinearProblem, _Rows
+from .losses import Logistic, SigmoidLoss, TruncatedLogistic
 
 __all__ = ["DaskRows", "DaskLinearProblem"]
 
@@ -92,6 +93,8 @@ class DaskRows:
         # client's distributed keeps its last messages (``distributed.admin.
         # low-level-log-length``, 1000): the smallest integers that index a block.
         self._offset_type = np.min_scalar_type(max(max(X.chunks[0]) - 1, 0))
+        #: The graphs this fit's problem sent (each a ``dask.compute``): ``verbose`` shows it.
+        self.n_computes = 0
 
     def in_place(self) -> bool:
         return False
@@ -115,6 +118,7 @@ class DaskRows:
             )
             if b > a
         ]
+        self.n_computes += 1
         Xr = np.empty((len(rows), self.A.shape[1]))
         cr = np.empty(len(rows), dtype=self.cell.dtype)
         wr = np.empty(len(rows), dtype=self.weight.dtype)
@@ -142,6 +146,7 @@ class DaskRows:
             )
             for i, (x, c, w) in enumerate(self._blocks)
         ]
+        self.n_computes += 1
         return _sum_parts(dask.compute(*parts))
 
     def map_scores(self, v, b0):
@@ -226,6 +231,36 @@ def _full_block(X, cell, w, v, b0, loss, B, U, H):
         DW = dp[:, None] * Wb
         out += [p @ Wb, A.T @ DW, DW.sum(axis=0)]
     return tuple(out)
+
+
+def _loss_curvature(loss, m):
+    """The second derivative of ``loss`` at the margins ``m`` (see :mod:`.losses`)."""
+    if isinstance(loss, Logistic):
+        return expit(m) * expit(-m)
+    if isinstance(loss, SigmoidLoss):
+        p = expit(m)
+        return -p * (1.0 - p) * (1.0 - 2.0 * p)
+    # TruncatedLogistic: alpha log(1 + L / alpha) of the logistic loss L.
+    L, d1, d2 = np.logaddexp(0.0, -m), -expit(-m), expit(m) * expit(-m)
+    inner = 1.0 + L / loss.alpha
+    return d2 / inner - d1 * d1 / (loss.alpha * inner * inner)
+
+
+def _second_block(X, cell, w, v, b0, loss, B, U, H):
+    """:func:`_full_block`'s sums and the weighted Gram matrices of ``[X, 1]`` of the
+    objective's and each constraint's second derivative in the score."""
+    out = _full_block(X, cell, w, v, b0, loss, B, U, H)
+    A = np.asarray(X, dtype=np.float64)
+    z = A @ v + b0
+    b, u = B[cell], w * U[cell]
+    cols = [u * _loss_curvature(loss, b * z)]
+    if H.shape[1]:
+        p = expit(z)
+        d2 = p * (1.0 - p) * (1.0 - 2.0 * p)
+        Wb = w[:, None] * H[cell]
+        cols += [d2 * Wb[:, k] for k in range(H.shape[1])]
+    Aa = np.column_stack([A, np.ones(len(z))])
+    return (*out, np.stack([(Aa * col[:, None]).T @ Aa for col in cols]))
 
 
 def _rates_block(X, cell, w, z, H, hard):
@@ -342,6 +377,7 @@ feature_center
         self.feature_center = feature_center
         self.paper_settings = None
         self.smoothness = self.smoothness_bound() if smoothness is None else tuple(smoothness)
+        self._last_sums = None
 
     def _row_mean_one(self, U):
         """Cell factors ``U`` scaled so that the row weights ``w_j U[c_j]`` have mean one (from
@@ -376,6 +412,35 @@ feature_center
             out.append(local[at : at + np.size(b)].reshape(np.shape(b)))
             at += np.size(b)
         return view, tuple(out)
+
+    def search_sample(self, rng):
+        """An in-memory :class:`LinearProblem` on a sample of the rows, brought here in one
+        ``dask.compute``: the stochastic phase finds its multipliers there, and the finish
+        goes on on all rows (see ``stoc_ialm``).
+
+        Each partition gives the same share of its rows (:meth:`gather_rows` in all),
+        drawn without replacement by ``rng``: the sample depends on the seed and the
+        chunking only, and is a uniform sample of the rows stratified by partition. Its
+        per-row arrays are the rows' own (margins, objective and constraint weights), so its
+        functions are means over the sample of the same terms.
+        """
+        rows = self.A_obj
+        n = rows.n_rows
+        share = min(1.0, self.gather_rows() / n)
+        idx = []
+        for start, size in zip(rows._starts[:-1], rows.A.chunks[0], strict=True):
+            k = min(size, int(np.rint(size * share)))
+            idx.append(start + np.sort(rng.choice(size, k, replace=False)))
+        idx = np.concatenate(idx)
+        view, _ = self._view(idx)
+        view.setup_evaluations = 0
+        view._last_sums = None
+        m = self.n_constraints
+        # Its means are over the sample's rows; the row weights stay those of all rows (their
+        # mean over the sample is near one, as over all rows): the multipliers found are in
+        # the units of the problem on all rows.
+        super(LinearProblem, view).__init__(len(idx), len(idx) if m else 0)
+        return view
 
     def _block_rows(self, draws):
         return self._view(draws)
@@ -466,8 +531,23 @@ feature_center
             view, batches = self._rows_here(batches)
             return LinearProblem.full_evaluation(view, x, rng, batches)
         v, b0 = self._effective(x)
+        key = self._evaluation_key(x)
+        if self._last_sums is not None and self._last_sums[0] == key:
+            # The point of the last second-order evaluation (the finish's last point, which
+            # the run's last test judges): its sums, without a read of the rows.
+            out = self._last_sums[1]
+        else:
+            out = self.A_obj.reduce(_full_block, v, float(b0), self.loss, self.B, self.u, self.H)
+            self._last_sums = (key, tuple(out))
+        return self._from_sums(x, out)
+
+    def _evaluation_key(self, x):
+        """What the sums of a pass at ``x`` depend on, beside the rows."""
+        return tuple(np.asarray(a, dtype=float).tobytes() for a in (x, self.u, self.B, self.H))
+
+    def _from_sums(self, x, out):
+        """``full_evaluation``'s ``(f0, grad, c, jac_t)`` from the blocks' summed sums."""
         m = self.n_constraints
-        out = self.A_obj.reduce(_full_block, v, float(b0), self.loss, self.B, self.u, self.H)
         n = self.A_obj.n_rows
         f, g, rsum = float(out[0][0]) / n, out[1], float(out[2][0])
         grad = self._finish_grad(g, rsum, n)
@@ -481,6 +561,33 @@ feature_center
             return self._finish_grad(G @ y, float(gsum @ y), n)
 
         return f, grad, c, jac_t
+
+    def second_order_available(self) -> bool:
+        """Whether :meth:`second_order_evaluation` knows the loss's second derivative."""
+        return type(self.loss) in (Logistic, SigmoidLoss, TruncatedLogistic)
+
+    def second_order_evaluation(self, x):
+        """``(f0, grad, c, J, H_f, H_c)`` over all rows in one pass: :meth:`full_evaluation`'s
+        values, the Jacobian ``J`` (``m x p``), the objective's Hessian (``p x p``) and each
+        constraint's (``m x p x p``), for the finish's Newton steps (one compute each)."""
+        v, b0 = self._effective(x)
+        out = self.A_obj.reduce(_second_block, v, float(b0), self.loss, self.B, self.u, self.H)
+        *sums, grams = out
+        self._last_sums = (self._evaluation_key(x), tuple(sums))
+        f, grad, c, jac_t = self._from_sums(x, sums)
+        n, p, d = self.A_obj.n_rows, self.n_params, self.n_features
+        # The scores are affine in x: z = [a, 1] @ M x + const, with M^T's columns the
+        # gradients of the score's unit sums (``_finish_grad`` is linear in them).
+        eye = np.eye(d + 1)
+        Mt = np.column_stack([self._finish_grad(e[:d], e[d], 1) for e in eye])
+        Hs = np.einsum("pi,kij,qj->kpq", Mt, grams, Mt) / n
+        m = self.n_constraints
+        J = np.vstack([jac_t(e) for e in np.eye(m)]) if m else np.zeros((0, p))
+        return f, grad, c, J, Hs[0], Hs[1:]
+
+    def describe_computes(self) -> str:
+        """`` computes=N``: the graphs this problem's rows have sent (``verbose`` lines)."""
+        return f" computes={self.A_obj.n_computes}"
 
     def full_evaluation_cost(self) -> int:
         return self.A_obj.n_rows
@@ -557,6 +664,11 @@ feature_center
         ``_column_moments`` (see there), each pass one reduction."""
         rows = self.A_obj
         absmax, mean = rows.reduce(_moments_first, total)
+        bad = np.flatnonzero(~np.isfinite(absmax))
+        if len(bad):
+            # Checked in the first pass over X, before any solve (a NaN would otherwise end
+            # the fit in a LinAlgError of the set-up's Gram matrices).
+            raise ValueError(f"Input X contains NaN or infinity (columns {bad[:10].tolist()}).")
         check_not_subnormal(absmax)
         unit = np.where(absmax > 0, absmax, 1.0)
         mean = mean / unit

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..estimators import FairLogisticClassifier, NeymanPearsonClassifier
-from ..estimators.fair import encode_groups
+from ..estimators._rows import align_rows
+from ..estimators.fair import _columns_of_x, encode_groups
 from . import _render
+from ._rates import plain_key
 from ._records import Records, fit_record
 
 __all__ = ["BoundReport"]
@@ -53,7 +57,11 @@ class BoundReport:
     fit : dict
         What the fit itself established: the bound on its training rows (``bound_met``),
         the certificate of a calibrated fit (``certificate``), the Neyman-Pearson
-        ``threshold`` and umbrella ``delta`` / ``violation_bound``.
+        ``threshold`` and umbrella ``delta`` / ``violation_bound``; and what traces it: the
+        classifier's ``params`` (``get_params(deep=False)``, JSON-ready: other objects as
+        their ``repr``), the ``package_version`` that made the report, the rows it was
+        fitted on (``n_samples_fit``, its ``n_samples_fit_``) and when (``fitted_at``, its
+        ``fitted_at_``, UTC).
     notes : list of str
         Caveats of these rows (groups absent, undefined ratios).
 
@@ -134,8 +142,10 @@ class BoundReport:
             Any rows: the training rows, a test set, ``X[clf.calibration_indices_]``.
         y : array-like of shape (n_samples,)
             True labels, in the estimator's ``classes_``.
-        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_columns)
-            The group of each row, as given to ``fit``. Required for the fairness
+        sensitive_features : array-like of shape (n_samples,) or (n_samples, n_columns), \
+                str or list of str
+            The group of each row, as given to ``fit``: labels, or a column name of a
+            DataFrame ``X`` (a list of them for intersections). Required for the fairness
             classifier; for Neyman-Pearson it adds the rates per group.
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the rates (see :mod:`sklearn_ialm.report` for the intervals).
@@ -147,13 +157,20 @@ class BoundReport:
         confidence : float in (0, 1), default=0.95
             Two-sided level of the exact intervals.
 
+        Pandas inputs are paired with the rows of ``X`` by their index when ``X`` is a
+        DataFrame, as in ``fit`` (put in the order of ``X``'s index, or refused when they
+        hold other labels); when ``X`` has no index, rows are paired by position, with a
+        warning for a pandas input whose index is not in increasing order.
+
         Returns
         -------
         BoundReport
         """
-        if not 0.0 < float(confidence) < 1.0:
-            raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
-        confidence = float(confidence)
+        confidence = _check_confidence(confidence)
+        sensitive_features, _ = _columns_of_x(X, sensitive_features)
+        y, sensitive_features, sample_weight = align_rows(
+            X, y=y, sensitive_features=sensitive_features, sample_weight=sample_weight
+        )
         clf, X_last = _final_step(estimator, X)
         is_fair = _check_classifier(clf, sensitive_features)
         y01, pred, base_pred, weights = _labels_and_predictions(
@@ -219,9 +236,24 @@ class BoundReport:
         Returns
         -------
         str
-            A line naming the bound, the bounds table and the per-group rates table.
+            A line naming the bound, the bounds table, the per-group rates table, the
+            overall rates (accuracy, selection rate, false-positive and false-negative
+            rates) and the sentences of the text view.
         """
         return _render.to_markdown(self)
+
+    def to_html(self) -> str:
+        """The report as a self-contained HTML page (inline style, no script, no link).
+
+        The tables of the notebook view, the sentences, and the estimator's parameters;
+        every value is escaped. Write it to a file to share the report with a reviewer.
+
+        Returns
+        -------
+        str
+            A complete HTML5 document.
+        """
+        return _render.to_html(self, document=True)
 
     def __str__(self) -> str:
         return _render.to_text(self)
@@ -286,5 +318,38 @@ def _labels_and_predictions(clf, X, y, sample_weight, baseline, X_raw):
             raise ValueError(f"sample_weight must hold {n} finite weights >= 0.")
     base_pred = None
     if baseline is not None:
-        base_pred = column_or_1d(baseline.predict(X_raw)) == positive
+        base_pred = _baseline_predictions(clf, baseline, X_raw) == positive
     return y01, pred, base_pred, weights
+
+
+def _check_confidence(confidence) -> float:
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, Real)
+        or not 0.0 < float(confidence) < 1.0
+    ):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
+    return float(confidence)
+
+
+def _baseline_predictions(clf, baseline, X):
+    """The baseline's predictions, in the estimator's labels; a ValueError for a baseline
+    fitted on other labels, whose predictions would never equal the positive class (and
+    would be reported as a selection rate of 0)."""
+    ours = {plain_key(c) for c in clf.classes_}
+    theirs = getattr(baseline, "classes_", None)
+    if theirs is not None and {plain_key(c) for c in np.asarray(theirs)} != ours:
+        raise ValueError(
+            f"baseline has classes_ {[plain_key(c) for c in theirs]}, not the estimator's "
+            f"{[plain_key(c) for c in clf.classes_]}: its predictions cannot be compared "
+            "with y. Fit the baseline on the same labels as the estimator."
+        )
+    pred = column_or_1d(baseline.predict(X))
+    unknown = {plain_key(v) for v in np.unique(pred)} - ours
+    if unknown:
+        raise ValueError(
+            f"baseline predicts labels {sorted(map(repr, unknown))} that are not the "
+            f"estimator's classes_ {[plain_key(c) for c in clf.classes_]}: fit the baseline "
+            "on the same labels as the estimator."
+        )
+    return pred

@@ -225,9 +225,34 @@ class Records:
         return out
 
 
+def json_param(value):
+    """An estimator parameter as JSON-ready Python: numbers, strings, booleans, None, lists
+    and dicts as they are (numpy scalars and arrays as Python), anything else as its repr
+    (a ``RandomState``, an estimator)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [json_param(v) for v in value]
+    if isinstance(value, dict):
+        return {str(json_param(k)): json_param(v) for k, v in value.items()}
+    return repr(value)
+
+
 def fit_record(clf, is_fair):
-    """What the fit established, from its public fitted attributes."""
-    fit = {"bound_met": bool(clf.bound_met_) if hasattr(clf, "bound_met_") else None}
+    """What the fit established, from its public fitted attributes, and what a reviewer
+    needs to trace it: the parameters, the package version, the training rows' count and
+    when it was fitted (None for a model pickled before they were recorded)."""
+    from .._version import __version__
+
+    fit = {
+        "bound_met": bool(clf.bound_met_) if hasattr(clf, "bound_met_") else None,
+        "params": {k: json_param(v) for k, v in clf.get_params(deep=False).items()},
+        "package_version": __version__,
+        "n_samples_fit": getattr(clf, "n_samples_fit_", None),
+        "fitted_at": getattr(clf, "fitted_at_", None),
+    }
     if is_fair and hasattr(clf, "certificate_"):
         cert = clf.certificate_
         fit["certificate"] = {

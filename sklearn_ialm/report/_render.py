@@ -117,6 +117,11 @@ def fit_lines(report) -> list[str]:
     fit = report.fit
     if fit.get("bound_met") is not None:
         lines.append(f"The fit met its bound on its training rows: {fmt(fit['bound_met'])}.")
+    if fit.get("fitted_at") is not None:
+        lines.append(
+            f"Fitted at {fit['fitted_at']} on {fit['n_samples_fit']} rows; report by "
+            f"sklearn-ialm {fit['package_version']}."
+        )
     cert = fit.get("certificate")
     if cert is not None:
         cmp = "<=" if cert["form"] == "difference" else ">="
@@ -180,8 +185,9 @@ def to_text(report) -> str:
     return "\n".join(parts + [""] + tail)
 
 
-def to_html(report) -> str:
-    """The report as HTML, for notebooks."""
+def to_html(report, document: bool = False) -> str:
+    """The report as HTML: a fragment for notebooks, or (``document``) a self-contained
+    page with the estimator's parameters too."""
 
     def table(header, rows, caption):
         head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
@@ -226,9 +232,23 @@ def to_html(report) -> str:
         f"<p>{html.escape(line)}</p>"
         for line in fit_lines(report) + report.notes + [caveat(report)]
     )
-    return (
+    params = ""
+    if document and report.fit.get("params"):
+        params = table(
+            ["parameter", "value"],
+            [[k, repr(v)] for k, v in report.fit["params"].items()],
+            f"Parameters of {report.estimator_name}",
+        )
+    body = (
         f'<div class="ialm-report">{style}<p><b>{html.escape(title(report))}</b></p>'
-        f"{bounds}{rates}{summary}{paragraphs}</div>"
+        f"{bounds}{rates}{summary}{paragraphs}{params}</div>"
+    )
+    if not document:
+        return body
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(title(report))}</title>\n</head>\n<body>\n{body}\n</body>\n"
+        "</html>\n"
     )
 
 
@@ -238,7 +258,8 @@ def to_markdown(report) -> str:
     Returns
     -------
     str
-        A line naming the bound, the bounds table and the per-group rates table.
+        A line naming the bound, the bounds table, the per-group rates table, the overall
+        rates and the sentences of the text view.
     """
 
     def table(header, rows):
@@ -264,7 +285,9 @@ def to_markdown(report) -> str:
         "",
         table(rates_header, rate_rows),
         "",
-        " ".join(fit_lines(report) + [caveat(report)]),
+        table(summary_header(report), [summary_cells(report, s) for s in report.summary]),
+        "",
+        " ".join(fit_lines(report) + report.notes + [caveat(report)]),
     ]
     return "\n".join(parts) + "\n"
 

@@ -21,7 +21,12 @@ the inner solve beside ``x``. ``h`` must be smooth (:class:`~.prox.Ridge`, :clas
 or a :class:`~.prox.Box` (its bounds go to L-BFGS-B).
 
 Every inner evaluation reads every row once (``problem.full_evaluation``): on a Dask
-cluster one compute.
+cluster one compute. A problem that also offers ``second_order_evaluation(x)`` (the
+objective's and each constraint's Hessian in the same read: the Dask problem) is solved by
+Newton's method instead of L-BFGS-B when ``h`` is smooth: each iteration is one read of the
+rows, and the augmented Lagrangian's Hessian (``d x d``) makes the inner solves converge in
+a few iterations where L-BFGS-B needs tens of evaluations, each a compute on a cluster
+(on ``10**6 x 20`` rows, a fairness finish took 28 evaluations by L-BFGS-B).
 """
 
 from __future__ import annotations
@@ -113,6 +118,32 @@ class _OutOfBudget(Exception):
     """The budget of evaluations is spent (L-BFGS-B's own ``maxfun`` may overrun it)."""
 
 
+def _newton_applies(problem) -> bool:
+    """Whether the inner solves use Newton's method (see the module docstring)."""
+    second = getattr(problem, "second_order_evaluation", None)
+    available = getattr(problem, "second_order_available", lambda: second is not None)
+    return second is not None and available() and type(problem.h) in (NoProx, Ridge)
+
+
+#: Armijo's sufficient decrease of a Newton step.
+_ARMIJO = 1e-4
+#: The shortest step of a Newton line search before the inner solve gives up.
+_MIN_STEP = 1e-8
+#: A Newton step that shrinks the gradient less than this refreshes the data curvature.
+_NEWTON_CONTRACTION = 0.25
+#: Most Newton iterations of one inner solve.
+_NEWTON_MAX_ITER = 50
+
+
+def _newton_step(H, g):
+    """``-H^-1 g`` with ``H``'s eigenvalues taken in absolute value and floored (a descent
+    direction where a nonconvex loss leaves ``H`` indefinite, or the levels singular)."""
+    lam, V = np.linalg.eigh(0.5 * (H + H.T))
+    lam = np.abs(lam)
+    lam = np.maximum(lam, max(1e-10 * float(lam.max(initial=0.0)), 1e-12))
+    return -V @ ((V.T @ g) / lam)
+
+
 class _AugmentedLagrangian:
     """The augmented Lagrangian in ``(x, tau)`` at fixed ``(y, beta)``, on all rows, with
     the evaluation of the best point of the current solve kept (``best``)."""
@@ -123,6 +154,8 @@ class _AugmentedLagrangian:
         self.h_value, self.h_grad, self.bounds = _h_parts(problem.h, self.p)
         self.n_evaluations, self.max_evaluations = 0, max_evaluations
         self.best = None
+        self._second = None  # (v's bytes, the problem's evaluation at v)
+        self._curvature = None  # the data terms of the Hessian (see second_order)
 
     def split(self, v):
         return v[: self.p], v[self.p :]
@@ -150,6 +183,91 @@ class _AugmentedLagrangian:
         if self.best is None or value <= self.best[0]:
             self.best = (value, v.copy(), c, w, g)
         return value, g
+
+    def second_order(self, v, y, beta, curvature=False):
+        """``(value, gradient, Hessian, c, w)`` of the augmented Lagrangian at ``v``: one
+        evaluation of the problem per distinct ``v`` (a new ``(y, beta)`` at the same point,
+        as at the start of an outer iteration, reads no row).
+
+        The Hessian's data terms (the objective's and the constraints' second derivatives)
+        are those of the last evaluation made with ``curvature`` (or the first): a pass
+        with them costs several of a pass without (``d + 1`` Gram sums per function), and
+        they change little over a finish. Its other terms (``h``'s, the multipliers' weights
+        and the penalty's ``beta J^T J`` over the active constraints) are the point's own.
+        """
+        x, tau = self.split(v)
+        key = v.tobytes()
+        if self._second is None or self._second[0] != key:
+            if self.n_evaluations >= self.max_evaluations:
+                raise _OutOfBudget
+            if curvature or self._curvature is None:
+                f0, grad, c0, J, Hf, Hc = self.problem.second_order_evaluation(x)
+                self._curvature = (Hf, Hc)
+            else:
+                f0, grad, c0, jac_t = self.problem.full_evaluation(x)
+                J = np.array([jac_t(e) for e in np.eye(len(np.atleast_1d(c0)))])
+            self._second = (key, (f0, grad, c0, J))
+            self.n_evaluations += 1
+        f0, grad, c0, J = self._second[1]
+        Hf, Hc = self._curvature
+        c = np.asarray(c0, dtype=float) + self.shift(tau)
+        w = y + beta * c
+        w[self.ineq] = np.maximum(w[self.ineq], 0.0)
+        value = float(f0) + self.h_value(x) + float(w @ w - y @ y) / (2.0 * beta)
+        q = len(v) - self.p
+        Jx = np.asarray(J, dtype=float).reshape(len(c), self.p)
+        Jv = Jx if self.levels is None else np.hstack([Jx, self.levels])
+        g = np.concatenate([np.asarray(grad, dtype=float) + self.h_grad(x), np.zeros(q)])
+        g = g + Jv.T @ w
+        H = np.zeros((len(v), len(v)))
+        # h is NoProx or Ridge: its gradient is linear, its Hessian the diagonal of ones'.
+        H[: self.p, : self.p] = Hf + np.diag(self.h_grad(np.ones(self.p)))
+        if len(w):
+            # The constraints' curvature weighted by the multipliers of the solve, not by
+            # w: far from the constraint surface w (y + beta c) is many times the
+            # multiplier it tends to, and its curvature term made steps that the line
+            # search cut to a few thousandths (the steering's re-solves at beta = 1000).
+            H[: self.p, : self.p] += np.tensordot(np.minimum(w, np.abs(y)), Hc, axes=1)
+            active = ~self.ineq | (w > 0)
+            H += beta * Jv[active].T @ Jv[active]
+        return value, g, H, c, w
+
+    def newton(self, v, y, beta, tol):
+        """The inner solve by Newton's method with Armijo steps, to ``||gradient|| <= tol``;
+        ``best`` holds its last point (each accepted step lowers the value).
+
+        The data curvature is refreshed (a pass with the Hessians) at the next point when
+        the last step shrank the gradient less than fourfold or needed a shorter step.
+        """
+        value, g, H, c, w = self.second_order(v, y, beta)
+        self.best = (value, v.copy(), c, w, g)
+        fresh = False
+        for _ in range(_NEWTON_MAX_ITER):
+            if np.linalg.norm(g) <= tol:
+                return
+            step = _newton_step(H, g)
+            slope, t = float(g @ step), 1.0
+            while True:
+                trial = v + t * step
+                out = self.second_order(trial, y, beta, curvature=fresh)
+                # Near the optimum the decrease is at the value's rounding: a step that
+                # also shrinks the gradient is taken there.
+                rounding = 1e-13 * max(1.0, abs(value))
+                if out[0] <= value + _ARMIJO * t * slope or (
+                    out[0] <= value + rounding and np.linalg.norm(out[1]) < np.linalg.norm(g)
+                ):
+                    break
+                # The minimum of the quadratic through the value, the slope and the trial's
+                # value (each trial is a read of all rows), kept within [t / 10, t / 2].
+                curve = out[0] - value - slope * t
+                t_min = -slope * t * t / (2.0 * curve) if curve > 0 else 0.5 * t
+                t, fresh = min(max(t_min, 0.1 * t), 0.5 * t), True
+                if t < _MIN_STEP:
+                    return
+            fresh = fresh or np.linalg.norm(out[1]) > _NEWTON_CONTRACTION * np.linalg.norm(g)
+            v = trial
+            value, g, H, c, w = out
+            self.best = (value, v.copy(), c, w, g)
 
 
 def _primal(c, y, beta, ineq):
@@ -199,6 +317,7 @@ def alm_finish(
     ineq = np.asarray(problem.inequality, dtype=bool) if m else np.zeros(0, bool)
     levels = getattr(problem, "levels", None)
     al = _AugmentedLagrangian(problem, levels, ineq, max_evaluations)
+    newton = _newton_applies(problem)
     y = np.array(y0, dtype=float).reshape(m)
     y[ineq] = np.maximum(y[ineq], 0.0)
     beta = float(beta0)
@@ -223,11 +342,14 @@ def alm_finish(
         inner_tol = max(dual_tol, min(_FIRST_INNER_TOL, _INNER_SHARE * pres)) if m else dual_tol
         al.best = None
         try:
-            minimize(
-                al.evaluate, v, args=(y, beta), jac=True, method="L-BFGS-B", bounds=bounds,
-                options=dict(maxfun=10**9, maxiter=10**9, gtol=inner_tol / np.sqrt(len(v)),
-                             ftol=1e-15, maxcor=20),
-            )  # fmt: skip
+            if newton:
+                al.newton(v, y, beta, inner_tol)
+            else:
+                minimize(
+                    al.evaluate, v, args=(y, beta), jac=True, method="L-BFGS-B", bounds=bounds,
+                    options=dict(maxfun=10**9, maxiter=10**9, gtol=inner_tol / np.sqrt(len(v)),
+                                 ftol=1e-15, maxcor=20),
+                )  # fmt: skip
             spent = False
         except _OutOfBudget:
             spent = True
@@ -242,9 +364,11 @@ def alm_finish(
         for key, value in zip(record, (pres_new, dres, beta, al.n_evaluations), strict=True):
             record[key].append(value)
         if verbose:
+            computes = getattr(problem, "describe_computes", lambda: "")()
             print(
                 f"[finish] k={k} beta={beta:.3g} pres={pres_new:.2e} dres={dres:.2e} "
-                f"evaluations={al.n_evaluations}"
+                f"evaluations={al.n_evaluations}{computes}",
+                flush=True,
             )
         if pres_new <= tol and dres <= dual_tol:
             pres, converged = pres_new, True

@@ -305,8 +305,23 @@ def stoc_ialm(
         multiplier_samples=multiplier_samples, theory_constants=theory_constants,
     )  # fmt: skip
     rng = _generator(random_state)
-    parts, y = _set_up(problem, run, rng, x0=x0, y0=y0, slack0=slack0, verbose=verbose)
-    if run.finish and not (problem.n_constraints and run.knobs.search and not run.full_batch):
+    search = problem.n_constraints and run.knobs.search and not run.full_batch
+    if run.finish and search and hasattr(problem, "search_sample"):
+        args = dict(
+            x0=x0, tol=tol, dual_tol=dual_tol, preset=preset, beta0=beta0, sigma=sigma,
+            gamma=gamma, batch_size=batch_size, max_passes=max_passes,
+            max_oracle_calls=max_oracle_calls, max_outer_iter=max_outer_iter,
+            multiplier_samples=multiplier_samples, theory_constants=theory_constants,
+            y0=y0, slack0=slack0, verbose=verbose, **knobs,
+        )  # fmt: skip
+        return _search_on_sample(problem, rng, args)
+    # A finish without search reads no minibatch: on far rows (a Dask cluster) its first
+    # momentum estimate would be a read of every partition for nothing.
+    far_finish = run.finish and not search and hasattr(problem, "search_sample")
+    parts, y = _set_up(
+        problem, run, rng, x0=x0, y0=y0, slack0=slack0, verbose=verbose, momentum=not far_finish
+    )
+    if run.finish and not search:
         # No multipliers to find (none, or the caller's y0 are a finished solve's), or
         # minibatches of every row (a deterministic method, whose quasi-Newton form the
         # finish is): the deterministic finish is the whole solve.
@@ -318,6 +333,58 @@ def stoc_ialm(
     else:
         _last_test(parts, state)
     return _result(parts, run, state)
+
+
+def _search_on_sample(problem, rng, args) -> IALMResult:
+    """The run on a problem whose rows are far (a Dask cluster, ``problem.search_sample``):
+    the stochastic phase and its finish on a sample of the rows brought here once, then the
+    finish on all rows from the sample's point and multipliers.
+
+    The multipliers are what the stochastic phase finds; on the cluster each of its stop
+    tests and blocks of minibatches would be a read of every partition. The result's counts
+    are the two runs' together, the sample's in passes over all rows.
+    """
+    sample = problem.search_sample(rng)
+    share = sample.n_samples / problem.n_samples
+    if args["verbose"]:
+        print(
+            f"[stoc_ialm] the stochastic phase on a sample of {sample.n_objective_samples} "
+            f"rows ({share:.3g} of them) brought to the client, then the finish on all rows",
+            flush=True,
+        )
+    first = stoc_ialm(sample, random_state=rng, **args)
+    finished = first.finish_history
+    beta0 = args["beta0"]
+    if finished is not None and len(finished["beta"]):
+        beta0 = float(finished["beta"][-1])
+    then = stoc_ialm(
+        problem, random_state=rng, **dict(
+            args, x0=first.x, y0=first.multipliers, slack0=first.slack, search=False,
+            beta0=beta0, max_passes=max(args["max_passes"] - share * first.n_data_passes, 0.0),
+        ),
+    )  # fmt: skip
+    # Passes are over all rows; oracle calls, draws and iterations are counted as they are.
+    scaled = ("data_passes", "check_passes", "paper_passes")
+    totals = first.count_totals()
+    history = {}
+    for key, value in first.history.items():
+        value = np.asarray(value, dtype=float)
+        later = np.asarray(then.history[key], dtype=float)
+        if key in totals:
+            factor = share if key in scaled else 1.0
+            value, later = value * factor, later + factor * totals[key]
+        history[key] = np.concatenate([value, later])
+    then.history = history
+    then.n_iter += first.n_iter
+    then.n_outer_iter += first.n_outer_iter
+    for name in (
+        "n_data_passes", "n_setup_passes", "n_check_passes", "n_passes_without_checks",
+        "n_paper_passes",
+    ):  # fmt: skip
+        setattr(then, name, getattr(then, name) + share * getattr(first, name))
+    then.n_oracle_calls += first.n_oracle_calls
+    then.n_draws = tuple(a + b for a, b in zip(then.n_draws, first.n_draws, strict=True))
+    return then
 
 
 @dataclass
@@ -488,9 +555,9 @@ def _smoothness(problem, from_paper, x, rng, counter):
     return tuple(estimate_smoothness(problem, x, rng, counter=counter)), "estimated"
 
 
-def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose):
+def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose, momentum=True):
     """The pieces of a run (its inner solver started at ``x0, slack0``, with its first
-    momentum estimate) and the starting multipliers."""
+    momentum estimate unless not ``momentum``) and the starting multipliers."""
     levels = getattr(problem, "levels", None)
     if levels is not None:
         # The free levels move the constraint offsets: on a copy of the problem, so that the
@@ -538,7 +605,10 @@ def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose):
             est, rng, counter, test, run.knobs, smoothness=smoothness,
             batch_size=run.batch_size,
         )  # fmt: skip
-    inner.start(z, y, float(run.beta0))
+    if momentum:
+        inner.start(z, y, float(run.beta0))
+    else:
+        inner.z = z
     return _Parts(
         problem, est, rng, counter, test, inner, history, progress, smoothness, source
     ), y

@@ -1,0 +1,113 @@
+"""Dask input is checked as memory input is, from one lazy pass over the labels, groups and
+weights (or the first pass over X), before any solve (issue 34)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+
+from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+
+
+@pytest.fixture(autouse=True)
+def _synchronous():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def _data(n=2000, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    groups = (X[:, 1] > 0).astype(float)
+    return X, y, groups
+
+
+def _fair():
+    return FairLogisticClassifier(constraint="demographic_parity", bound=0.05, random_state=0)
+
+
+def _both_refuse(X, y, groups, match, **kwargs):
+    """The in-memory fit and the dask fit refuse the input with the same message."""
+    with pytest.raises(ValueError, match=match):
+        _fair().fit(X, y, sensitive_features=groups, **kwargs)
+    chunks = len(y) // 4
+    dask_kwargs = {k: da.from_array(v, chunks=chunks) for k, v in kwargs.items()}
+    with pytest.raises(ValueError, match=match):
+        _fair().fit(
+            da.from_array(X, chunks=(chunks, -1)),
+            da.from_array(y, chunks=chunks),
+            sensitive_features=da.from_array(groups, chunks=chunks),
+            **dask_kwargs,
+        )
+
+
+def test_continuous_groups_are_refused_on_dask_as_in_memory():
+    X, y, _ = _data()
+    _both_refuse(X, y, np.round(X[:, 2], 6), "sensitive_features has .* distinct values")
+
+
+def test_a_group_of_two_rows_is_refused_on_dask_as_in_memory():
+    X, y, groups = _data()
+    groups[:2] = 7.0
+    _both_refuse(X, y, groups, "sensitive_features: 1 group")
+
+
+def test_nan_groups_are_refused_on_dask_as_in_memory():
+    X, y, groups = _data()
+    groups[5] = np.nan
+    _both_refuse(X, y, groups, "sensitive_features contains NaN")
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_nan_or_inf_in_X_is_refused_on_dask_naming_X(value):
+    X, y, groups = _data()
+    X[17, 2] = value
+    with pytest.raises(ValueError, match=r"X contains NaN or infinity \(columns \[2\]\)"):
+        NeymanPearsonClassifier(max_fpr=0.1).fit(
+            da.from_array(X, chunks=(500, -1)), da.from_array(y, chunks=500)
+        )
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_nan_or_inf_weights_are_refused_on_dask_naming_sample_weight(value):
+    X, y, groups = _data()
+    w = np.ones(len(y))
+    w[3] = value
+    with pytest.raises(ValueError, match="sample_weight contains NaN or infinity"):
+        _fair().fit(
+            da.from_array(X, chunks=(500, -1)),
+            da.from_array(y, chunks=500),
+            sensitive_features=da.from_array(groups, chunks=500),
+            sample_weight=da.from_array(w, chunks=500),
+        )
+
+
+def test_y_one_row_short_is_refused_naming_y():
+    X, y, _ = _data()
+    with pytest.raises(ValueError, match=r"y must have shape \(2000,\)"):
+        NeymanPearsonClassifier(max_fpr=0.1).fit(
+            da.from_array(X, chunks=(500, -1)), da.from_array(y[:-1], chunks=500)
+        )
+
+
+def test_partitions_of_one_row_are_joined_and_the_fit_is_the_one_on_joined_rows():
+    """300 partitions of one row: the fit rechunks them (verbose says so) and its model is
+    the fit's on the same rows in one partition."""
+    X, y, _ = _data(300)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        tiny = NeymanPearsonClassifier(max_fpr=0.2, random_state=0, verbose=1).fit(
+            da.from_array(X, chunks=(1, -1)), da.from_array(y, chunks=1)
+        )
+    assert "300 partitions hold 1 rows each: rechunked" in out.getvalue()
+    one = NeymanPearsonClassifier(max_fpr=0.2, random_state=0).fit(
+        da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300)
+    )
+    np.testing.assert_array_equal(tiny.coef_, one.coef_)
