@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 from numpy.typing import ArrayLike
-from scipy.special import expit, log_expit
+from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -32,6 +32,7 @@ from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..solver.ialm import clip_batch_size
 from ._hard_rates import fit_hard_rates
+from ._multiclass import fit_multiclass, is_multiclass, refuse_dask
 from ._scaling import _standardised
 from ._solve import (
     _MIN_DECREASE,
@@ -249,8 +250,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
+            more = " (more than two classes: in memory only, not on Dask)" * (
+                y_type == "multiclass"
+            )
             raise ValueError(
-                f"Only binary classification is supported. The type of the target is {y_type}."
+                f"Only binary classification is supported here{more}. The type of the target "
+                f"is {y_type}."
             )
         classes, y01 = unique_codes(np.asarray(y))
         if len(classes) < 2:
@@ -348,6 +353,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             from ._dask import fit_dask
 
             return fit_dask(self, X, y, sample_weight, fit_params)
+        if is_multiclass(y):
+            return fit_multiclass(self, X, y, sample_weight, fit_params)
         X, y01, sw, classes, fit_params = self._validated(X, y, sample_weight, fit_params)
         problem, context = self._build_problem(X, y01, sw, fit_params)
         problem = _standardised(problem, X, sw, self.C)
@@ -838,6 +845,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     # -- prediction ------------------------------------------------------------------------------
     def _score(self, X):
+        if self.coef_.shape[0] > 1:  # K > 2 classes: one column of scores per class
+            return (
+                np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True)) + self.intercept_
+            )
         return np.asarray(safe_sparse_dot(X, self.coef_[0])).ravel() + self.intercept_[0]
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
@@ -854,6 +865,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if is_dask_collection(X):
+            if self.coef_.shape[0] > 1:
+                raise refuse_dask("Predicting")
             from ._dask import blockwise_scores
 
             return blockwise_scores(self, X)
@@ -885,6 +898,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             that the constraints were written with.
         """
         s = self.decision_function(X)
+        if np.ndim(s) == 2:  # K > 2 classes: the softmax of the scores
+            return softmax(s, axis=1)
         return _two_columns(expit(-s), expit(s))
 
     def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
@@ -899,6 +914,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, 2)
         """
         s = self.decision_function(X)
+        if np.ndim(s) == 2:
+            return log_softmax(s, axis=1)
         return _two_columns(log_expit(-s), log_expit(s))
 
     def predict(self, X: MatrixLike) -> np.ndarray:
@@ -912,7 +929,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        positive = self.decision_function(X) > 0
+        scores = self.decision_function(X)
+        if np.ndim(scores) == 2:  # K > 2 classes: the arg-max (offsets are in intercept_)
+            return self.classes_[np.argmax(scores, axis=1)]
+        positive = scores > 0
         if is_dask_collection(positive):
             classes = self.classes_
             return positive.map_blocks(lambda p: classes[p.astype(int)], dtype=classes.dtype)
@@ -920,7 +940,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         tags.input_tags.sparse = True
         return tags
 

@@ -1,0 +1,559 @@
+"""Fits on more than two classes: the multinomial model under per-class rate bounds.
+
+Both estimators pose a :class:`~sklearn_ialm.problems.multinomial.MultinomialProblem` when
+``y`` has ``K > 2`` classes:
+
+* :class:`~sklearn_ialm.FairLogisticClassifier`: every parity kind one-vs-rest, per class
+  ``c``: the gap between two groups in the rate of predicting ``c`` (among all their rows for
+  demographic parity, among their rows of label ``c`` for the true-positive rate, of another
+  label for the false-positive rate, both for equalized odds) is at most ``bound``; for the
+  error rate, the gap in the share of rows not predicted their label.
+* :class:`~sklearn_ialm.NeymanPearsonClassifier` with ``max_class_error``: the share of the
+  rows of class ``k`` predicted as another class is at most ``alpha_k`` (Tian and Feng's
+  multi-class Neyman-Pearson classification), the cross-entropy minimised.
+
+The solver bounds soft rates (softmax probabilities); ``predict`` is the arg-max. The
+steering to the bound on predictions:
+
+* Neyman-Pearson: per-class score offsets (added to ``intercept_``): raising class ``k``'s
+  score lowers its error and raises the others'; each bounded class's offset is set, in
+  turn, to the least value that meets its bound given the others, until all hold. Each is
+  exact on the training rows (a weighted quantile of margins) and no data pass is spent.
+* Fairness: offsets shared by all groups cannot close a gap between groups, so the soft
+  bounds are tightened by the hard violation and the problem solved again from the last
+  solution (at most :data:`_MAX_ROUNDS` solves); if none meets the bound, the model is moved
+  along the segment towards the constant model (every row predicted the majority class,
+  which meets every parity bound) until it does, and the fit says so.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import log_softmax
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from ..problems._numeric import BOUND_EPS
+from ..problems.fairness import unique_codes
+from ..problems.multinomial import MultinomialProblem, Rate, cell_codes
+from ..solver.ialm import clip_batch_size
+from ._scaling import _feature_scaling
+from ._solve import (
+    _MIN_DECREASE,
+    _initial_dual_residual,
+    _joined_history,
+    _select,
+    _solve,
+    spawn_seeds,
+)
+
+__all__ = ["binary_max_fpr", "fit_multiclass", "is_multiclass", "refuse_dask"]
+
+#: The most solves of a fairness fit's steering (the first included).
+_MAX_ROUNDS = 6
+
+#: The parity kinds that have a one-vs-rest form, and the label sets of their rates.
+_KINDS = {
+    "demographic_parity": ("all",),
+    "true_positive_rate_parity": ("own",),
+    "false_positive_rate_parity": ("other",),
+    "equalized_odds": ("own", "other"),
+    "error_rate_parity": ("error",),
+}
+
+_NOT_YET = "is not available for more than two classes yet"
+
+
+def is_multiclass(y) -> bool:
+    """Whether ``y`` (not a dask collection) holds more than two classes."""
+    try:
+        return type_of_target(y, input_name="y") == "multiclass"
+    except ValueError:
+        return False  # the binary path's validation names the problem
+
+
+def refuse_dask(what: str):
+    """The error of a multi-class model or fit on dask input."""
+    return NotImplementedError(
+        f"{what} on dask input is not available for more than two classes yet; compute the "
+        "array (or a part of it) into memory first."
+    )
+
+
+def _class_codes(y):
+    check_classification_targets(y)
+    classes, codes = unique_codes(np.asarray(y))
+    return classes, codes.astype(np.intp)
+
+
+def _label(value):
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _class_bounds(est, classes):
+    """``{class code: alpha}`` of ``max_class_error`` (validated against ``classes``)."""
+    spec = est.max_class_error
+    if not isinstance(spec, dict) or not spec:
+        raise ValueError(
+            "max_class_error must be a non-empty dict {class label: alpha} with alpha in "
+            f"(0, 1), got {spec!r}."
+        )
+    listed = classes.tolist()
+    out = {}
+    for label, alpha in spec.items():
+        hits = [i for i, c in enumerate(listed) if c == label]
+        if len(hits) != 1:
+            raise ValueError(
+                f"max_class_error: {label!r} is not one of the classes of y: "
+                f"{[_label(c) for c in classes]}."
+            )
+        ok = isinstance(alpha, Real) and not isinstance(alpha, bool) and 0 < alpha < 1
+        if not ok:
+            raise ValueError(
+                f"max_class_error[{label!r}] must be a number in (0, 1), got {alpha!r}."
+            )
+        out[hits[0]] = float(alpha)
+    return out
+
+
+def binary_max_fpr(est, y) -> float:
+    """The ``max_fpr`` of a two-class fit given ``max_class_error={negative: alpha}``."""
+    if est.max_fpr != 0.2:
+        raise ValueError(
+            f"Set either max_fpr or max_class_error, not both (got max_fpr={est.max_fpr!r} and "
+            f"max_class_error={est.max_class_error!r}); max_class_error={{negative: alpha}} "
+            "is max_fpr=alpha."
+        )
+    classes = np.unique(np.asarray(y))
+    if est.pos_label is not None:
+        classes = np.array([c for c in classes if c != est.pos_label] + [est.pos_label])
+    bounds = _class_bounds(est, classes)
+    if list(bounds) != [0]:
+        raise ValueError(
+            "With two classes, max_class_error bounds the error of the negative class "
+            f"({_label(classes[0])}, its false-positive rate) only, got "
+            f"{est.max_class_error!r}: the binary model keeps max_fpr's form."
+        )
+    return bounds[0]
+
+
+# -- the constraints ----------------------------------------------------------------------
+def _fair_constraints(est, y, groups, n_groups, protected, K, bound):
+    """``(constraints, names)`` of a parity kind, one-vs-rest for every class."""
+    if est.constraint not in _KINDS:
+        raise ValueError(
+            f"constraint={est.constraint!r} {_NOT_YET}; the parity kinds are: {list(_KINDS)}."
+        )
+    if est._form() != "difference":
+        raise ValueError(f"form={est.form!r} {_NOT_YET}; use form='difference'.")
+    cells = lambda g, labels: [g * K + k for k in labels]  # noqa: E731
+    pairs = [(g, h) for g in protected for h in range(n_groups) if h != g]
+    pairs += [(h, g) for g, h in pairs if (h, g) not in pairs]
+    out, names = [], []
+    for part in _KINDS[est.constraint]:
+        for c in range(K):
+            if part == "error" and c > 0:
+                break
+            for g, h in pairs:
+                if part == "error":
+                    # error_g = 1 - sum_k share_{g,k} P(pred k | g, y = k): the 1s cancel.
+                    terms = []
+                    for grp, sign in ((g, -1.0), (h, 1.0)):
+                        w = np.bincount(y[groups == grp], minlength=K).astype(float)
+                        w = w / w.sum()
+                        terms += [(sign * w[k], Rate(k, cells(grp, [k]))) for k in range(K)]
+                    names.append(f"error_rate[{g}] - error_rate[{h}]")
+                else:
+                    labels = {
+                        "all": range(K),
+                        "own": [c],
+                        "other": [k for k in range(K) if k != c],
+                    }
+                    labels = labels[part]
+                    terms = [(1.0, Rate(c, cells(g, labels))), (-1.0, Rate(c, cells(h, labels)))]
+                    names.append(f"{part}[{c}]: {g} - {h}")
+                out.append((terms, -bound))
+    return out, names
+
+
+def _np_constraints(bounds, K):
+    """Class ``k``'s error ``1 - P(pred k | y = k) <= alpha_k`` (one group, cells = labels)."""
+    return [([(-1.0, Rate(k, [k]))], 1.0 - alpha) for k, alpha in bounds.items()], [
+        f"error[{k}]" for k in bounds
+    ]
+
+
+# -- the fit ------------------------------------------------------------------------------
+def _validated(est, X, y, sample_weight, fit_params):
+    est._validate_params()
+    X, y = validate_data(est, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    classes, codes = _class_codes(y)
+    K = len(classes)
+    sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    class_weight = getattr(est, "class_weight", None)
+    if class_weight is not None:
+        if isinstance(class_weight, str):
+            totals = np.bincount(codes, weights=sw, minlength=K)
+            with np.errstate(divide="ignore"):
+                cw = np.where(totals > 0, totals.sum() / (K * totals), 0.0)
+        else:
+            cw = compute_class_weight(class_weight, classes=classes, y=np.asarray(y))
+        sw = sw * cw[codes]
+    totals = np.bincount(codes, weights=sw, minlength=K)
+    if np.count_nonzero(totals > 0) < 2:
+        raise ValueError(
+            f"{type(est).__name__} needs samples of 2 classes with positive weight; "
+            f"sample_weight leaves only {np.count_nonzero(totals > 0)}."
+        )
+    fit_params = est._check_fit_params(fit_params, X.shape[0])
+    keep = sw > 0
+    if not keep.all():
+        X, codes, sw = X[keep], codes[keep], sw[keep]
+        fit_params = est._subset_fit_params(fit_params, keep)
+    return X, codes, sw, classes, fit_params
+
+
+def _spec(est, codes, sw, classes, fit_params):
+    """``(constraints, names, groups, context)`` of the estimator's bound on these rows."""
+    K = len(classes)
+    if hasattr(est, "max_class_error"):  # Neyman-Pearson
+        if est.calibration is not None:
+            raise ValueError(f"calibration={est.calibration!r} {_NOT_YET}.")
+        if est.max_class_error is None:
+            raise ValueError(
+                f"y has {K} classes: NeymanPearsonClassifier bounds class errors with "
+                "max_class_error={class label: alpha, ...} on more than two classes "
+                f"(max_fpr={est.max_fpr!r} is the two-class form)."
+            )
+        if est.rate != "hard" or est.loss != "logistic":
+            raise ValueError(
+                f"rate={est.rate!r}, loss={est.loss!r} {_NOT_YET}; use rate='hard' and "
+                "loss='logistic' (the defaults)."
+            )
+        bounds = _class_bounds(est, classes)
+        cons, names = _np_constraints(bounds, K)
+        groups = np.zeros(len(codes), np.intp)
+        return cons, names, groups, dict(kind="np", bounds=bounds)
+    if est.calibration is not None:
+        raise ValueError(f"calibration={est.calibration!r} {_NOT_YET}.")
+    if est.max_fpr is not None:
+        raise ValueError(f"max_fpr={est.max_fpr!r} {_NOT_YET}; use max_fpr=None.")
+    bound = est._check_bound()
+    group_codes, labels = fit_params["codes"], fit_params["labels"]
+    context = dict(kind="fair", bound=bound, protected=np.array([], dtype=int), labels=labels)
+    if group_codes is None or len(np.unique(group_codes)) < 2:
+        warnings.warn(
+            "sensitive_features is None or has a single group: the fairness constraint is "
+            "void; fitting the unconstrained multinomial model.",
+            UserWarning,
+            stacklevel=5,
+        )
+        context["groups"] = np.array([] if labels is None else labels[np.unique(group_codes)])
+        return [], [], np.zeros(len(codes), np.intp), context
+    present, groups = np.unique(group_codes, return_inverse=True)
+    protected = est._protected_codes(group_codes, labels)
+    protected = np.searchsorted(present, protected)
+    cons, names = _fair_constraints(est, codes, groups, len(present), protected, K, bound)
+    context.update(protected=protected, groups=labels[present])
+    return cons, names, groups.astype(np.intp), context
+
+
+def _problem(est, X, codes, sw, K, cons, groups):
+    scale, center, live = _feature_scaling(X, sw / sw.sum(), est.fit_intercept)
+    n_live = max(1, int(live.sum()))
+    scale = scale * np.sqrt(n_live)
+    C = est.C if est.C is not None else None
+    return MultinomialProblem(
+        X, codes, K, sw, cell_codes(groups, codes, K), cons, C=C,
+        fit_intercept=est.fit_intercept, scale=scale, center=center,
+        n_cells=(int(groups.max()) + 1) * K, penalty_units=n_live,
+    )  # fmt: skip
+
+
+def _start(est, problem, codes, sw, K, classes):
+    """The previous fit (``warm_start``), else the null model: weights 0, intercepts the
+    log of the weighted class shares (of the classes present)."""
+    if est.warm_start and hasattr(est, "coef_") and est.coef_.shape == (K, problem.d):
+        if np.array_equal(est.classes_, classes):
+            return problem.point(est.coef_, est.intercept_ - est.class_offsets_)
+    return _null_point(problem, codes, sw, K)
+
+
+def _null_point(problem, codes, sw, K):
+    """Weights 0 and (with an intercept) the log of the weighted class shares."""
+    if not problem.fit_intercept:
+        return np.zeros(problem.n_params)
+    share = np.bincount(codes, weights=sw, minlength=K) / sw.sum()
+    logs = np.log(np.clip(share, 1e-12, None))
+    return problem.point(np.zeros((K, problem.d)), logs - logs.mean())
+
+
+def _hard(problem, scores):
+    return problem.rate_constraints(problem.hard_predictions(scores))
+
+
+def _np_offsets(problem, scores, sw, bounds):
+    """Per-class score offsets that meet every class-error bound on the training rows.
+
+    Cyclic: each bounded class's offset is set to the least value that meets its bound
+    given the others' (a weighted quantile of its rows' margins). Raising one class's offset
+    only raises the others' errors, so the offsets only grow and the cycle ends at the least
+    offsets that meet every bound, when some do.
+    """
+    K = scores.shape[1]
+    delta = np.zeros(K)
+    y = problem.y
+    for _ in range(50):
+        moved = False
+        for k, alpha in bounds.items():
+            rows = y == k
+            z = scores[rows] + delta
+            others = np.delete(z, k, axis=1).max(axis=1)
+            # Class k wins a row where z_k > max of the others (ties go to the first class:
+            # counted as errors here, whichever class is first).
+            margin = others - z[:, k]
+            w = sw[rows] / sw[rows].sum()
+            order = np.argsort(-margin, kind="stable")
+            spent = np.cumsum(w[order])
+            # The rows with the largest margins stay errors while their weight fits in alpha.
+            allowed = int(np.searchsorted(spent, alpha + 1e-12, side="right"))
+            if allowed >= len(order):
+                continue
+            need = margin[order[allowed]]
+            if need >= 0:
+                step = need + 1e-9 * max(1.0, abs(need))
+                delta[k] += step
+                moved = True
+        if not moved:
+            break
+    return delta
+
+
+def _segment_to_constant(problem, x, x_const, bound_ok):
+    """The point of the segment from ``x`` to ``x_const`` nearest ``x`` that meets the bound
+    (a grid of 64 steps, then bisection between the last miss and the first hit)."""
+    ts = np.linspace(0.0, 1.0, 65)
+    lo = 0.0
+    for t in ts[1:]:
+        if bound_ok((1 - t) * x + t * x_const):
+            hi = t
+            break
+        lo = t
+    else:
+        return None
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if bound_ok((1 - mid) * x + mid * x_const) else (mid, hi)
+    return hi
+
+
+def _steer_fair(est, problem, results, kwargs, seed, passes, x_const):
+    """Re-solve at soft bounds moved by the hard violation until the bound holds on the
+    training predictions, each active constraint within ``bound_tol`` of it (see the module
+    docstring); ``(x, results, passes, toward_constant)``."""
+    base = problem.offset.copy()
+    offset = base.copy()
+    tol = est.bound_tol
+    x = results[-1].x
+    met = None  # the last solution that met the bound, with its results
+    for _ in range(_MAX_ROUNDS - 1):
+        hard = problem.rate_constraints(problem.hard_predictions(problem.scores(x)), base)
+        active = results[-1].multipliers > 0
+        if np.all(hard <= BOUND_EPS):
+            met = (x, list(results))
+            if not np.any(active & (hard < -tol)):
+                break
+        if passes >= est.max_passes:
+            break
+        # Aim at the middle of the band [-bound_tol, 0]: tighten the violated soft bounds,
+        # loosen the active ones that the predictions meet with room to spare.
+        move = np.where(hard > 0, hard, 0.0) + np.where(active & (hard < -tol), hard, 0.0)
+        offset = offset + move + 0.5 * tol * (move != 0)
+        problem.offset = offset
+        last = results[-1]
+        more = dict(kwargs, x0=x, y0=last.multipliers, slack0=None, search=False)
+        more["max_passes"] = est.max_passes - passes
+        if last.finish_history is not None and len(last.finish_history["beta"]):
+            more["beta0"] = float(last.finish_history["beta"][-1])
+        results.append(_solve(problem, seed + [len(results)], more))
+        passes += results[-1].n_data_passes
+        x = results[-1].x
+    problem.offset = base
+    hard = problem.rate_constraints(problem.hard_predictions(problem.scores(x)), base)
+    if np.all(hard <= BOUND_EPS):
+        return x, results, passes, None
+    if met is not None:
+        return met[0], met[1], passes, None
+    t = _segment_to_constant(
+        problem, x, x_const,
+        lambda v: bool(np.all(problem.rate_constraints(
+            problem.hard_predictions(problem.scores(v)), base) <= BOUND_EPS)),
+    )  # fmt: skip
+    if t is None:
+        return x, results, passes, None
+    return (1 - t) * x + t * x_const, results, passes, t
+
+
+def fit_multiclass(est, X, y, sample_weight, fit_params):
+    """Fit ``est`` on ``K > 2`` classes (see the module docstring); returns ``est``."""
+    X, codes, sw, classes, fit_params = _validated(est, X, y, sample_weight, fit_params)
+    K = len(classes)
+    cons, names, groups, context = _spec(est, codes, sw, classes, fit_params)
+    problem = _problem(est, X, codes, sw, K, cons, groups)
+    x0 = _start(est, problem, codes, sw, K, classes)
+    null_dual = _initial_dual_residual(problem)
+    est._null_dual_residual = null_dual
+    seeds = spawn_seeds(est.random_state, est.n_seeds)
+    kwargs = dict(
+        x0=x0, tol=est.tol, dual_tol=min(est.tol, _MIN_DECREASE * null_dual) or est.tol,
+        preset=est.preset, **est._penalty_schedule(),
+        batch_size=clip_batch_size(est.batch_size, problem, stacklevel=5),
+        max_passes=est.max_passes, verbose=est.verbose,
+    )  # fmt: skip
+    runs = est._run_seeds(problem, seeds, kwargs)
+    best = _select(runs)
+    results = [runs[best]]
+    passes = float(sum(r.n_data_passes for r in runs))
+    x = results[0].x
+    steer = context["kind"] == "np" or (getattr(est, "rate", "hard") == "hard" and cons)
+    offsets, toward_constant = np.zeros(K), None
+    if context["kind"] == "fair" and steer:
+        x, results, passes, toward_constant = _steer_fair(
+            est,
+            problem,
+            results,
+            kwargs,
+            [seeds[best]],
+            passes,
+            _null_point(problem, codes, sw, K),
+        )
+    scores = problem.scores(x)
+    if context["kind"] == "np":
+        offsets = _np_offsets(problem, scores, sw, context["bounds"])
+        scores = scores + offsets
+    passes += 1.0  # the training report below reads every row once more
+    _set_fitted(est, problem, x, offsets, classes, results, runs, best, seeds, passes)
+    _report(est, problem, scores, codes, sw, groups, names, context)
+    _conclude(est, results[-1], toward_constant, context)
+    return est
+
+
+def _set_fitted(est, problem, x, offsets, classes, results, runs, best, seeds, passes):
+    result = results[-1]
+    coef, intercept = problem.coef(x)
+    est.classes_ = classes
+    est.coef_ = coef.copy()
+    est.intercept_ = intercept + offsets
+    est.class_offsets_ = offsets
+    if hasattr(est, "max_class_error"):
+        est.threshold_ = 0.0  # the class offsets are in intercept_
+    est.n_rounds_ = len(results)
+    est.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
+    est._slack = np.asarray(result.slack, dtype=float).copy()
+    for name in ("primal_residual", "dual_residual", "kkt_primal_residual", "kkt_dual_residual"):
+        setattr(est, name + "_", float(getattr(result, name)))
+    est.n_iter_ = int(sum(r.n_iter for r in results))
+    est.n_outer_iter_ = int(sum(r.n_outer_iter for r in results))
+    est.objective_ = float(result.objective)
+    est.history_ = {k: np.asarray(v).copy() for k, v in _joined_history(results).items()}
+    est.n_data_passes_ = float(passes)
+    if len(runs) > 1:
+        est.seeds_ = [
+            dict(seed=s, converged=bool(r.converged), primal_residual=float(r.primal_residual),
+                 dual_residual=float(r.dual_residual), n_data_passes=float(r.n_data_passes),
+                 objective=float(r.objective), selected=i == best)
+            for i, (s, r) in enumerate(zip(seeds, runs, strict=True))
+        ]  # fmt: skip
+    elif hasattr(est, "seeds_"):
+        del est.seeds_
+
+
+def _per_class(values, K, names, context):
+    """Constraint values (bound units, ``c + bound``) reduced to one per class: the largest
+    gap (fairness) or the class error (Neyman-Pearson, one per bounded class)."""
+    if context["kind"] == "np":
+        return values
+    bound = context["bound"]
+    out = np.zeros(K)
+    for v, name in zip(values, names, strict=True):
+        c = 0 if name.startswith("error_rate") else int(name.split("[")[1].split("]")[0])
+        out[c] = max(out[c], v + bound)
+    return out if not names[0].startswith("error_rate") else out[:1]
+
+
+def _report(est, problem, scores, codes, sw, groups, names, context):
+    K = len(est.classes_)
+    soft = np.exp(log_softmax(scores, axis=1))
+    hard = problem.hard_predictions(scores)
+    if context["kind"] == "np":
+        bounds = context["bounds"]
+        soft_err = np.array([1.0 - np.average(soft[codes == k, k], weights=sw[codes == k])
+                             for k in bounds])  # fmt: skip
+        hard_err = np.array([1.0 - np.average(hard[codes == k, k], weights=sw[codes == k])
+                             for k in bounds])  # fmt: skip
+        est.constraint_values_, est.hard_constraint_values_ = soft_err, hard_err
+        est.class_errors_ = np.array([
+            1.0 - np.average(hard[codes == k, k], weights=sw[codes == k]) for k in range(K)
+        ])  # fmt: skip
+        est.max_class_error_ = {est.classes_[k].item() if hasattr(est.classes_[k], "item")
+                                else est.classes_[k]: a for k, a in bounds.items()}  # fmt: skip
+        return
+    if not names:
+        est.constraint_values_ = est.hard_constraint_values_ = np.array([], dtype=float)
+    else:
+        est.constraint_values_ = _per_class(problem.rate_constraints(soft), K, names, context)
+        est.hard_constraint_values_ = _per_class(problem.rate_constraints(hard), K, names, context)
+    est.bound_ = context["bound"]
+    est.groups_ = context["groups"]
+    labels = context["labels"]
+    est.protected_groups_ = (
+        context["groups"][context["protected"]] if labels is not None else np.array([])
+    )
+
+
+def _conclude(est, result, toward_constant, context):
+    if context["kind"] == "np":
+        bounds = np.array(list(context["bounds"].values()))
+        met = bool(np.all(est.hard_constraint_values_ <= bounds + 1e-12))
+    elif len(est.hard_constraint_values_):
+        met = bool(np.all(est.hard_constraint_values_ <= context["bound"] + 1e-12))
+    else:
+        met = True
+    if getattr(est, "rate", "hard") == "soft" and context["kind"] == "fair":
+        met = bool(result.kkt_primal_residual <= est.tol)
+    est.bound_met_ = met
+    est.converged_ = bool(result.converged and met and toward_constant is None)
+    if est.converged_:
+        return
+    name = type(est).__name__
+    parts = [f"{name} did not converge on {len(est.classes_)} classes: {result.message}"]
+    parts.append(
+        f"after {est.n_data_passes_:.4g} data passes (max_passes={est.max_passes:g}, "
+        f"{est.n_rounds_} solves); primal residual {result.primal_residual:.3g}, dual "
+        f"residual {result.dual_residual:.3g} (tol={est.tol:g})."
+    )
+    parts.append(
+        f"Rates on the training predictions: {np.round(est.hard_constraint_values_, 4).tolist()}"
+        f", soft {np.round(est.constraint_values_, 4).tolist()}."
+    )
+    if toward_constant is not None:
+        parts.append(
+            "No solve met the bound on predictions, so the model was moved towards the "
+            f"constant model until it did ({toward_constant:.0%} of the way): the bound holds "
+            "at a cost in accuracy."
+        )
+    if not met:
+        parts.append(
+            "The bound is NOT met on the training predictions; check hard_constraint_values_ "
+            "before using this model."
+        )
+    warnings.warn(" ".join(parts), ConvergenceWarning, stacklevel=4)
