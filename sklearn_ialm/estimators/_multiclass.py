@@ -33,7 +33,7 @@ from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import log_softmax
+from scipy.special import log_softmax, softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
@@ -54,7 +54,7 @@ from ._solve import (
     spawn_seeds,
 )
 
-__all__ = ["binary_max_fpr", "fit_multiclass", "is_multiclass", "refuse_dask"]
+__all__ = ["NOT_YET", "binary_max_fpr", "fit_multiclass", "is_multiclass", "refuse_dask"]
 
 #: The most solves of a fairness fit's steering (the first included).
 _MAX_ROUNDS = 6
@@ -68,13 +68,17 @@ _KINDS = {
     "error_rate_parity": ("error",),
 }
 
-_NOT_YET = "is not available for more than two classes yet"
+NOT_YET = "is not available for more than two classes yet"
 
 
 def is_multiclass(y) -> bool:
     """Whether ``y`` (not a dask collection) holds more than two classes."""
     try:
-        return type_of_target(y, input_name="y") == "multiclass"
+        with warnings.catch_warnings():
+            # y not validated yet: inf or nan in a float y warn in its cast to int; the
+            # binary path's validation names them.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return type_of_target(y, input_name="y") == "multiclass"
     except ValueError:
         return False  # the binary path's validation names the problem
 
@@ -91,6 +95,10 @@ def _class_codes(y):
     check_classification_targets(y)
     classes, codes = unique_codes(np.asarray(y))
     return classes, codes.astype(np.intp)
+
+
+def _python(value):
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _label(value):
@@ -149,10 +157,10 @@ def _fair_constraints(est, y, groups, n_groups, protected, K, bound):
     """``(constraints, names)`` of a parity kind, one-vs-rest for every class."""
     if est.constraint not in _KINDS:
         raise ValueError(
-            f"constraint={est.constraint!r} {_NOT_YET}; the parity kinds are: {list(_KINDS)}."
+            f"constraint={est.constraint!r} {NOT_YET}; the parity kinds are: {list(_KINDS)}."
         )
     if est._form() != "difference":
-        raise ValueError(f"form={est.form!r} {_NOT_YET}; use form='difference'.")
+        raise ValueError(f"form={est.form!r} {NOT_YET}; use form='difference'.")
     cells = lambda g, labels: [g * K + k for k in labels]  # noqa: E731
     pairs = [(g, h) for g in protected for h in range(n_groups) if h != g]
     pairs += [(h, g) for g, h in pairs if (h, g) not in pairs]
@@ -228,16 +236,19 @@ def _spec(est, codes, sw, classes, fit_params):
     K = len(classes)
     if hasattr(est, "max_class_error"):  # Neyman-Pearson
         if est.calibration is not None:
-            raise ValueError(f"calibration={est.calibration!r} {_NOT_YET}.")
+            raise ValueError(f"calibration={est.calibration!r} {NOT_YET}.")
         if est.max_class_error is None:
-            raise ValueError(
-                f"y has {K} classes: NeymanPearsonClassifier bounds class errors with "
-                "max_class_error={class label: alpha, ...} on more than two classes "
-                f"(max_fpr={est.max_fpr!r} is the two-class form)."
+            warnings.warn(
+                f"max_class_error is None: no class error is bounded on these {K} classes, "
+                "the unconstrained multinomial model is fitted (max_fpr is the two-class "
+                "form; bound class errors with max_class_error={class label: alpha, ...}).",
+                UserWarning,
+                stacklevel=5,
             )
+            return [], [], np.zeros(len(codes), np.intp), dict(kind="np", bounds={})
         if est.rate != "hard" or est.loss != "logistic":
             raise ValueError(
-                f"rate={est.rate!r}, loss={est.loss!r} {_NOT_YET}; use rate='hard' and "
+                f"rate={est.rate!r}, loss={est.loss!r} {NOT_YET}; use rate='hard' and "
                 "loss='logistic' (the defaults)."
             )
         bounds = _class_bounds(est, classes)
@@ -245,9 +256,9 @@ def _spec(est, codes, sw, classes, fit_params):
         groups = np.zeros(len(codes), np.intp)
         return cons, names, groups, dict(kind="np", bounds=bounds)
     if est.calibration is not None:
-        raise ValueError(f"calibration={est.calibration!r} {_NOT_YET}.")
+        raise ValueError(f"calibration={est.calibration!r} {NOT_YET}.")
     if est.max_fpr is not None:
-        raise ValueError(f"max_fpr={est.max_fpr!r} {_NOT_YET}; use max_fpr=None.")
+        raise ValueError(f"max_fpr={est.max_fpr!r} {NOT_YET}; use max_fpr=None.")
     bound = est._check_bound()
     group_codes, labels = fit_params["codes"], fit_params["labels"]
     context = dict(kind="fair", bound=bound, protected=np.array([], dtype=int), labels=labels)
@@ -302,41 +313,41 @@ def _hard(problem, scores):
     return problem.rate_constraints(problem.hard_predictions(scores))
 
 
-def _np_offsets(problem, scores, sw, bounds):
-    """Per-class score offsets that meet every class-error bound on the training rows.
+def _np_offsets(problem, scores, sw, bounds, max_sweeps=50):
+    """Per-class score offsets that meet every class-error bound on the training rows, or
+    None if the sweeps find none.
 
-    Cyclic: each bounded class's offset is set to the least value that meets its bound
-    given the others' (a weighted quantile of its rows' margins). Raising one class's offset
-    only raises the others' errors, so the offsets only grow and the cycle ends at the least
-    offsets that meet every bound, when some do.
+    Each bounded class's offset is set in turn to the least value that meets its bound
+    given the others' (a weighted quantile of its rows' margins): the first sweep may lower
+    an offset (a class whose error is below its bound gives the others room), later ones only
+    raise them. Raising one class's offset only raises the others' errors, so the sweeps end
+    at offsets that meet every bound when some do; bounds on classes that the scores cannot
+    tell apart by offsets alone raise each other's offsets without end (None).
     """
-    K = scores.shape[1]
-    delta = np.zeros(K)
+    delta = np.zeros(scores.shape[1])
     y = problem.y
-    for _ in range(50):
+    for sweep in range(max_sweeps):
         moved = False
         for k, alpha in bounds.items():
             rows = y == k
             z = scores[rows] + delta
-            others = np.delete(z, k, axis=1).max(axis=1)
-            # Class k wins a row where z_k > max of the others (ties go to the first class:
-            # counted as errors here, whichever class is first).
-            margin = others - z[:, k]
+            # Class k wins a row where its score is above every other (a tie goes to the
+            # first class of the arg-max: counted as an error here whichever it is).
+            margin = np.delete(z, k, axis=1).max(axis=1) - z[:, k]
             w = sw[rows] / sw[rows].sum()
             order = np.argsort(-margin, kind="stable")
-            spent = np.cumsum(w[order])
-            # The rows with the largest margins stay errors while their weight fits in alpha.
-            allowed = int(np.searchsorted(spent, alpha + 1e-12, side="right"))
+            # The rows of the largest margins stay errors while their weight fits in alpha.
+            allowed = int(np.searchsorted(np.cumsum(w[order]), alpha + 1e-12, side="right"))
             if allowed >= len(order):
                 continue
             need = margin[order[allowed]]
-            if need >= 0:
-                step = need + 1e-9 * max(1.0, abs(need))
+            step = need + 1e-9 * max(1.0, abs(need))
+            if step > 0 or (sweep == 0 and step < 0):
                 delta[k] += step
-                moved = True
+                moved = moved or step > 0
         if not moved:
-            break
-    return delta
+            return delta
+    return None
 
 
 def _segment_to_constant(problem, x, x_const, bound_ok):
@@ -357,17 +368,18 @@ def _segment_to_constant(problem, x, x_const, bound_ok):
     return hi
 
 
-def _steer(est, problem, results, kwargs, seed, passes, x_const, tol):
+def _steer(est, problem, results, kwargs, seed, passes, x_const, tol, base, rounds):
     """Re-solve at soft bounds moved by the hard violation until the bound holds on the
-    training predictions, each active constraint within ``tol`` of it (see the module
-    docstring); ``(x, results, passes, toward_constant)``. ``x_const``: the constant model
-    to move towards if no solve meets the bound (None: the caller meets it otherwise)."""
-    base = problem.offset.copy()
-    offset = base.copy()
+    training predictions (offsets ``base``), each active constraint within ``tol`` of it
+    (see the module docstring); ``(x, results, passes, toward_constant)``. ``x_const``: the
+    constant model to move towards if no solve meets the bound (None: the caller meets it
+    otherwise)."""
     x = results[-1].x
+    zero = np.zeros_like(base)
     met = None  # the last solution that met the bound, with its results
-    for _ in range(_MAX_ROUNDS - 1):
-        hard = problem.rate_constraints(problem.hard_predictions(problem.scores(x)), base)
+    for _ in range(rounds - 1):
+        scores = problem.scores(x)
+        hard = problem.rate_constraints(problem.hard_predictions(scores), base)
         active = results[-1].multipliers > 0
         if np.all(hard <= BOUND_EPS) and results[-1].converged:
             met = (x, list(results))
@@ -375,11 +387,12 @@ def _steer(est, problem, results, kwargs, seed, passes, x_const, tol):
                 break
         if passes >= est.max_passes:
             break
-        # Aim at the middle of the band [-bound_tol, 0]: tighten the violated soft bounds,
-        # loosen the active ones that the predictions meet with room to spare.
-        move = np.where(hard > 0, hard, 0.0) + np.where(active & (hard < -tol), hard, 0.0)
-        offset = offset + move + 0.5 * tol * (move != 0)
-        problem.offset = offset
+        # Aim at the middle of the band [-tol, 0]: a soft bound at the soft value reached,
+        # moved by the hard value's distance from there; for the violated constraints (a
+        # tighter bound) and the active ones met with room to spare (a looser one).
+        moving = (hard > 0) | (active & (hard < -tol))
+        soft = problem.rate_constraints(softmax(scores, axis=1), zero)
+        problem.offset = np.where(moving, -(soft - hard - 0.5 * tol), problem.offset)
         last = results[-1]
         more = dict(kwargs, x0=x, y0=last.multipliers, slack0=None, search=False)
         more["max_passes"] = est.max_passes - passes
@@ -432,6 +445,14 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params):
         batch_size=clip_batch_size(est.batch_size, problem, stacklevel=5),
         max_passes=est.max_passes, verbose=est.verbose,
     )  # fmt: skip
+    base = problem.offset.copy()
+    if context["kind"] == "np" and est.rate == "hard":
+        # The first solve is unconstrained (every soft bound 2 above any rate: never
+        # binding): the class offsets meet the bounds on predict exactly, and a soft bound
+        # at alpha asks far more (the soft error of a row predicted right is still
+        # 1 - p_k > 0); the steering tightens the soft bounds that the offsets alone would
+        # meet only at a cost, from the soft errors reached (see _steer).
+        problem.offset = base - 2.0
     if est.preset == "default":
         # The augmented Lagrangian method on all rows from the start (the deterministic
         # finish without the stochastic search for the multipliers): on digits (650
@@ -446,17 +467,22 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params):
     offsets, toward_constant = np.zeros(K), None
     if cons and getattr(est, "rate", "hard") == "hard":
         if context["kind"] == "np":
-            # The class offsets below meet the bounds exactly; the re-solves only loosen
-            # soft bounds that bind where the predictions have room (a tenth of alpha).
-            band, x_const = 0.1 * min(context["bounds"].values()), None
+            # One re-solve, where predict misses a bound: the soft bound at the soft error
+            # reached less the excess (a cost-sensitive model); the offsets then meet it.
+            band, x_const, rounds = 0.1 * min(context["bounds"].values()), None, 2
         else:
             band, x_const = est.bound_tol, _null_point(problem, codes, sw, K)
+            rounds = _MAX_ROUNDS
         x, results, passes, toward_constant = _steer(
-            est, problem, results, kwargs, [seeds[best]], passes, x_const, band
+            est, problem, results, kwargs, [seeds[best]], passes, x_const, band, base, rounds
         )
+        problem.offset = base
     scores = problem.scores(x)
     if context["kind"] == "np":
-        offsets = _np_offsets(problem, scores, sw, context["bounds"])
+        found = _np_offsets(problem, scores, sw, context["bounds"])
+        # None: no offsets meet the bounds together; the solve's model is kept, and the
+        # fit says that the bound is not met.
+        offsets = found if found is not None else offsets
         scores = scores + offsets
     passes += 1.0  # the training report below reads every row once more
     _set_fitted(est, problem, x, offsets, classes, results, runs, best, seeds, passes)
@@ -514,16 +540,17 @@ def _report(est, problem, scores, codes, sw, groups, names, context):
     hard = problem.hard_predictions(scores)
     if context["kind"] == "np":
         bounds = context["bounds"]
-        soft_err = np.array([1.0 - np.average(soft[codes == k, k], weights=sw[codes == k])
-                             for k in bounds])  # fmt: skip
-        hard_err = np.array([1.0 - np.average(hard[codes == k, k], weights=sw[codes == k])
-                             for k in bounds])  # fmt: skip
-        est.constraint_values_, est.hard_constraint_values_ = soft_err, hard_err
-        est.class_errors_ = np.array([
-            1.0 - np.average(hard[codes == k, k], weights=sw[codes == k]) for k in range(K)
-        ])  # fmt: skip
-        est.max_class_error_ = {est.classes_[k].item() if hasattr(est.classes_[k], "item")
-                                else est.classes_[k]: a for k, a in bounds.items()}  # fmt: skip
+
+        def errors(pred, which):
+            return np.array([
+                1.0 - np.average(pred[codes == k, k], weights=sw[codes == k]) for k in which
+            ])  # fmt: skip
+
+        est.constraint_values_ = errors(soft, bounds)
+        est.hard_constraint_values_ = errors(hard, bounds)
+        # Every class's error on the training predictions, bounded or not.
+        est.train_class_errors_ = errors(hard, range(K))
+        est.max_class_error_ = {_python(est.classes_[k]): a for k, a in bounds.items()}
         return
     if not names:
         est.constraint_values_ = est.hard_constraint_values_ = np.array([], dtype=float)

@@ -15,8 +15,9 @@ from sklearn.utils.validation import _num_samples, check_array, validate_data
 
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ..problems.fairness import unique_codes
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, is_dask_collection
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._multiclass import NOT_YET, is_multiclass
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
 
@@ -584,6 +585,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 if hasattr(self, name):
                     delattr(self, name)
             return self
+        if not is_dask_collection(y) and is_multiclass(y):
+            raise ValueError(f"calibration={self.calibration!r} {NOT_YET}.")
         return self._fit_certified(X, y, sample_weight, sensitive_features)
 
     # -- the certificate on new data -------------------------------------------------------------

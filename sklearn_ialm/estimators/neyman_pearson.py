@@ -14,7 +14,7 @@ from sklearn.utils.validation import validate_data
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
 from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, is_dask_collection
 from ._hard_rates import fit_negative_weight, rate_threshold
-from ._multiclass import binary_max_fpr, is_multiclass
+from ._multiclass import NOT_YET, binary_max_fpr, is_multiclass
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
 from ._umbrella import (
@@ -437,6 +437,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             self._warn_if_few_negatives()
             return self
 
+        if not is_dask_collection(y) and is_multiclass(y):
+            raise ValueError(f"calibration={self.calibration!r} {NOT_YET}.")
         if is_dask_collection(X):
             raise NotImplementedError(
                 'calibration="umbrella" on dask input is not supported yet: its hold-out '

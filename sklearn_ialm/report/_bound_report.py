@@ -155,6 +155,15 @@ class BoundReport:
             raise ValueError(f"confidence must be in (0, 1), got {confidence!r}.")
         confidence = float(confidence)
         clf, X_last = _final_step(estimator, X)
+        if len(getattr(clf, "classes_", ())) > 2:
+            raise NotImplementedError(
+                f"The bound report is not available for more than two classes yet (this "
+                f"{type(clf).__name__} has {len(clf.classes_)}). On the training rows, "
+                "hard_constraint_values_ holds the bound's value per class; on other rows, "
+                "measure predict one class against the rest (e.g. fairlearn's MetricFrame "
+                "of y == c and predict(X) == c), as the user guide's 'More than two "
+                "classes' shows."
+            )
         is_fair = _check_classifier(clf, sensitive_features)
         y01, pred, base_pred, weights = _labels_and_predictions(
             clf, X_last, y, sample_weight, baseline, X
