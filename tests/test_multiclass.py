@@ -293,14 +293,14 @@ def test_np_digits_two_classes_at_once(digits):
 
 
 def test_np_binding_bound_is_met_by_the_class_offsets(data):
-    """Class 1 misclassified often by the unconstrained model: the bound binds, and the
-    offsets put its training error at the bound (up to a few rows), not far below."""
+    """Class 1 misclassified often by the unconstrained model: the bound binds; the
+    re-solve aims at 0.05 less half the band (a tenth of alpha), the offsets meet it."""
     X, y, *_ = data
     lr = LogisticRegression().fit(X, y)
     assert np.mean(lr.predict(X)[y == 1] != 1) > 0.1
     clf = NeymanPearsonClassifier(max_class_error={1: 0.05}, random_state=0).fit(X, y)
     error = np.mean(clf.predict(X)[y == 1] != 1)
-    assert 0.05 - 5 / np.sum(y == 1) <= error <= 0.05
+    assert 0.04 <= error <= 0.05
     assert clf.bound_met_
     np.testing.assert_allclose(
         clf.train_class_errors_, [np.mean(clf.predict(X)[y == k] != k) for k in range(3)]

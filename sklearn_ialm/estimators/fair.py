@@ -560,7 +560,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; sparse input is converted to CSR, never densified.
         y : array-like of shape (n_samples,)
-            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``).
+            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``). With
+            more than two classes, a multinomial model (see the user guide's "More than two
+            classes").
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_columns), \
                 str or list of str, default=None
             One group label per row (array, list, pandas Series). With several columns

@@ -400,7 +400,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; sparse input is converted to CSR, never densified.
         y : array-like of shape (n_samples,)
-            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``).
+            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``). With
+            more than two classes, a multinomial model (see the user guide's "More than two
+            classes").
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative row weights; both soft rates become weighted means.
 
