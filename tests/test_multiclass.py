@@ -167,6 +167,15 @@ def test_solver_reaches_the_slsqp_optimum_of_the_smoothed_problem():
     ours = f(result.x)
     assert ours == pytest.approx(ref.fun, abs=2e-5)
     assert np.all(gaps(result.x) >= -1e-4)
+    # The estimator (steered to the bound on predict) against the reference's soft model,
+    # on new rows: at least 0.9 of its accuracy.
+    X_test, y_test, g_test = three_classes(3000, 13, d=3)
+    clf = FairLogisticClassifier(bound=bound, random_state=0).fit(
+        X, y, sensitive_features=g, sample_weight=w
+    )
+    ref_pred = (np.column_stack([X_test, np.ones(len(X_test))]) @ ref.x.reshape(K, -1).T).argmax(1)
+    assert clf.score(X_test, y_test) >= 0.9 * np.mean(ref_pred == y_test)
+    assert clf.bound_met_
     # The unconstrained optimum is infeasible: the bound binds.
     free = LogisticRegression(C=C * w.sum() / w.sum()).fit(X, y, sample_weight=w)
     free_x = np.column_stack([free.coef_ * 1.0, free.intercept_]).ravel()
@@ -397,3 +406,29 @@ def test_bound_report_refuses_clearly(data):
     clf = FairLogisticClassifier(bound=0.1, random_state=0).fit(X, y, sensitive_features=g)
     with pytest.raises(NotImplementedError, match="not available for more than two classes"):
         clf.bound_report(X, y, sensitive_features=g)
+
+
+def test_warm_start_refits_from_the_previous_model(data):
+    X, y, g, *_ = data
+    clf = FairLogisticClassifier(bound=0.05, warm_start=True, random_state=0)
+    clf.fit(X, y, sensitive_features=g)
+    first = clf.coef_.copy(), clf.n_data_passes_
+    clf.fit(X, y, sensitive_features=g)
+    np.testing.assert_allclose(clf.coef_, first[0], atol=1e-3)
+    assert clf.n_data_passes_ < first[1]
+
+
+def test_refit_between_binary_and_multiclass_leaves_no_stale_attribute():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y3 = np.where(X[:, 0] > 0.5, 2, (X[:, 1] > 0).astype(int))
+    y2 = (X[:, 0] > 0).astype(int)
+    clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0).fit(X, y3)
+    assert hasattr(clf, "class_offsets_") and not hasattr(clf, "train_fpr_")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the few-negatives warning
+        clf.set_params(max_class_error=None).fit(X, y2)
+    assert clf.coef_.shape == (1, 3) and hasattr(clf, "train_fpr_")
+    assert not hasattr(clf, "class_offsets_") and not hasattr(clf, "train_class_errors_")
+    clf.set_params(max_class_error={0: 0.1}).fit(X, y3)
+    assert clf.coef_.shape == (3, 3) and not hasattr(clf, "train_fpr_")

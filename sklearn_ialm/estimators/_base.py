@@ -32,7 +32,7 @@ from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..solver.ialm import clip_batch_size
 from ._hard_rates import fit_hard_rates
-from ._multiclass import fit_multiclass, is_multiclass, refuse_dask
+from ._multiclass import fit_multiclass, forget_multiclass, is_multiclass, refuse_dask
 from ._scaling import _standardised
 from ._solve import (
     _MIN_DECREASE,
@@ -349,6 +349,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         conclude (whether the bound is met, whether the fit converged). The hooks that may
         warn are called from here, not from a step function: their ``stacklevel`` counts
         the frames up to the user's call."""
+        forget_multiclass(self)
         if is_dask_collection(X):
             from ._dask import fit_dask
 

@@ -15,10 +15,12 @@ Both estimators pose a :class:`~sklearn_ialm.problems.multinomial.MultinomialPro
 The solver bounds soft rates (softmax probabilities); ``predict`` is the arg-max. The
 steering to the bound on predictions:
 
-* Neyman-Pearson: per-class score offsets (added to ``intercept_``): raising class ``k``'s
-  score lowers its error and raises the others'; each bounded class's offset is set, in
-  turn, to the least value that meets its bound given the others, until all hold. Each is
-  exact on the training rows (a weighted quantile of margins) and no data pass is spent.
+* Neyman-Pearson: the first solve is unconstrained; where ``predict`` misses a bound, one
+  re-solve at a soft bound moved by the excess (a cost-sensitive model); then per-class
+  score offsets (added to ``intercept_``): raising class ``k``'s score lowers its error and
+  raises the others', so each bounded class's offset is raised in turn to the least value
+  that meets its bound given the others, until all hold (exact on the training rows, a
+  weighted quantile of margins, no data pass).
 * Fairness: offsets shared by all groups cannot close a gap between groups, so the soft
   bounds are tightened by the hard violation and the problem solved again from the last
   solution (at most :data:`_MAX_ROUNDS` solves); if none meets the bound, the model is moved
@@ -54,7 +56,14 @@ from ._solve import (
     spawn_seeds,
 )
 
-__all__ = ["NOT_YET", "binary_max_fpr", "fit_multiclass", "is_multiclass", "refuse_dask"]
+__all__ = [
+    "NOT_YET",
+    "binary_max_fpr",
+    "fit_multiclass",
+    "forget_multiclass",
+    "is_multiclass",
+    "refuse_dask",
+]
 
 #: The most solves of a fairness fit's steering (the first included).
 _MAX_ROUNDS = 6
@@ -81,6 +90,29 @@ def is_multiclass(y) -> bool:
             return type_of_target(y, input_name="y") == "multiclass"
     except ValueError:
         return False  # the binary path's validation names the problem
+
+
+#: Fitted attributes of a multi-class fit only, and of a binary fit only: a stale one of an
+#: earlier fit of the other kind would describe another model.
+_MULTICLASS_ONLY = ("class_offsets_", "train_class_errors_", "max_class_error_")
+_BINARY_ONLY = (
+    "train_fpr_", "train_soft_fpr_", "negative_weight_", "max_fpr_", "seeds_",
+    "certificate_", "certified_", "training_bound_", "calibration_indices_",
+    "n_calibration_", "calibration_rank_", "calibration_fpr_", "violation_bound_",
+)  # fmt: skip
+
+
+def forget_multiclass(est) -> None:
+    """Delete the attributes of an earlier multi-class fit (a binary fit is starting)."""
+    for name in _MULTICLASS_ONLY:
+        if hasattr(est, name):
+            delattr(est, name)
+
+
+def _forget_binary(est) -> None:
+    for name in _BINARY_ONLY:
+        if hasattr(est, name):
+            delattr(est, name)
 
 
 def refuse_dask(what: str):
@@ -432,6 +464,7 @@ def fit_multiclass(est, X, y, sample_weight, fit_params):
 
 
 def _fit_multiclass(est, X, y, sample_weight, fit_params):
+    _forget_binary(est)
     X, codes, sw, classes, fit_params = _validated(est, X, y, sample_weight, fit_params)
     K = len(classes)
     cons, names, groups, context = _spec(est, codes, sw, classes, fit_params)
