@@ -957,6 +957,11 @@ def test_tags_declare_multiclass_and_sparse():
     for est in (FairLogisticClassifier(), NeymanPearsonClassifier()):
         tags = est.__sklearn_tags__()
         assert tags.classifier_tags.multi_class is True
+    for est in (
+        FairLogisticClassifier(calibration="clopper-pearson"),
+        NeymanPearsonClassifier(calibration="umbrella"),
+    ):
+        assert est.__sklearn_tags__().classifier_tags.multi_class is False
         assert tags.input_tags.sparse is True
 
 

@@ -343,7 +343,7 @@ def test_np_validation(data):
     for spec, match in cases:
         with pytest.raises(ValueError, match=match):
             NeymanPearsonClassifier(max_class_error=spec).fit(X, y)
-    with pytest.raises(ValueError, match="calibration='umbrella' is not available for more"):
+    with pytest.raises(ValueError, match="calibration='umbrella': it is not available for more"):
         NeymanPearsonClassifier(max_class_error={0: 0.1}, calibration="umbrella").fit(X, y)
     with pytest.raises(ValueError, match="The 'max_class_error' parameter"):
         NeymanPearsonClassifier(max_class_error=0.1).fit(X, y)
@@ -401,11 +401,23 @@ def test_fallback_to_constant_is_told():
     assert clf.bound_met_ == bool(np.all(per_class(selection_rate, y, clf.predict(X), g) <= 0))
 
 
-def test_bound_report_refuses_clearly(data):
-    X, y, g, *_ = data
-    clf = FairLogisticClassifier(bound=0.1, random_state=0).fit(X, y, sensitive_features=g)
-    with pytest.raises(NotImplementedError, match="not available for more than two classes"):
-        clf.bound_report(X, y, sensitive_features=g)
+def test_bound_report_per_class(data):
+    X, y, g, X_test, y_test, g_test = data
+    clf = FairLogisticClassifier(bound=0.05, random_state=0).fit(X, y, sensitive_features=g)
+    report = clf.bound_report(X_test, y_test, sensitive_features=g_test)
+    pred = clf.predict(X_test)
+    frame = report.to_frame("bounds")
+    assert len(frame) == 3
+    np.testing.assert_allclose(
+        frame["value"].to_numpy(), per_class(selection_rate, y_test, pred, g_test), atol=1e-12
+    )
+    rates = report.to_frame()
+    assert len(rates) == 3 * 3  # per class: two groups and overall
+    assert report.to_dict()["summary"][0]["value"] == pytest.approx(np.mean(pred == y_test))
+    assert "class 2" in str(report) and "class 2" in report.to_markdown()
+    np_clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0).fit(X, y)
+    with pytest.raises(NotImplementedError, match="Neyman-Pearson fit on more than two"):
+        np_clf.bound_report(X, y)
 
 
 def test_warm_start_refits_from_the_previous_model(data):

@@ -349,13 +349,13 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         conclude (whether the bound is met, whether the fit converged). The hooks that may
         warn are called from here, not from a step function: their ``stacklevel`` counts
         the frames up to the user's call."""
+        if not (is_dask_collection(X) or is_dask_collection(y)) and is_multiclass(y):
+            return fit_multiclass(self, X, y, sample_weight, fit_params)
         forget_multiclass(self)
         if is_dask_collection(X):
             from ._dask import fit_dask
 
             return fit_dask(self, X, y, sample_weight, fit_params)
-        if is_multiclass(y):
-            return fit_multiclass(self, X, y, sample_weight, fit_params)
         X, y01, sw, classes, fit_params = self._validated(X, y, sample_weight, fit_params)
         problem, context = self._build_problem(X, y01, sw, fit_params)
         problem = _standardised(problem, X, sw, self.C)
@@ -941,7 +941,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = True
+        # More than two classes: the multinomial model; the certificates are binary only.
+        tags.classifier_tags.multi_class = getattr(self, "calibration", None) is None
         tags.input_tags.sparse = True
         return tags
 

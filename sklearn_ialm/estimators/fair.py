@@ -588,7 +588,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
                     delattr(self, name)
             return self
         if not is_dask_collection(y) and is_multiclass(y):
-            raise ValueError(f"calibration={self.calibration!r} {NOT_YET}.")
+            raise ValueError(
+                f"Only binary classification is supported with calibration="
+                f"{self.calibration!r}: it {NOT_YET}."
+            )
         return self._fit_certified(X, y, sample_weight, sensitive_features)
 
     # -- the certificate on new data -------------------------------------------------------------

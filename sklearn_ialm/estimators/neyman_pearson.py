@@ -440,7 +440,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             return self
 
         if not is_dask_collection(y) and is_multiclass(y):
-            raise ValueError(f"calibration={self.calibration!r} {NOT_YET}.")
+            raise ValueError(
+                f"Only binary classification is supported with calibration="
+                f"{self.calibration!r}: it {NOT_YET}."
+            )
         if is_dask_collection(X):
             raise NotImplementedError(
                 'calibration="umbrella" on dask input is not supported yet: its hold-out '
