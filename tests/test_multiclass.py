@@ -242,9 +242,10 @@ def test_rate_parity_kinds_per_class(data, constraint, metrics):
 
 def test_error_rate_parity(data):
     X, y, g, *_ = data
+    w = np.random.default_rng(7).uniform(0.2, 2.0, size=len(y))
     clf = FairLogisticClassifier(constraint="error_rate_parity", bound=0.02, random_state=0)
-    pred = clf.fit(X, y, sensitive_features=g).predict(X)
-    errors = [np.mean(pred[g == k] != y[g == k]) for k in (0, 1)]
+    pred = clf.fit(X, y, sensitive_features=g, sample_weight=w).predict(X)
+    errors = [np.average(pred[g == k] != y[g == k], weights=w[g == k]) for k in (0, 1)]
     assert abs(errors[0] - errors[1]) <= 0.02 + 1e-12
     assert clf.hard_constraint_values_[0] == pytest.approx(abs(errors[0] - errors[1]))
 
@@ -345,6 +346,8 @@ def test_np_validation(data):
             NeymanPearsonClassifier(max_class_error=spec).fit(X, y)
     with pytest.raises(ValueError, match="calibration='umbrella': it is not available for more"):
         NeymanPearsonClassifier(max_class_error={0: 0.1}, calibration="umbrella").fit(X, y)
+    with pytest.raises(ValueError, match="bounds class 1, which has no row of positive"):
+        NeymanPearsonClassifier(max_class_error={1: 0.1}).fit(X, y, sample_weight=y != 1)
     with pytest.raises(ValueError, match="The 'max_class_error' parameter"):
         NeymanPearsonClassifier(max_class_error=0.1).fit(X, y)
     with pytest.warns(UserWarning, match="max_class_error is None"):

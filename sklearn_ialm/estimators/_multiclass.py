@@ -185,7 +185,7 @@ def binary_max_fpr(est, y) -> float:
 
 
 # -- the constraints ----------------------------------------------------------------------
-def _fair_constraints(est, y, groups, n_groups, protected, K, bound):
+def _fair_constraints(est, y, sw, groups, n_groups, protected, K, bound):
     """``(constraints, names)`` of a parity kind, one-vs-rest for every class."""
     if est.constraint not in _KINDS:
         raise ValueError(
@@ -206,7 +206,8 @@ def _fair_constraints(est, y, groups, n_groups, protected, K, bound):
                     # error_g = 1 - sum_k share_{g,k} P(pred k | g, y = k): the 1s cancel.
                     terms = []
                     for grp, sign in ((g, -1.0), (h, 1.0)):
-                        w = np.bincount(y[groups == grp], minlength=K).astype(float)
+                        member = groups == grp
+                        w = np.bincount(y[member], weights=sw[member], minlength=K)
                         w = w / w.sum()
                         terms += [(sign * w[k], Rate(k, cells(grp, [k]))) for k in range(K)]
                     names.append(f"error_rate[{g}] - error_rate[{h}]")
@@ -284,6 +285,13 @@ def _spec(est, codes, sw, classes, fit_params):
                 "loss='logistic' (the defaults)."
             )
         bounds = _class_bounds(est, classes)
+        weight = np.bincount(codes, weights=sw, minlength=K)
+        for k in bounds:
+            if not weight[k] > 0:
+                raise ValueError(
+                    f"max_class_error bounds class {_label(classes[k])}, which has no row of "
+                    "positive weight (sample_weight, class_weight)."
+                )
         cons, names = _np_constraints(bounds, K)
         groups = np.zeros(len(codes), np.intp)
         return cons, names, groups, dict(kind="np", bounds=bounds)
@@ -306,7 +314,7 @@ def _spec(est, codes, sw, classes, fit_params):
     present, groups = np.unique(group_codes, return_inverse=True)
     protected = est._protected_codes(group_codes, labels)
     protected = np.searchsorted(present, protected)
-    cons, names = _fair_constraints(est, codes, groups, len(present), protected, K, bound)
+    cons, names = _fair_constraints(est, codes, sw, groups, len(present), protected, K, bound)
     context.update(protected=protected, groups=labels[present])
     return cons, names, groups.astype(np.intp), context
 
