@@ -387,7 +387,7 @@ def _fit_fair(X, y, **kw):
         (dict(constraint="parity"), "The 'constraint' parameter"),
         (dict(loss="hinge"), "The 'loss' parameter"),
         (dict(y="one class"), r"only 1 class: 1\b"),
-        (dict(y="three classes"), "Only binary classification is supported"),
+        (dict(y="continuous"), "Unknown label type: continuous"),
         (dict(sample_weight="negative"), "Negative values in data passed to `sample_weight`"),
         (dict(sample_weight="one class"), r"only 1 class: 1 \(class 0 has zero total weight\)"),
         (dict(class_weight={0: 0.0, 1: 1.0}), "class_weight leaves only 1 class"),
@@ -404,8 +404,8 @@ def test_fair_bad_input_raises_a_clear_error(data, kwargs, match):
     kw.pop("X", None)
     if kw.get("y") == "one class":
         y[:] = 1
-    elif kw.get("y") == "three classes":
-        y[:10] = 2
+    elif kw.get("y") == "continuous":
+        y = y + 0.5
     kw.pop("y", None)
     sf = kw.pop("sensitive_features", None)
     if sf == "short":
@@ -449,7 +449,9 @@ def test_more_bad_input(data):
     for max_fpr in (0.0, 1.0, 1.5):
         with pytest.raises(ValueError, match="The 'max_fpr' parameter of NeymanPearson"):
             NeymanPearsonClassifier(max_fpr=max_fpr).fit(X, y)
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
+    # Three classes: the multi-class model (tests/test_multiclass.py), which bounds class
+    # errors only where max_class_error names them.
+    with pytest.warns(UserWarning, match="max_class_error is None"):
         NeymanPearsonClassifier().fit(X, np.arange(300) % 3)
     with pytest.raises(ValueError, match="only 1 class"):
         NeymanPearsonClassifier().fit(X, np.zeros(300))
@@ -950,10 +952,16 @@ def test_sensitive_features_is_requested_by_default():
     assert routing.fit.requests["sample_weight"] is None
 
 
-def test_tags_declare_binary_only_and_sparse():
+def test_tags_declare_multiclass_and_sparse():
+    # More than two classes: the multinomial model (tests/test_multiclass.py).
     for est in (FairLogisticClassifier(), NeymanPearsonClassifier()):
         tags = est.__sklearn_tags__()
-        assert tags.classifier_tags.multi_class is False
+        assert tags.classifier_tags.multi_class is True
+    for est in (
+        FairLogisticClassifier(calibration="clopper-pearson"),
+        NeymanPearsonClassifier(calibration="umbrella"),
+    ):
+        assert est.__sklearn_tags__().classifier_tags.multi_class is False
         assert tags.input_tags.sparse is True
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 from numpy.typing import ArrayLike
-from scipy.special import expit, log_expit
+from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -33,6 +33,7 @@ from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..solver.ialm import clip_batch_size
 from ._hard_rates import fit_hard_rates
+from ._multiclass import fit_multiclass, forget_multiclass, is_multiclass, refuse_dask
 from ._scaling import _standardised
 from ._solve import (
     _MIN_DECREASE,
@@ -289,8 +290,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
+            more = " (more than two classes: in memory only, not on Dask)" * (
+                y_type == "multiclass"
+            )
             raise ValueError(
-                f"Only binary classification is supported. The type of the target is {y_type}."
+                f"Only binary classification is supported here{more}. The type of the target "
+                f"is {y_type}."
             )
         classes, y01 = unique_codes(np.asarray(y))
         if len(classes) < 2:
@@ -426,6 +431,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         conclude (whether the bound is met, whether the fit converged). The hooks that may
         warn are called from here, not from a step function: their ``stacklevel`` counts
         the frames up to the user's call."""
+        if not (is_dask_collection(X) or is_dask_collection(y)) and is_multiclass(y):
+            return fit_multiclass(self, X, y, sample_weight, fit_params)
+        forget_multiclass(self)
         if is_dask_collection(X):
             from ._dask import fit_dask
 
@@ -929,6 +937,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     # -- prediction ------------------------------------------------------------------------------
     def _score(self, X):
+        if self.coef_.shape[0] > 1:  # K > 2 classes: one column of scores per class
+            return (
+                np.asarray(safe_sparse_dot(X, self.coef_.T, dense_output=True)) + self.intercept_
+            )
         return np.asarray(safe_sparse_dot(X, self.coef_[0])).ravel() + self.intercept_[0]
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
@@ -945,6 +957,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if is_dask_collection(X):
+            if self.coef_.shape[0] > 1:
+                raise refuse_dask("Predicting")
             from ._dask import blockwise_scores
 
             return blockwise_scores(self, X)
@@ -976,6 +990,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             that the constraints were written with.
         """
         s = self.decision_function(X)
+        if np.ndim(s) == 2:  # K > 2 classes: the softmax of the scores
+            return softmax(s, axis=1)
         return _two_columns(expit(-s), expit(s))
 
     def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
@@ -990,6 +1006,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, 2)
         """
         s = self.decision_function(X)
+        if np.ndim(s) == 2:
+            return log_softmax(s, axis=1)
         return _two_columns(log_expit(-s), log_expit(s))
 
     def predict(self, X: MatrixLike) -> np.ndarray:
@@ -1003,7 +1021,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        positive = self.decision_function(X) > 0
+        scores = self.decision_function(X)
+        if np.ndim(scores) == 2:  # K > 2 classes: the arg-max (offsets are in intercept_)
+            return self.classes_[np.argmax(scores, axis=1)]
+        positive = scores > 0
         if is_dask_collection(positive):
             classes = self.classes_
             return positive.map_blocks(lambda p: classes[p.astype(int)], dtype=classes.dtype)
@@ -1011,7 +1032,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        # More than two classes: the multinomial model; the certificates are binary only.
+        tags.classifier_tags.multi_class = getattr(self, "calibration", None) is None
         tags.input_tags.sparse = True
         return tags
 

@@ -20,8 +20,9 @@ from sklearn.utils.validation import (
 
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ..problems.fairness import unique_codes
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, _check_labels
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, _check_labels, is_dask_collection
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._multiclass import NOT_YET, is_multiclass
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
@@ -596,7 +597,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; sparse input is converted to CSR, never densified.
         y : array-like of shape (n_samples,)
-            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``).
+            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``). With
+            more than two classes, a multinomial model (see the user guide's "More than two
+            classes").
         sensitive_features : array-like of shape (n_samples,) or (n_samples, n_columns), \
                 str or list of str, default=None
             One group label per row (array, list, pandas Series). With several columns
@@ -633,6 +636,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
         if self.calibration is None:
             work._fit(X, y, sample_weight, sensitive_features=sensitive_features)
         else:
+            if not is_dask_collection(y) and is_multiclass(y):
+                raise ValueError(
+                    f"Only binary classification is supported with calibration="
+                    f"{self.calibration!r}: it {NOT_YET}."
+                )
             work._fit_certified(X, y, sample_weight, sensitive_features)
         work.text_group_columns_ = text
         self._publish(work)
@@ -649,8 +657,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
 
         Returns
         -------
-        ndarray of shape (n_samples,)
-            A dask array (computed block by block on the workers) for dask input.
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One score per class with more than two classes (the largest is predicted). A
+            dask array (computed block by block on the workers) for dask input.
         """
         columns = getattr(X, "columns", None)
         if columns is not None and getattr(self, "text_group_columns_", None):

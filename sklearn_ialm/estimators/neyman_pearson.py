@@ -20,6 +20,7 @@ from ._base import (
     is_dask_collection,
 )
 from ._hard_rates import fit_negative_weight, rate_threshold
+from ._multiclass import NOT_YET, binary_max_fpr, is_multiclass
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
@@ -78,6 +79,14 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         (``train_fpr_``; with ``rate="soft"``, on the soft rate). With
         ``calibration="umbrella"``, also the bound ``alpha`` of the guarantee on the
         population false-positive rate.
+    max_class_error : dict or None, default=None
+        Bounds on class errors, ``{class label: alpha}`` with ``alpha`` in (0, 1): the share
+        of the training rows of that class that :meth:`predict` assigns to another class is
+        at most ``alpha`` (``train_class_errors_``), the overall cross-entropy minimised
+        (Tian and Feng's multi-class Neyman-Pearson classification). Needed, and read, when
+        ``y`` has more than two classes (a multinomial model; see the user guide's
+        "More than two classes"). With two classes ``{negative label: alpha}`` is
+        ``max_fpr=alpha``; set one of the two (``max_fpr`` left at its default).
     calibration : {None, "umbrella"}, default=None
         ``None``: train on every row; the bound holds on the training negatives
         (``threshold_`` spends ``max_fpr`` on them with ``rate="hard"``; 0 with
@@ -326,6 +335,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     _parameter_constraints: dict = {
         **BaseIALMClassifier._parameter_constraints,
         "max_fpr": [Interval(Real, 0, 1, closed="neither")],
+        "max_class_error": [dict, None],
         "calibration": [StrOptions({"umbrella"}), None],
         "rate": [StrOptions({"hard", "soft"})],
         "loss": [StrOptions({"logistic", "sigmoid"})],
@@ -340,6 +350,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self,
         *,
         max_fpr=0.2,
+        max_class_error=None,
         calibration=None,
         rate="hard",
         loss="logistic",
@@ -361,6 +372,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         verbose=0,
     ):
         self.max_fpr = max_fpr
+        self.max_class_error = max_class_error
         self.calibration = calibration
         self.rate = rate
         self.loss = loss
@@ -391,7 +403,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; sparse input is converted to CSR, never densified.
         y : array-like of shape (n_samples,)
-            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``).
+            Binary labels; ``classes_[1]`` is the positive class (see ``pos_label``). With
+            more than two classes, a multinomial model (see the user guide's "More than two
+            classes").
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative row weights; both soft rates become weighted means.
 
@@ -413,11 +427,29 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             ``calibration_size`` leaves no negative to train on.
         """
         y, sample_weight = align_rows(X, y=y, sample_weight=sample_weight)
+        if (
+            self.max_class_error is not None
+            and not is_dask_collection(y)
+            and not (is_multiclass(y))
+        ):
+            # Two classes: {negative: alpha} is max_fpr=alpha, fitted as such (max_fpr_ says
+            # which bound the model was fitted with; the parameters are given back).
+            given = self.max_fpr, self.max_class_error
+            self.max_fpr, self.max_class_error = binary_max_fpr(self, y), None
+            try:
+                return self.fit(X, y, sample_weight=sample_weight)
+            finally:
+                self.max_fpr, self.max_class_error = given
         if self.calibration is None:
             self._fit(X, y, sample_weight)
             self._warn_if_few_negatives()
             return self
 
+        if not is_dask_collection(y) and is_multiclass(y):
+            raise ValueError(
+                f"Only binary classification is supported with calibration="
+                f"{self.calibration!r}: it {NOT_YET}."
+            )
         if is_dask_collection(X):
             raise NotImplementedError(
                 'calibration="umbrella" on dask input is not supported yet: its hold-out '
@@ -496,6 +528,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         quantile exceeds ``max_fpr`` by more than a quarter, the training reading is no
         promise about new rows, and the umbrella calibration is what makes one.
         """
+        if len(self.classes_) > 2:
+            return  # a multi-class fit bounds class errors, not the false-positive rate
         n = self._n_effective_negatives
         upper = training_fpr_upper_limit(n, self.max_fpr, self.delta)
         if upper <= _SMALL_SAMPLE_EXCESS * self.max_fpr:
@@ -650,6 +684,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     def _set_report_attributes(self, context):
         steering = context.get("steering") if isinstance(context, dict) else None
         self.negative_weight_ = steering.negative_weight if steering is not None else None
+        self.max_fpr_ = float(self.max_fpr)
         self.train_soft_fpr_ = float(self.constraint_values_[0])
         self.train_fpr_ = float(self.hard_constraint_values_[0])
         if isinstance(context, dict):

@@ -609,7 +609,8 @@ def _estimator_units(est):
     hard = np.atleast_1d(getattr(est, "hard_constraint_values_", np.full(soft.shape, np.nan)))
     if isinstance(est, NeymanPearsonClassifier):
         note = (
-            f"at the end: soft FPR {soft[0]:.3f}, hard FPR {hard[0]:.3f}; max_fpr {est.max_fpr:g}"
+            f"at the end: soft FPR {soft[0]:.3f}, hard FPR {hard[0]:.3f}; max_fpr "
+            f"{getattr(est, 'max_fpr_', est.max_fpr):g}"
         )
         if getattr(est, "loss", "sigmoid") == "logistic":
             # The weighted logistic fit has no constraint: its threshold meets max_fpr.
@@ -618,7 +619,7 @@ def _estimator_units(est):
                 "meets max_fpr on predictions)"
             )
             return 0.0, label, None, note
-        return float(est.max_fpr), "soft false-positive rate", None, note
+        return float(getattr(est, "max_fpr_", est.max_fpr)), "soft false-positive rate", None, note
     if isinstance(est, FairLogisticClassifier):
         bound = float(est.bound_)
         groups = list(est.protected_groups_)

@@ -172,6 +172,10 @@ class BoundReport:
             X, y=y, sensitive_features=sensitive_features, sample_weight=sample_weight
         )
         clf, X_last = _final_step(estimator, X)
+        if len(getattr(clf, "classes_", ())) > 2:
+            return cls._per_class(
+                clf, X_last, X, y, sensitive_features, sample_weight, baseline, confidence
+            )
         is_fair = _check_classifier(clf, sensitive_features)
         y01, pred, base_pred, weights = _labels_and_predictions(
             clf, X_last, y, sample_weight, baseline, X
@@ -199,6 +203,61 @@ class BoundReport:
             summary=records.summary(),
             fit=fit_record(clf, is_fair),
             notes=records.notes,
+        )
+
+    @classmethod
+    def _per_class(cls, clf, X_last, X, y, sensitive_features, sample_weight, baseline, conf):
+        """The report of a fairness fit on ``K > 2`` classes: the bound for every class, one
+        against the rest (each class's rates and metric named ``...[class c]``), and the
+        accuracy over all classes as the summary."""
+        is_fair = _check_classifier(clf, sensitive_features)
+        if not is_fair or clf.constraint == "error_rate_parity":
+            what = "a Neyman-Pearson fit" if not is_fair else "constraint='error_rate_parity'"
+            raise NotImplementedError(
+                f"The bound report of {what} on more than two classes is not available yet "
+                f"(this {type(clf).__name__} has {len(clf.classes_)} classes). On the "
+                "training rows, hard_constraint_values_ holds the bound's value per class; "
+                "on other rows, measure predict one class against the rest, as the user "
+                "guide's 'More than two classes' shows."
+            )
+        # The checks of labels, rows and weights of the binary report (its 0/1 view unused).
+        weights = _labels_and_predictions(clf, X_last, y, sample_weight, None, X)[3]
+        y = column_or_1d(y)
+        pred = clf.predict(X_last)
+        base = None if baseline is None else column_or_1d(baseline.predict(X))
+        codes, labels = encode_groups(sensitive_features, len(y))
+        bounds, rates, notes = [], [], []
+        for c in clf.classes_:
+            records = Records(
+                y == c, pred == c, None if base is None else base == c, codes, labels,
+                weights, conf,
+            )  # fmt: skip
+            description, class_bounds = records.fairness(clf)
+            tag = f"[class {c.item() if isinstance(c, np.generic) else c}]"
+            for record in class_bounds:
+                record["name"] += tag
+            for record in records.rates:
+                record["rate"] += tag
+            bounds += class_bounds
+            rates += records.rates
+            notes += [note for note in records.notes if note not in notes]
+        every = np.ones(len(y), bool)
+        overall = Records(
+            every, pred == y, None if base is None else base == y, None, None, weights, conf
+        )
+        summary = [row for row in overall.summary() if row["metric"] == "accuracy"]
+        return cls(
+            estimator_name=type(clf).__name__,
+            description=f"{description} for every class, one against the rest",
+            protected_groups=records.protected_groups,
+            n_samples=len(y),
+            confidence=conf,
+            weighted=weights is not None,
+            bounds=bounds,
+            rates=rates,
+            summary=summary,
+            fit=fit_record(clf, is_fair),
+            notes=notes,
         )
 
     # -- views -----------------------------------------------------------------------------------

@@ -204,8 +204,10 @@ class Records:
     def neyman_pearson(self, clf):
         for rate, condition in (("false_positive_rate", "y=0"), ("false_negative_rate", "y=1")):
             self._group_rates(rate, condition, None)
-        description = f"false_positive_rate <= {clf.max_fpr:g}"
-        return description, [self.fpr_bound(clf.max_fpr)]
+        # max_fpr_: the bound fitted (max_class_error={negative: alpha} on two classes).
+        max_fpr = getattr(clf, "max_fpr_", clf.max_fpr)
+        description = f"false_positive_rate <= {max_fpr:g}"
+        return description, [self.fpr_bound(max_fpr)]
 
     def summary(self):
         out = []

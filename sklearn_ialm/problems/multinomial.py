@@ -1,0 +1,269 @@
+"""The multinomial (softmax) logistic model under constraints on per-class rates.
+
+Scores ``z_i = W a_i + b`` for ``K`` classes, soft predictions ``p_i = softmax(z_i)`` and
+
+    ``g(x) = sum_i u_i CE(p_i, y_i) / sum_i u_i``,
+    ``c_j(x) = sum_r sign_{jr} rate_r(x) + offset_j``,
+
+where a *rate* ``r`` is the weighted mean of ``p_{i, c_r}`` over the rows of one set of
+cells (a cell is a pair ``(group, label)``): the share of a group predicted ``c``
+(demographic parity), of a group's rows of label ``c`` (a true-positive rate one-vs-rest), of
+its other rows (a false-positive rate), of the rows of label ``k`` not predicted ``k`` (one
+minus it: a Neyman-Pearson class error). Every constraint is linear in the cells' mean
+predictions, so the same weights give its value on hard predictions (the one-hot arg-max),
+as in the binary :class:`~sklearn_ialm.problems.LinearProblem`.
+
+The parameters are ``K x (d + 1)`` (``K x d`` without intercept) flattened row by row; the
+features are read in place, in the units ``(x - center) / scale``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import log_softmax, softmax
+from sklearn.utils.extmath import safe_sparse_dot
+
+from ..solver.problem import FiniteSumProblem
+from ..solver.prox import Ridge
+
+__all__ = ["MultinomialProblem", "Rate", "cell_codes"]
+
+
+class Rate:
+    """The weighted share of rows in ``cells`` predicted ``klass`` (a soft or hard rate).
+
+    Parameters
+    ----------
+    klass : int
+        The predicted class (its column of the scores).
+    cells : array-like of int
+        The cells (codes of :func:`cell_codes`) whose rows make the denominator.
+    """
+
+    def __init__(self, klass: int, cells):
+        self.klass = int(klass)
+        self.cells = np.asarray(cells, dtype=np.intp).reshape(-1)
+
+    def __repr__(self):
+        return f"Rate(klass={self.klass}, cells={self.cells.tolist()})"
+
+
+def cell_codes(groups, y, n_classes: int):
+    """``codes[i] = groups[i] * n_classes + y[i]``: the cell (group, label) of each row."""
+    return np.asarray(groups, dtype=np.intp) * n_classes + np.asarray(y, dtype=np.intp)
+
+
+class MultinomialProblem(FiniteSumProblem):
+    """Softmax cross-entropy with the L2 penalty of ``C``, under linear constraints on rates.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n, d)
+    y : ndarray of int, shape (n,)
+        Class codes ``0 .. n_classes - 1``.
+    n_classes : int
+    sample_weight : ndarray of shape (n,)
+        Positive row weights, in the objective and in the rates.
+    cells : ndarray of int, shape (n,)
+        Each row's cell (:func:`cell_codes`); ``n_cells`` is ``cells.max() + 1`` at least.
+    constraints : list of (list of (sign, Rate), offset)
+        Constraint ``j`` is ``sum sign * rate + offset <= 0``.
+    C : float or None
+        ``LogisticRegression``'s ``C`` in the units ``(x - center) / scale``; None: no penalty.
+    fit_intercept : bool
+    scale, center : ndarray of shape (d,), optional
+        The solver's units of the features (ones and zeros by default).
+    n_cells : int, optional
+    penalty_units : float, default=1.0
+        The penalty is divided by it too (the estimators pass the number of live columns,
+        whose units the scale holds, see :mod:`sklearn_ialm.estimators._scaling`).
+    """
+
+    def __init__(
+        self,
+        X,
+        y,
+        n_classes,
+        sample_weight,
+        cells,
+        constraints,
+        *,
+        C=1.0,
+        fit_intercept=True,
+        scale=None,
+        center=None,
+        n_cells=None,
+        penalty_units=1.0,
+    ):
+        n, d = X.shape
+        super().__init__(n, n)
+        self.X, self.y, self.K = X, np.asarray(y, dtype=np.intp), int(n_classes)
+        self.d, self.fit_intercept = d, bool(fit_intercept)
+        self.scale = np.ones(d) if scale is None else np.asarray(scale, dtype=float)
+        self.center = np.zeros(d) if center is None else np.asarray(center, dtype=float)
+        self.cols = d + int(self.fit_intercept)
+        self.n_params = self.K * self.cols
+        w = np.asarray(sample_weight, dtype=float)
+        self.u = w * (n / w.sum())  # objective weights of mean one
+        self.Y = np.zeros((n, self.K))
+        self.Y[np.arange(n), self.y] = 1.0
+        self.cells = np.asarray(cells, dtype=np.intp)
+        n_cells = int(max(n_cells or 0, self.cells.max() + 1))
+        self.cell_weight = np.bincount(self.cells, weights=w, minlength=n_cells)
+        self.constraint_list = list(constraints)
+        m = len(self.constraint_list)
+        self.n_constraints = m
+        self.inequality = np.ones(m, bool)
+        # M[s, c, j]: the weight of cell s's mean prediction of class c in constraint j.
+        self.M = np.zeros((n_cells, self.K, m))
+        self.offset = np.zeros(m)
+        for j, (terms, offset) in enumerate(self.constraint_list):
+            self.offset[j] = offset
+            for sign, rate in terms:
+                denominator = self.cell_weight[rate.cells].sum()
+                if denominator > 0:
+                    self.M[rate.cells, rate.klass, j] += sign * (
+                        self.cell_weight[rate.cells] / denominator
+                    )
+        # Row i's weight in the constraint means: mean_i omega_i p_i M[s_i] = sum_s R_s M[s].
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.omega = np.where(
+                self.cell_weight[self.cells] > 0, w * n / self.cell_weight[self.cells], 0.0
+            )
+        self.C = C
+        h = None
+        if C is not None and np.isfinite(C):
+            mask = np.ones((self.K, self.cols), bool)
+            if self.fit_intercept:
+                mask[:, -1] = False
+            h = Ridge(1.0 / (C * w.sum() * penalty_units), mask=mask.ravel())
+        self.h = h if h is not None else Ridge(0.0)
+        self.smoothness = self._smoothness_bound()
+        if m:
+            self.stratify_constraints(self.cells)
+
+    # -- parameters ----------------------------------------------------------------------
+    def _split(self, x):
+        P = np.asarray(x, dtype=float).reshape(self.K, self.cols)
+        W = P[:, : self.d] / self.scale  # the weights of the features as given
+        b = P[:, self.d] - W @ self.center if self.fit_intercept else -(W @ self.center)
+        return W, b
+
+    def coef(self, x):
+        """``(coef, intercept)`` of ``x`` in the units of ``X``: shapes (K, d) and (K,)."""
+        return self._split(x)
+
+    def point(self, coef, intercept):
+        """The parameters ``x`` of a model ``(coef, intercept)`` given in the units of ``X``."""
+        coef = np.asarray(coef, dtype=float).reshape(self.K, self.d)
+        P = np.zeros((self.K, self.cols))
+        P[:, : self.d] = coef * self.scale
+        if self.fit_intercept:
+            P[:, self.d] = np.asarray(intercept, dtype=float) + coef @ self.center
+        return P.ravel()
+
+    def scores(self, x, rows=slice(None)):
+        """The ``(n_rows, K)`` scores of rows ``rows``."""
+        W, b = self._split(x)
+        X = self.X[rows]
+        return np.asarray(safe_sparse_dot(X, W.T, dense_output=True)) + b
+
+    def _back(self, G, rows):
+        """The gradient in ``x`` of ``sum_i G_i . z_i`` over rows ``rows`` (``G``: (n, K))."""
+        gW = np.asarray(safe_sparse_dot(G.T, self.X[rows], dense_output=True))
+        gb = G.sum(axis=0)
+        out = np.zeros((self.K, self.cols))
+        out[:, : self.d] = (gW - np.outer(gb, self.center)) / self.scale
+        if self.fit_intercept:
+            out[:, self.d] = gb
+        return out.ravel()
+
+    # -- oracles -------------------------------------------------------------------------
+    def _rows(self, batch):
+        return batch if not isinstance(batch, slice) else slice(None)
+
+    def objective(self, x, batch):
+        rows = self._rows(batch)
+        P = softmax(self.scores(x, rows), axis=1)
+        G = (P - self.Y[rows]) * self.u[rows, None]
+        return self._back(G, rows) / self.batch_size(batch, "objective")
+
+    def objective_value(self, x, batch):
+        rows = self._rows(batch)
+        logp = log_softmax(self.scores(x, rows), axis=1)
+        ce = -np.sum(logp * self.Y[rows], axis=1)
+        return float(np.mean(self.u[rows] * ce))
+
+    def constraints(self, x, batch):
+        rows = self._rows(batch)
+        P = softmax(self.scores(x, rows), axis=1)
+        Ms = self.M[self.cells[rows]]  # (b, K, m)
+        om = self.omega[rows]
+        C = om[:, None] * np.einsum("bk,bkm->bm", P, Ms) + self.offset
+
+        def vjp(U):
+            a = np.einsum("bkm,bm->bk", Ms, U)
+            G = om[:, None] * P * (a - np.sum(P * a, axis=1, keepdims=True))
+            return self._back(G, rows)
+
+        return C, vjp
+
+    # -- hard rates ------------------------------------------------------------------------
+    def cell_means(self, pred):
+        """Each cell's weighted mean of ``pred`` ((n, K) soft or one-hot predictions)."""
+        out = np.zeros((self.M.shape[0], self.K))
+        np.add.at(out, self.cells, pred * (self.omega[:, None] / len(self.omega)))
+        return out
+
+    def rate_constraints(self, pred, offset=None):
+        """The constraint values at predictions ``pred`` ((n, K)): ``c = sum_s R_s M_s + o``."""
+        offset = self.offset if offset is None else offset
+        return np.einsum("sk,skm->m", self.cell_means(pred), self.M) + offset
+
+    def hard_predictions(self, scores):
+        """One-hot arg-max of ``scores`` (ties to the first class, as ``predict``)."""
+        out = np.zeros_like(scores)
+        out[np.arange(len(scores)), np.argmax(scores, axis=1)] = 1.0
+        return out
+
+    # -- smoothness ------------------------------------------------------------------------
+    def _smoothness_bound(self):
+        """``(L0, LJ)``: ``|softmax'| <= 1/2`` and the top eigenvalue of the weighted Gram of the
+        augmented rows (exact up to 2000 columns, else a trace bound)."""
+        L0 = 0.5 * self._scaled_gram_top(self.u)
+        if not self.n_constraints:
+            return float(L0), 0.0
+        # |J|^2 <= lambda_max(mean omega_i^2 a_i a_i^T) * max_s |M_s|^2 / 4.
+        jac2 = (
+            0.25
+            * self._scaled_gram_top(self.omega**2)
+            * float(np.max(np.sum(self.M**2, axis=(1, 2))))
+        )
+        cmax = float(np.sum(np.abs(self.offset)) + np.abs(self.M).sum(axis=(1, 2)).max())
+        hess = cmax * self._scaled_gram_top(self.omega * np.abs(self.M).max())
+        return float(L0), float(jac2 + hess)
+
+    def _scaled_gram_top(self, weights):
+        """``lambda_max(A^T diag(weights) A / n)`` of the rows ``[(x - center) / scale, 1]``."""
+        X, n = self.X, self.X.shape[0]
+        if self.d + 1 > 2000:
+            if sp.issparse(X):
+                sq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+            else:
+                sq = np.einsum("ij,ij->i", X, X)
+            # A trace bound, loose but safe: the mean squared norm of the scaled rows.
+            s2 = float(np.max(1.0 / self.scale**2))
+            return float(np.mean(weights * (sq * s2 * 2 + 2 * np.sum(self.center**2) * s2 + 1)))
+        Xw = X.multiply(weights[:, None]).tocsr() if sp.issparse(X) else X * weights[:, None]
+        G = np.asarray(safe_sparse_dot(X.T, Xw, dense_output=True))
+        m = np.asarray(Xw.sum(axis=0)).ravel()
+        total = float(weights.sum())
+        A = np.empty((self.d + 1, self.d + 1))
+        c, s = self.center, self.scale
+        A[: self.d, : self.d] = (G - np.outer(m, c) - np.outer(c, m) + total * np.outer(c, c)) / (
+            np.outer(s, s)
+        )
+        A[: self.d, self.d] = A[self.d, : self.d] = (m - total * c) / s
+        A[self.d, self.d] = total
+        return float(max(np.linalg.eigvalsh(A / n)[-1], 1e-12))
