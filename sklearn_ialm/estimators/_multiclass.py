@@ -88,7 +88,7 @@ def is_multiclass(y) -> bool:
             # binary path's validation names them.
             warnings.simplefilter("ignore", RuntimeWarning)
             return type_of_target(y, input_name="y") == "multiclass"
-    except ValueError:
+    except (ValueError, TypeError):  # (TypeError: labels of mixed types, pd.NA)
         return False  # the binary path's validation names the problem
 
 
