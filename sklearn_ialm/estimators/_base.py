@@ -79,6 +79,53 @@ def _two_columns(a, b):
     return np.column_stack([a, b])
 
 
+# The fitted state whose name does not end with "_" (see BaseIALMClassifier._working_copy).
+_PRIVATE_FIT_STATE = frozenset(
+    {"_slack", "_constant_fallback", "_null_dual_residual", "_n_effective_negatives", "_C_scale"}
+)
+
+
+def _is_fit_state(name: str) -> bool:
+    """Whether attribute ``name`` is part of a fitted model (not a parameter or a setting)."""
+    return (name.endswith("_") and not name.startswith("_")) or name in _PRIVATE_FIT_STATE
+
+
+def _is_missing(value) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN
+    except TypeError:  # pd.NA: its comparisons are NA, which has no truth value
+        return True
+
+
+def _check_labels(y) -> None:
+    """A ValueError naming ``y`` for labels that are missing or of mixed types (an object
+    array); scikit-learn's checks fail on them with a TypeError or "Unknown label type"."""
+    if y is None:
+        return  # validate_data's message
+    values = np.asarray(y).ravel()  # (pandas gives NaN for pd.NA in a nullable dtype)
+    if values.dtype.kind == "f":
+        missing = np.flatnonzero(np.isnan(values))
+    elif values.dtype == object:
+        missing = np.flatnonzero([_is_missing(v) for v in values])
+    else:
+        return
+    if missing.size:
+        raise ValueError(
+            f"y has no label (None, NaN or pd.NA) in {missing.size} row(s), the first at "
+            f"position {missing[0]}: every row needs one. Drop those rows or fill them in."
+        )
+    if values.dtype != object:
+        return
+    kinds = {"str" if isinstance(v, str) else type(v).__name__ for v in values}
+    if "str" in kinds and len(kinds) > 1:
+        raise ValueError(
+            f"y mixes strings with other labels ({', '.join(sorted(kinds))}): a class would "
+            "have two spellings (1 and '1'). Give all labels one type, e.g. y.astype(str)."
+        )
+
+
 def _finish_inactive(problem, result, kwargs):
     """The finish of a stochastic solve whose constraints are all inactive, from its point
     (zero multipliers: the unconstrained problem), kept where they stay inactive at the
@@ -234,8 +281,14 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     # -- validation ------------------------------------------------------------------------------
     def _check_target(self, y):
-        check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        y = np.asarray(y)
+        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            # Whole numbers, labels (type_of_target casts them to int64 to tell labels from
+            # values, and calls those beyond its range, such as 1e300, "continuous").
+            y_type = "binary" if len(np.unique(y)) <= 2 else "multiclass"
+        else:
+            check_classification_targets(y)
+            y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
             more = " (more than two classes: in memory only, not on Dask)" * (
                 y_type == "multiclass"
@@ -277,6 +330,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _sample_weights(self, sample_weight, X, y, y01, classes):
         """Row weights of both the objective and the constraints: sample x class weight."""
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        sw = self._scaled_weights(sw)
         self._check_weighted_classes(sw, y01, classes, "sample_weight")
         class_weight = getattr(self, "class_weight", None)
         if class_weight is not None:
@@ -291,44 +345,85 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             self._check_weighted_classes(sw, y01, classes, "class_weight")
         return sw
 
+    def _scaled_weights(self, sample_weight):
+        """``sample_weight`` times the power of two that brings its largest near 1 when it is
+        far off (within ``2**+-64`` it is used as it is, bit for bit); sets ``_C_scale``.
+
+        Weights of 1e308 overflowed their sums (a LinAlgError), weights of 5e-324 the
+        penalty's strength. Scaled by a power of two (exactly), with ``C`` scaled the other
+        way, the model is the same: the penalty ``||w||^2 / (2 C sum(sample_weight))``
+        reads their product (LogisticRegression's: all weights times ``k`` is ``C`` times
+        ``k``).
+        """
+        top = float(np.max(sample_weight, initial=0.0))
+        exponent = int(np.frexp(top)[1]) if top > 0 else 0
+        if abs(exponent) <= 64:
+            self._C_scale = 1.0
+            return sample_weight
+        with np.errstate(over="ignore"):  # C * 2**1024 is no penalty: inf
+            self._C_scale = float(np.ldexp(1.0, exponent))
+        return np.ldexp(sample_weight, -exponent)
+
     def _warm_start_point(self, problem, classes, n_features):
         """``(x0, y0, slack0)`` from the previous fit, or ``(None, None, None)``."""
-        if not (self.warm_start and hasattr(self, "coef_")):
+        previous = getattr(self, "_previous_fit", None) or {}  # see _working_copy
+        if not (self.warm_start and "coef_" in previous):
             return None, None, None
-        if self.coef_.shape[1] != n_features:
+        coef, multipliers, slack = previous["coef_"], previous["multipliers_"], previous["_slack"]
+        if coef.shape[1] != n_features:
             raise ValueError(
                 f"warm_start=True needs the same number of features as the previous fit "
-                f"({self.coef_.shape[1]}), got {n_features}. Set warm_start=False to refit."
+                f"({coef.shape[1]}), got {n_features}. Set warm_start=False to refit."
             )
-        if not np.array_equal(self.classes_, classes):
+        if not np.array_equal(previous["classes_"], classes):
             raise ValueError(
                 f"warm_start=True needs the same classes as the previous fit "
-                f"({self.classes_.tolist()}), got {classes.tolist()}."
+                f"({previous['classes_'].tolist()}), got {classes.tolist()}."
             )
-        x0 = problem.point(self.coef_.ravel(), self.intercept_[0])
+        x0 = problem.point(coef.ravel(), previous["intercept_"][0])
         m, n_slack = problem.n_constraints, int(np.sum(problem.inequality))
-        if self.multipliers_.shape != (m,) or self._slack.shape != (n_slack,):
+        if multipliers.shape != (m,) or slack.shape != (n_slack,):
             warnings.warn(
-                f"warm_start: the previous fit had {self.multipliers_.size} constraint(s), this "
+                f"warm_start: the previous fit had {multipliers.size} constraint(s), this "
                 f"one has {m}; the weights are warm-started, the multipliers start from zero.",
                 UserWarning,
                 stacklevel=4,
             )
             return x0, None, None
-        return x0, self.multipliers_, self._slack
+        return x0, multipliers, slack
 
     # -- fit -------------------------------------------------------------------------------------
     def _fit(self, X, y, sample_weight=None, **fit_params):
-        before = dict(self.__dict__)
-        try:
-            return self._fit_or_raise(X, y, sample_weight, **fit_params)
-        except BaseException:
-            # A failed fit (bad input found late, a failed joblib worker, an interrupt) leaves
-            # the estimator as it was: unfitted if it was, else the previous model whole, never
-            # a mix that check_is_fitted would accept (validate_data sets n_features_in_ early).
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
+        """The fit's steps (:meth:`_fit_or_raise`) on a working copy, whose state replaces the
+        estimator's in one step at the end (:meth:`_publish`)."""
+        work = self._working_copy()
+        work._fit_or_raise(X, y, sample_weight, **fit_params)
+        self._publish(work)
+        return self
+
+    def _working_copy(self):
+        """A copy of the estimator to fit on: its parameters and settings, no fitted state.
+
+        A fit sets its attributes one by one (``validate_data`` sets ``n_features_in_``
+        first); on a copy, a fit that raises or is interrupted (bad input found late, a
+        failed joblib worker, Ctrl-C) leaves the estimator as it was, unfitted or the
+        previous model whole, and a reader in another thread (a pickle) sees the old model or
+        the new one, never a mix. The previous model stays readable for ``warm_start`` as
+        ``_previous_fit`` (that of the estimator, also in a copy of a copy).
+        """
+        state = self.__dict__
+        work = object.__new__(type(self))
+        work.__dict__.update((k, v) for k, v in state.items() if not _is_fit_state(k))
+        if "_previous_fit" not in state:
+            work._previous_fit = {k: v for k, v in state.items() if _is_fit_state(k)}
+        return work
+
+    def _publish(self, work):
+        """Replace the estimator's state by that of the fitted working copy ``work``, in one
+        assignment: no stale attribute of an earlier fit survives it."""
+        state = dict(work.__dict__)
+        state.pop("_previous_fit", None)
+        self.__dict__ = state
 
     def _fit_or_raise(self, X, y, sample_weight=None, **fit_params):
         """The fit's steps: validate, pose the problem (in standard units), start, solve it
@@ -345,7 +440,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             return fit_dask(self, X, y, sample_weight, fit_params)
         X, y01, sw, classes, fit_params = self._validated(X, y, sample_weight, fit_params)
         problem, context = self._build_problem(X, y01, sw, fit_params)
-        problem = _standardised(problem, X, sw, self.C)
+        C = None if self.C is None else self.C * self._C_scale  # see _scaled_weights
+        problem = _standardised(problem, X, sw, C)
         x0, y0, slack0 = self._warm_start_point(problem, classes, X.shape[1])
         if x0 is None:
             x0 = _null_start(problem)
@@ -365,6 +461,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self._validate_params()
         # (The per-row inputs were paired with the rows of X by the estimator's fit, see
         # _rows.align_rows.)
+        _check_labels(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
         if sp.issparse(X) and not X.has_canonical_format:
             # Duplicate entries would be counted apart in the column moments; a canonical
@@ -392,11 +489,15 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         scores = self._at_least_constant(scores, y01, sw, context)
         threshold = self._decision_threshold(scores, y01, sw)
         self.constraint_values_ = self._constraint_report(expit(scores), y01, sw, context)
+        predicted = scores > threshold
         self.hard_constraint_values_ = self._constraint_report(
-            (scores > threshold).astype(float), y01, sw, context
+            predicted.astype(float), y01, sw, context
         )
         if isinstance(context, dict):
-            context.update(steering=fit, scores=scores, y01=y01, weights=sw)
+            # One class for every row, judged at the threshold predict uses (the steering
+            # judged its solve at 0; the umbrella's threshold is set after it).
+            one_class = bool(predicted.all() or not predicted.any())
+            context.update(steering=fit, scores=scores, y01=y01, weights=sw, one_class=one_class)
         self._set_report_attributes(context)
 
     def _solve_problem(self, problem, context, classes, x0, y0, slack0, in_sequence=False):
@@ -499,9 +600,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 )
                 for i, (seed, r) in enumerate(zip(seeds, runs, strict=True))
             ]
-        elif hasattr(self, "seeds_"):
-            # A stale record of an earlier multi-seed fit would describe another model.
-            del self.seeds_
 
     def _conclude(self, result, fit, context):
         """``bound_met_``, ``converged_`` and the warnings, once the report is set."""
@@ -640,7 +738,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def _warn_if_not_converged(self, result, context, fit=None):
         name = type(self).__name__
-        if fit is not None and fit.degenerate and self.bound_met_:
+        one_class = fit is not None and fit.degenerate
+        if fit is not None and isinstance(context, dict):
+            one_class = context.get("one_class", one_class)  # (the Dask fit does not say)
+        if one_class and self.bound_met_:
             warnings.warn(
                 f"{name}: the model found meets the bound on the training rows by predicting "
                 f"the same class for every row ({self._rates_reached(context)}); no better "
@@ -811,7 +912,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     # -- pickling ---------------------------------------------------------------------------------
     def __getstate__(self):
-        state = super().__getstate__()
+        # A copy: object.__getstate__ returns the instance's own dict, which the version
+        # below would otherwise be written into.
+        state = dict(super().__getstate__())
         from .._version import __version__
 
         state["_sklearn_ialm_version"] = __version__

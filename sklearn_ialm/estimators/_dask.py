@@ -413,9 +413,11 @@ def _pose_problem(est, X, cells: _Cells, problem_c):
     scale, mean, live_cols = _feature_scaling(None, None, raw.fit_intercept, moments=moments)
     n_live = max(1, int(live_cols.sum()))
     h = None
-    if est.C is not None and np.isfinite(est.C):
+    # C times the power of two the weights were scaled by (BaseIALMClassifier._scaled_weights).
+    C = None if est.C is None else est.C * est._C_scale
+    if C is not None and np.isfinite(C):
         mask = np.r_[np.ones(d, bool), np.zeros(int(raw.fit_intercept), bool)]
-        h = Ridge(1.0 / (est.C * total * n_live), mask=mask)
+        h = Ridge(1.0 / (C * total * n_live), mask=mask)
     problem = DaskLinearProblem(
         rows, B, raw.u, H, cell_weight, h=h, feature_scale=scale * np.sqrt(n_live),
         feature_center=mean, **common,

@@ -88,7 +88,7 @@ def is_multiclass(y) -> bool:
             # binary path's validation names them.
             warnings.simplefilter("ignore", RuntimeWarning)
             return type_of_target(y, input_name="y") == "multiclass"
-    except ValueError:
+    except (ValueError, TypeError):  # (TypeError: labels of mixed types, pd.NA)
         return False  # the binary path's validation names the problem
 
 
@@ -334,9 +334,13 @@ def _problem(est, X, codes, sw, K, cons, groups):
 def _start(est, problem, codes, sw, K, classes):
     """The previous fit (``warm_start``), else the null model: weights 0, intercepts the
     log of the weighted class shares (of the classes present)."""
-    same = hasattr(est, "coef_") and est.coef_.shape == (K, problem.d)
-    if est.warm_start and same and np.array_equal(est.classes_, classes):
-        return problem.point(est.coef_, est.intercept_ - est.class_offsets_)
+    # The estimator's model before this fit (the fit runs on a working copy without it, see
+    # BaseIALMClassifier._working_copy).
+    previous = getattr(est, "_previous_fit", None) or {}
+    coef = previous.get("coef_")
+    same = coef is not None and coef.shape == (K, problem.d) and "class_offsets_" in previous
+    if est.warm_start and same and np.array_equal(previous["classes_"], classes):
+        return problem.point(coef, previous["intercept_"] - previous["class_offsets_"])
     return _null_point(problem, codes, sw, K)
 
 

@@ -146,7 +146,11 @@ def _standardised(problem, X, sample_weight, C):
         total = float(sample_weight.sum() if rows is None else sample_weight[rows].sum())
         mask = np.r_[np.ones(d, bool), np.zeros(int(problem.fit_intercept), bool)]
         # ||standardised weights||^2 = ||x||^2 / d_live in the solver's coordinates x.
-        h = Ridge(1.0 / (C * total * max(1, int(live.sum()))), mask=mask)
+        # A strength beyond the float range (C * sum(sample_weight) below 1e-308) pins the
+        # weights at 0 as surely as the largest finite one.
+        with np.errstate(over="ignore", divide="ignore"):
+            strength = 1.0 / (C * total * max(1, int(live.sum())))
+        h = Ridge(min(strength, np.finfo(np.float64).max), mask=mask)
     return LinearProblem(
         problem.A_obj.A,
         problem.b,

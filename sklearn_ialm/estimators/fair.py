@@ -11,11 +11,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.validation import _num_samples, check_array, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _num_samples,
+    check_array,
+    validate_data,
+)
 
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ..problems.fairness import unique_codes
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, is_dask_collection
+from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, _check_labels, is_dask_collection
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
 from ._multiclass import NOT_YET, is_multiclass
 from ._rows import align_rows
@@ -23,9 +28,6 @@ from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
 
 __all__ = ["FairLogisticClassifier"]
-
-#: Fitted attributes that only a certified fit sets.
-_CERTIFICATE_ATTRIBUTES = ("certificate_", "certified_", "training_bound_", "calibration_indices_")
 
 #: The sentence of the convergence warning about a missed bound on the training predictions.
 _NOT_MET = (
@@ -64,6 +66,7 @@ def encode_groups(sensitive_features, n_samples: int):
     sf = check_array(
         sensitive_features,
         ensure_2d=False,
+        allow_nd=True,  # refused below, with the parameter's name
         dtype=None,
         input_name="sensitive_features",
     )
@@ -626,21 +629,21 @@ class FairLogisticClassifier(BaseIALMClassifier):
         y, sample_weight, sensitive_features = align_rows(
             X, y=y, sample_weight=sample_weight, sensitive_features=sensitive_features
         )
+        # Fitted (and certified) on a working copy, published in one step with the group
+        # columns: a step that raises leaves the estimator as it was (see
+        # BaseIALMClassifier._working_copy).
+        work = self._working_copy()
         if self.calibration is None:
-            self._training_bound = None
-            self._fit(X, y, sample_weight, sensitive_features=sensitive_features)
-            for name in _CERTIFICATE_ATTRIBUTES:
-                # A stale certificate of an earlier fit would describe another model.
-                if hasattr(self, name):
-                    delattr(self, name)
+            work._fit(X, y, sample_weight, sensitive_features=sensitive_features)
         else:
             if not is_dask_collection(y) and is_multiclass(y):
                 raise ValueError(
                     f"Only binary classification is supported with calibration="
                     f"{self.calibration!r}: it {NOT_YET}."
                 )
-            self._fit_certified(X, y, sample_weight, sensitive_features)
-        self.text_group_columns_ = text
+            work._fit_certified(X, y, sample_weight, sensitive_features)
+        work.text_group_columns_ = text
+        self._publish(work)
         return self
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
@@ -705,6 +708,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 "calibration='clopper-pearson' needs sensitive_features: the certificate is "
                 "on the groups' rates."
             )
+        _check_labels(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
         feature_names = getattr(self, "feature_names_in_", None)
         classes, y01 = self._check_target(y)
@@ -715,7 +719,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         held, train_bound = self._held_out_rows(
             codes, labels, y01, sw, live, protected, kind, form, bound
         )
-        train_weight = sw.copy()
+        # The user's weights, held-out rows zeroed: the fit applies the class weights and
+        # the scale of the weights itself (on sw they would be applied twice).
+        train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
         train_weight[held] = 0.0
         self._training_bound = train_bound
         try:
@@ -1100,9 +1106,6 @@ class FairLogisticClassifier(BaseIALMClassifier):
             ])  # fmt: skip
 
     def _set_report_attributes(self, context):
-        for name in ("train_fpr_", "train_soft_fpr_"):
-            if hasattr(self, name):
-                delattr(self, name)  # of an earlier fit with max_fpr
         if self.max_fpr is not None:
             scores, y01, w = context["scores"], context["y01"], context["weights"]
             neg = y01 == 0

@@ -9,10 +9,16 @@ from numbers import Integral, Real
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, is_dask_collection
+from ._base import (
+    _DTYPES,
+    BaseIALMClassifier,
+    MatrixLike,
+    _check_labels,
+    is_dask_collection,
+)
 from ._hard_rates import fit_negative_weight, rate_threshold
 from ._multiclass import NOT_YET, binary_max_fpr, is_multiclass
 from ._rows import align_rows
@@ -31,15 +37,6 @@ __all__ = ["NeymanPearsonClassifier"]
 #: 210 negatives at ``max_fpr=0.1`` give 1.41 (a test FPR of 0.177 was met on such data, the
 #: score overfitting on top), 2000 give 1.12, 600 give 1.22.
 _SMALL_SAMPLE_EXCESS = 1.25
-
-#: Fitted attributes that only a calibrated fit sets.
-_CALIBRATION_ATTRIBUTES = (
-    "violation_bound_",
-    "calibration_rank_",
-    "n_calibration_",
-    "calibration_indices_",
-    "calibration_fpr_",
-)
 
 
 class NeymanPearsonClassifier(BaseIALMClassifier):
@@ -445,10 +442,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 self.max_fpr, self.max_class_error = given
         if self.calibration is None:
             self._fit(X, y, sample_weight)
-            for name in _CALIBRATION_ATTRIBUTES:
-                # A stale certificate of an earlier calibrated fit would describe another model.
-                if hasattr(self, name):
-                    delattr(self, name)
             self._warn_if_few_negatives()
             return self
 
@@ -462,18 +455,38 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 'calibration="umbrella" on dask input is not supported yet: its hold-out '
                 "order statistic reads the held-out scores on the client."
             )
-        # calibration="umbrella". Validate everything once, on all rows, then train on the
-        # rows that are not held out: zero weight is "row removed" for the solver.
+        # Validated, held out, fitted and calibrated on a working copy: a step that raises
+        # leaves the estimator as it was (see BaseIALMClassifier._working_copy).
+        work = self._working_copy()
+        work._fit_umbrella(X, y, sample_weight)
+        self._publish(work)
+        return self
+
+    def _fit_umbrella(self, X, y, sample_weight):
+        """The fit with ``calibration="umbrella"``: validate everything once, on all rows, then
+        train on the rows that are not held out (zero weight is "row removed" for the
+        solver) and set the threshold on the held-out negatives."""
         self._validate_params()
+        _check_labels(y)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
         feature_names = getattr(self, "feature_names_in_", None)
         classes, y01 = self._check_target(y)
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
         held_out = self._held_out_negatives(y01, sw)
-        train_weight = sw.copy()
+        # The user's weights, held-out rows zeroed: the fit applies the class weights and
+        # the scale of the weights itself (on sw they would be applied twice).
+        train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
         train_weight[held_out] = 0.0
 
-        self._fit(X, y, sample_weight=train_weight)
+        # The fit sets the threshold on these rows (_decision_threshold) before it reports
+        # on the training rows: its hard rates, bound_met_, converged_ and warnings are those
+        # of the model that predict uses, threshold included.
+        self._umbrella_rows = X[held_out]
+        try:
+            self._fit(X, y, sample_weight=train_weight)
+        finally:
+            self.__dict__.pop("_umbrella_rows", None)
+        self.calibration_indices_ = held_out
         # _fit validated the (already validated) ndarray again, which forgets the names.
         if feature_names is not None:
             self.feature_names_in_ = feature_names
@@ -484,10 +497,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 "each held-out negative once, so the guarantee is for the unweighted "
                 "population of negatives.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        self._certify_umbrella(X, y01, sw, train_weight, held_out)
-        return self
 
     def _held_out_negatives(self, y01, sample_weight):
         """The negatives (of nonzero weight) held out for the umbrella rule, sorted."""
@@ -496,29 +507,17 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         rng = np.random.default_rng(calibration_seed(self.random_state))
         return np.sort(rng.choice(negatives, size=n_calibration, replace=False))
 
-    def _certify_umbrella(self, X, y01, sample_weight, train_weight, held_out):
-        """The umbrella threshold of the held-out negatives' scores, its certificate, and the
-        rate it gives on the training rows."""
-        X_held = X[held_out]
+    def _umbrella_threshold(self, X_held):
+        """The umbrella threshold of the held-out negatives' scores (set and returned), and
+        its certificate."""
         scores = self._score(X_held)
         umbrella = umbrella_threshold(scores, self.max_fpr, self.delta)
         self.threshold_ = umbrella.threshold + self._rounding_margin(X_held)
         self.violation_bound_ = umbrella.violation_bound
         self.calibration_rank_ = umbrella.rank
         self.n_calibration_ = umbrella.n_calibration
-        self.calibration_indices_ = held_out
         self.calibration_fpr_ = float(np.mean(scores > self.threshold_))
-
-        # The hard rate on the training rows, at the threshold that predict uses.
-        sw = sample_weight
-        train = train_weight > 0
-        train_scores = self._score(X[train])
-        self.hard_constraint_values_ = self._constraint_report(
-            (train_scores > self.threshold_).astype(float), y01[train], sw[train], None
-        )
-        self.train_fpr_ = float(self.hard_constraint_values_[0])
-        if self.rate == "hard":
-            self.bound_met_ = self.train_fpr_ <= self.max_fpr
+        return self.threshold_
 
     def _warn_if_few_negatives(self):
         """Say when the bound on the training negatives will not carry to new rows.
@@ -550,7 +549,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
 
     def _decision_threshold(self, scores, y01, sample_weight):
         """With ``rate="hard"`` (and no hold-out), the threshold that spends ``max_fpr`` on
-        the training negatives; the umbrella rule sets its own after the fit."""
+        the training negatives; with ``calibration="umbrella"``, the umbrella rule's on the
+        held-out negatives."""
+        if getattr(self, "_umbrella_rows", None) is not None:
+            return self._umbrella_threshold(self._umbrella_rows)
         self.threshold_ = 0.0
         max_rate = self._negatives_rate_spent()
         if max_rate is not None:

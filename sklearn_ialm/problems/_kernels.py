@@ -30,13 +30,33 @@ installation and argument types, not once per process.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
-try:  # pragma: no cover - which branch runs depends on the environment
-    import numba
-except ImportError:  # pragma: no cover
-    numba = None
+
+def _import_numba():
+    """numba, or None when it is not installed.
+
+    An import cut short (Ctrl-C while numba loads, in the first fit of a process) leaves
+    numba's finished submodules in ``sys.modules`` without their parents' links to them;
+    every later ``import numba`` then fails ("module 'numba' has no attribute 'core'") and
+    no fit could run again. The modules the failed import added are forgotten, so the next
+    fit imports numba afresh.
+    """
+    loaded = set(sys.modules)
+    try:
+        import numba
+    except BaseException as exc:
+        for name in set(sys.modules) - loaded:
+            sys.modules.pop(name, None)
+        if isinstance(exc, ImportError):  # pragma: no cover - numba is not installed
+            return None
+        raise
+    return numba
+
+
+numba = _import_numba()
 
 __all__ = ["available", "full_pass", "gram_pass", "lazy_plan", "pstorm_block"]
 
