@@ -538,8 +538,8 @@ def labels_zero_and_1e300():
 @case("odd values")
 def labels_mixed_str_int():
     X, y, g = table()
-    mixed = np.where(y == 1, "a", 0).astype(object)
-    mixed[y == 0] = 0
+    mixed = y.astype(object)
+    mixed[y == 1] = "a"
     expect_error("y", lambda: fair().fit(X, mixed, sensitive_features=g))
 
 
@@ -550,6 +550,7 @@ def one_class_only():
 
 
 def _weights_case(value):
+    """Weights multiply the loss, as scikit-learn's: all weights ``c`` is ``C=c``."""
     X, y, g = table()
     error_or_same(
         "sample_weight",
@@ -558,7 +559,9 @@ def _weights_case(value):
             .fit(X, y, sensitive_features=g, sample_weight=np.full(len(y), value))
             .predict_proba(X)[:, 1]
         ),
-        lambda: quiet(lambda: fair().fit(X, y, sensitive_features=g).predict_proba(X)[:, 1]),
+        lambda: quiet(
+            lambda: fair(C=value).fit(X, y, sensitive_features=g).predict_proba(X)[:, 1]
+        ),
     )
 
 

@@ -300,8 +300,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         classes, y01 = unique_codes(np.asarray(y))
         if len(classes) < 2:
             raise ValueError(
-                f"{type(self).__name__} needs samples of 2 classes, but the data contain "
-                f"only 1 class: {_label(classes[0])}."
+                f"y holds only 1 class ({_label(classes[0])}): {type(self).__name__} needs "
+                "samples of 2 classes."
             )
         pos_label = getattr(self, "pos_label", None)
         if pos_label is not None:
@@ -329,7 +329,14 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def _sample_weights(self, sample_weight, X, y, y01, classes):
         """Row weights of both the objective and the constraints: sample x class weight."""
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        try:
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        except ValueError as exc:
+            # scikit-learn's "Sample weights must contain at least one non-zero number"
+            # does not name the parameter.
+            if "sample_weight" in str(exc):
+                raise
+            raise ValueError(f"sample_weight: {exc}") from exc
         sw = self._scaled_weights(sw)
         self._check_weighted_classes(sw, y01, classes, "sample_weight")
         class_weight = getattr(self, "class_weight", None)
