@@ -267,6 +267,12 @@ def fit_dask(est, X, y, sample_weight, fit_params):
         problem, context, cells.classes, x0, y0, slack0, in_sequence=True
     )
     _training_report(est, X, problem, cells, context, fit, n_passes)
+    if est.verbose:
+        print(
+            f"[dask] fitted in {problem.A_obj.n_computes} computes and {est.n_data_passes_:.3g} "
+            "data passes",
+            flush=True,
+        )
     # (Rows on the boundary stay where they are, and no constant model is weighed against
     # the fit: both read every training score on the client.)
     est._constant_fallback = None
@@ -448,7 +454,8 @@ def _pose_problem(est, X, cells: _Cells, problem_c):
         cells.cell.astype(np.min_scalar_type(max(L - 1, 0))), cells.row_weight
     ), X)  # fmt: skip
     _wait(cells.cell, cells.row_weight, X)
-    rows = DaskRows(X, cells.cell, cells.row_weight)
+    # Counted from the set-up's two computes: the labels' pass and the persist above.
+    rows = DaskRows(X, cells.cell, cells.row_weight, n_computes=2)
     common = dict(
         loss=problem_c.loss,
         offset=problem_c.offset,

@@ -66,12 +66,14 @@ class DaskRows:
         Chunked by rows only.
     cell, weight : dask.array.Array of shape (n,)
         Chunked like ``X``.
+    n_computes : int, default=0
+        The graphs the fit sent before (its set-up's), counted on from there.
     """
 
     sparse = False
     rows = None  # every row of X (the problem's row subsets are cells of weight zero)
 
-    def __init__(self, X, cell, weight):
+    def __init__(self, X, cell, weight, n_computes=0):
         self.A = X
         self.cell = cell
         self.weight = weight
@@ -92,8 +94,9 @@ class DaskRows:
         # client's distributed keeps its last messages (``distributed.admin.
         # low-level-log-length``, 1000): the smallest integers that index a block.
         self._offset_type = np.min_scalar_type(max(max(X.chunks[0]) - 1, 0))
-        #: The graphs this fit's problem sent (each a ``dask.compute``): ``verbose`` shows it.
-        self.n_computes = 0
+        #: The graphs the fit sent so far (each a ``dask.compute`` or ``persist``): ``verbose``
+        #: shows it.
+        self.n_computes = n_computes
 
     def in_place(self) -> bool:
         return False
@@ -268,7 +271,8 @@ def _stats_block(X, cell, w, expr, H, mask):
         positive.astype(float) @ WH,  # the hard rates' sums
         expit(z) @ WH,  # the soft rates' sums
         np.ones(len(z)) @ WH,  # at every prediction 1
-        np.array([expit(z).sum(), positive.sum(), np.max(np.abs(z), initial=0.0)]),
+        np.array([expit(z).sum(), positive.sum()]),
+        np.array([np.max(np.abs(z), initial=0.0)]),  # (the largest over blocks, not a sum)
     ]
     if mask is not None:
         keep = w * mask[cell]
@@ -364,17 +368,17 @@ class DaskScores:
         return DaskScores(self._problem, ("shift", self.expr, float(other)))
 
     def stats(self, mask=None):
-        """``[hard sums, soft sums, sums at all ones, (sum of sigmoids, positives, largest
-        |score|), (share hits, share total)]``: one reduction at the first call, and one
+        """``[hard sums, soft sums, sums at all ones, (sum of sigmoids, positives), (largest
+        |score|,), (share hits, share total)]``: one reduction at the first call, and one
         more for a share of another ``mask`` of cells."""
         key = None if mask is None else np.asarray(mask, dtype=float).tobytes()
-        if self._stats is None or (key is not None and self._stats[0] not in (key, None)):
-            if key is None and self._stats is not None:
-                return self._stats[1]
-            rows = self._problem.A_con
-            mask = None if key is None else np.asarray(mask, dtype=float)
-            out = rows.reduce(_stats_block, self.expr, self._problem.H, mask)
-            self._stats = (key, out)
+        if self._stats is not None and key in (None, self._stats[0]):
+            return self._stats[1]
+        mask = None if key is None else np.asarray(mask, dtype=float)
+        parts = self._problem.A_con.blockwise(_stats_block, self.expr, self._problem.H, mask)
+        out = _sum_parts([p[:4] + p[5:] for p in parts])
+        out.insert(4, np.max([p[4] for p in parts], axis=0))
+        self._stats = (key, out)
         return self._stats[1]
 
     def mean_probability(self) -> float:
@@ -385,7 +389,7 @@ class DaskScores:
         return int(self.stats()[3][1])
 
     def abs_max(self) -> float:
-        return float(self.stats()[3][2])
+        return float(self.stats()[4][0])
 
     def ones_like(self):
         """Scores positive on every row, whose rates are read from this one's reduction."""
@@ -699,7 +703,7 @@ feature_center
         return f, grad, c, J, Hs[0], Hs[1:]
 
     def describe_computes(self) -> str:
-        """`` computes=N``: the graphs this problem's rows have sent (``verbose`` lines)."""
+        """`` computes=N``: the graphs the fit has sent so far (``verbose`` lines)."""
         return f" computes={self.A_obj.n_computes}"
 
     def full_evaluation_cost(self) -> int:
@@ -718,7 +722,7 @@ feature_center
     def positive_share(self, scores, cells):
         """The weighted share of rows in ``cells`` (a mask over the cells) whose score is
         positive."""
-        hits, total = scores.stats(cells)[4]
+        hits, total = scores.stats(cells)[5]
         return float(hits / total)
 
     def smallest_weight_share(self, cells):
