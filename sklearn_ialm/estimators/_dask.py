@@ -70,15 +70,9 @@ def check_features(estimator, X):
     return X
 
 
-def blockwise_scores(estimator, X, *, prefix="score"):
-    """``estimator._score`` of every block of ``X``: a dask array of shape (n_samples,).
-
-    Its keys are ``prefix`` and a token of ``X`` and the coefficients. The fit's report
-    keeps its scores on the workers under its own prefix: ``predict`` right after ``fit``
-    would otherwise submit the same keys while the fit's are still held, with another
-    graph (the fit's were persisted with ``X``'s blocks fused into them), and the scheduler
-    warns "Detected different `run_spec`" (dask/dask#9888).
-    """
+def blockwise_scores(estimator, X):
+    """``estimator._score`` of every block of ``X``: a dask array of shape (n_samples,),
+    named by a token of ``X`` and the coefficients."""
     X = check_features(estimator, X)
     coef, intercept = estimator.coef_[0].copy(), float(estimator.intercept_[0])
 
@@ -87,7 +81,7 @@ def blockwise_scores(estimator, X, *, prefix="score"):
         # decision_function on the computed array.
         return np.asarray(block, dtype=np.float64) @ coef + intercept
 
-    name = f"{prefix}-{dask.base.tokenize(X, coef, intercept)}"
+    name = f"score-{dask.base.tokenize(X, coef, intercept)}"
     return X.map_blocks(score, drop_axis=1, dtype=np.float64, name=name)
 
 
