@@ -5,11 +5,12 @@ Usage (from the repository root, with ``pip install "sklearn-ialm[dask]"``)::
     python -m benchmarks.dask                      # 1e6 and 1e7 rows
     python -m benchmarks.dask --sizes 1e5 3e5      # other sizes
 
-Writes ``benchmarks/results/dask.md`` (and ``dask.csv``). For each size ``n`` (``d = 20``),
-a cluster of two single-threaded workers (scheduler and workers in processes of their own,
-so that the client's peak memory, traced during each dask fit, is the client's alone)
-builds ``X`` block by block (random
-features; labels and a group as functions of them), and each estimator
+Writes ``benchmarks/results/dask.md`` (and ``dask.csv``), keeping the rows of the sizes
+not run (a run of ``--sizes 1e7`` adds its rows to those of an earlier ``--sizes 1e6``).
+For each size ``n`` (``d = 20``), a cluster of two single-threaded workers (scheduler and
+workers in processes of their own, so that the client's peak memory, traced during each dask
+fit, is the client's alone) builds ``X`` block by block (random features; labels and a group
+as functions of them), and each estimator
 (``FairLogisticClassifier(constraint="demographic_parity", bound=0.05)``,
 ``NeymanPearsonClassifier(max_fpr=0.1)``, ``random_state=0``) is fitted on the dask array
 (kept on the workers when their memory holds it);
@@ -220,6 +221,21 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), {ram} of RAM"
 
 
+#: Columns of the CSV file only: the Markdown file says them once per size, above the table.
+RUN_COLUMNS = ("command", "machine")
+
+
+def kept_rows(sizes):
+    """The rows of the other sizes in ``dask.csv``: a run of some sizes replaces their rows
+    and keeps the others' (each row says the command and machine it came from)."""
+    path = OUT / "dask.csv"
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [r for r in rows if "command" in r and int(float(r["n"])) not in sizes]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
@@ -229,36 +245,49 @@ def main():
         "--dask-ml-minutes", type=float, default=30.0, help="dask-ml's fit is given up after"
     )
     args = parser.parse_args()
-    rows = []
-    command = f"`python -m benchmarks.dask --sizes {' '.join(f'{s:g}' for s in args.sizes)}`"
+    sizes = [int(n) for n in args.sizes]
+    kept, rows = kept_rows(sizes), []
+    command = (
+        f"`python -m benchmarks.dask --sizes {' '.join(f'{s:g}' for s in args.sizes)} "
+        f"--memory-limit {args.memory_limit} --dask-ml-minutes {args.dask_ml_minutes:g}`"
+    )
+    where = f"{machine()}, shared with other jobs while it ran"
 
     def write():
-        """The results so far (after every fit: a size cut short keeps the fits done)."""
+        """The results so far (after every fit: a size cut short keeps the fits done), with
+        the rows of the sizes not run now."""
         OUT.mkdir(exist_ok=True)
+        ordered = sorted(
+            kept + [dict(r, command=command, machine=where) for r in rows],
+            key=lambda r: int(float(r["n"])),
+        )
         with open(OUT / "dask.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer = csv.DictWriter(f, fieldnames=list(ordered[0]))
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(ordered)
+        columns = [c for c in ordered[0] if c not in RUN_COLUMNS]
+        runs = dict.fromkeys((int(float(r["n"])), r["command"], r["machine"]) for r in ordered)
         lines = [
             "# Fits on a two-worker LocalCluster against the in-memory fit",
             "",
-            f"{command}; d = {D}, two single-threaded workers of {args.memory_limit}; "
-            f"machine: {machine()}, shared with other jobs while it ran. "
+            *(f"- n = {n:g}: {cmd}; machine: {mach}." for n, cmd, mach in runs),
+            "",
+            f"d = {D}, two single-threaded workers of the memory limit given. "
             "`where`: `dask` fits the dask array (X made on the workers, never on the "
             "client); `memory` fits the same rows built in a numpy array on the client. "
             "`computes`: the client's `Client.get`, `Client.compute` and `Client.persist` "
             "calls during the fit (each `dask.compute`, `persist` or graph of futures; each "
             "one that reads X recomputes it here, "
-            "as it would re-read X's files). "
+            "as it would re-read X's files, unless X is kept on the workers). "
             "`client_peak_MB`: the most memory the client's Python allocations held at "
             "once during the dask fit (`tracemalloc`). "
             "`bound_value`: the parity gap (fair) or the false-positive rate (NP) of "
             "`predict` on the training rows.",
             "",
-            "| " + " | ".join(rows[0]) + " |",
-            "|" + "---|" * len(rows[0]),
+            "| " + " | ".join(columns) + " |",
+            "|" + "---|" * len(columns),
         ]
-        lines += ["| " + " | ".join(str(v) for v in r.values()) + " |" for r in rows]
+        lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in ordered]
         (OUT / "dask.md").write_text("\n".join(lines) + "\n")
 
     with (
@@ -268,8 +297,8 @@ def main():
         ) as cluster,
         Client(cluster),
     ):  # fmt: skip
-        for n in args.sizes:
-            run(int(n), args.max_memory, rows, write, args.dask_ml_minutes)
+        for n in sizes:
+            run(n, args.max_memory, rows, write, args.dask_ml_minutes)
 
 
 if __name__ == "__main__":

@@ -291,6 +291,7 @@ def test_threshold_point_on_dask_meets_the_bound_near_the_in_memory_one():
     Dask problem's ``segment_point`` finds a threshold that meets the bound, within the
     grid's resolution of the in-memory one (which sorts every row's event)."""
     from sklearn_ialm.estimators._hard_rates import _threshold_point, _Units
+    from sklearn_ialm.problems._dask_rows import DaskScores
     from sklearn_ialm.problems._numeric import BOUND_EPS as _EPS
 
     dask_pb, mem_pb, rng = _problem_pair()
@@ -303,7 +304,7 @@ def test_threshold_point_on_dask_meets_the_bound_near_the_in_memory_one():
         zd = dask_pb.constraint_scores(x)
         x_dask, z_dask = _threshold_point(dask_pb, _Units(dask_pb), x, zd, base)
         hard = dask_pb.rate_constraints(z_dask, offset=base)
-    assert isinstance(z_dask, da.Array)
+    assert isinstance(z_dask, DaskScores)  # scored where the rows are, held nowhere
     assert np.all(hard <= _EPS)
     assert x_dask[-1] == pytest.approx(x_mem[-1], abs=0.01 * abs(x_mem[-1] - x[-1]))
 

@@ -12,7 +12,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from ..problems._dask_rows import DaskLinearProblem, DaskRows, _ByBlock
+from ..problems._dask_rows import DaskLinearProblem, DaskRows, _sum_parts
 from ..solver.prox import Ridge
 from ._scaling import _feature_scaling
 
@@ -70,15 +70,9 @@ def check_features(estimator, X):
     return X
 
 
-def blockwise_scores(estimator, X, *, prefix="score"):
-    """``estimator._score`` of every block of ``X``: a dask array of shape (n_samples,).
-
-    Its keys are ``prefix`` and a token of ``X`` and the coefficients. The fit's report
-    keeps its scores on the workers under its own prefix: ``predict`` right after ``fit``
-    would otherwise submit the same keys while the fit's are still held, with another
-    graph (the fit's were persisted with ``X``'s blocks fused into them), and the scheduler
-    warns "Detected different `run_spec`" (dask/dask#9888).
-    """
+def blockwise_scores(estimator, X):
+    """``estimator._score`` of every block of ``X``: a dask array of shape (n_samples,),
+    named by a token of ``X`` and the coefficients."""
     X = check_features(estimator, X)
     coef, intercept = estimator.coef_[0].copy(), float(estimator.intercept_[0])
 
@@ -87,7 +81,7 @@ def blockwise_scores(estimator, X, *, prefix="score"):
         # decision_function on the computed array.
         return np.asarray(block, dtype=np.float64) @ coef + intercept
 
-    name = f"{prefix}-{dask.base.tokenize(X, coef, intercept)}"
+    name = f"score-{dask.base.tokenize(X, coef, intercept)}"
     return X.map_blocks(score, drop_axis=1, dtype=np.float64, name=name)
 
 
@@ -97,19 +91,51 @@ def _cells_block(y, g, w, y_values, g_values):
     return np.searchsorted(y_values, y) * len(g_values) + np.searchsorted(g_values, g)
 
 
-def _cell_sums(cell, w, *, n_cells):
-    """Per cell: total weight, total squared weight, row count (one pass)."""
-    cw = da.bincount(cell, weights=w, minlength=n_cells)
-    cw2 = da.bincount(cell, weights=w * w, minlength=n_cells)
-    count = da.bincount(cell, minlength=n_cells)
-    return dask.compute(cw, cw2, count)
-
-
-def _scores_by_cell(X, cell, w, z, threshold, n_cells):
-    return (
-        np.bincount(cell, weights=w * _expit(z), minlength=n_cells),
-        np.bincount(cell, weights=w * (z > threshold), minlength=n_cells),
+def _labels_block(y, g, w):
+    """A block's distinct labels and groups, its (label, group) pairs as codes into them,
+    and per pair: total weight, total squared weight, rows, smallest positive weight; and
+    the block's smallest and largest weight."""
+    uy, iy = np.unique(y, return_inverse=True)
+    ug, ig = np.unique(g, return_inverse=True)
+    pairs, at = np.unique(iy.ravel() * len(ug) + ig.ravel(), return_inverse=True)
+    at = at.ravel()
+    k = len(pairs)
+    smallest = np.full(k, np.inf)
+    np.minimum.at(smallest, at[w > 0], w[w > 0])
+    sums = (
+        np.bincount(at, weights=w, minlength=k),
+        np.bincount(at, weights=w * w, minlength=k),
+        np.bincount(at, minlength=k),
+        smallest,
     )
+    bounds = np.array([w.min(initial=np.inf), w.max(initial=-np.inf)])
+    return uy, ug, pairs // len(ug), pairs % len(ug), sums, bounds
+
+
+def _label_table(y, g, w):
+    """``(y values, group values, (S, S2, count, smallest), (w_min, w_max))`` in one pass
+    over the labels, groups and weights: per cell ``label * n_groups + group``, its total
+    weight, total squared weight, rows and smallest positive weight."""
+    parts = dask.compute(*(
+        dask.delayed(_labels_block, pure=True)(yb, gb, wb)
+        for yb, gb, wb in zip(y.to_delayed().ravel(), g.to_delayed().ravel(),
+                              w.to_delayed().ravel(), strict=True)
+    ))  # fmt: skip
+    y_values = np.unique(np.concatenate([p[0] for p in parts]))
+    g_values = np.unique(np.concatenate([p[1] for p in parts]))
+    bounds = np.array([p[5] for p in parts])
+    K = len(y_values) * len(g_values)
+    S, S2, count = np.zeros(K), np.zeros(K), np.zeros(K, dtype=np.intp)
+    smallest = np.full(K, np.inf)
+    for uy, ug, py, pg, (s, s2, c, m), _ in parts:
+        cell = np.searchsorted(y_values, uy[py]) * len(g_values) + np.searchsorted(
+            g_values, ug[pg]
+        )
+        S[cell] += s
+        S2[cell] += s2
+        count[cell] += c
+        smallest[cell] = np.minimum(smallest[cell], m)
+    return y_values, g_values, (S, S2, count, smallest), (bounds[:, 0].min(), bounds[:, 1].max())
 
 
 def _expit(z):
@@ -118,43 +144,58 @@ def _expit(z):
     return expit(z)
 
 
-def _negative_share_grid(X, cell, w, z, negatives, ts):
-    """The negatives' weight above each threshold of the sorted grid ``ts``, and their total.
+def _report_block(X, cell, w, coef, intercept, n_cells, ts, negatives):
+    """The training report's sums over a block, its scores formed as ``decision_function``
+    forms them (float64 products).
 
-    ``z > ts[i]`` exactly when ``i < searchsorted(ts, z)``: each row's weight is counted in
-    the bin of its position among the thresholds, and the weight above ``ts[i]`` is the sum
-    of the bins after ``i`` (memory and time of the block's rows, not of rows x grid).
+    Without ``ts``: per cell, the weight times the sigmoid and times ``score > 0``, and the
+    block's smallest and largest scores. With the sorted grid ``ts``: per grid point, the
+    negatives' weight above it (``z > ts[i]`` exactly when ``i < searchsorted(ts, z)``: a
+    row's weight is counted in the bin of its position among the thresholds, and the weight
+    above ``ts[i]`` is the sum of the bins after ``i``), their total, and the same per cell
+    of all rows (each cell's hard sum at each threshold).
     """
+    z = np.asarray(X, dtype=np.float64) @ coef + intercept
+    if ts is None:
+        return (
+            np.bincount(cell, weights=w * _expit(z), minlength=n_cells),
+            np.bincount(cell, weights=w * (z > 0.0), minlength=n_cells),
+            np.array([z.min(initial=np.inf), -z.max(initial=-np.inf)]),
+        )
     keep = w * negatives[cell]
     at = np.searchsorted(ts, z, side="left")
     bins = np.bincount(at, weights=keep, minlength=len(ts) + 1)
     above = np.cumsum(bins[::-1])[::-1][1:]
-    return above, np.array([keep.sum()])
+    k = len(ts) + 1
+    cells = np.bincount(cell.astype(np.intp) * k + at, weights=w, minlength=n_cells * k)
+    cells = cells.reshape(n_cells, k)
+    return above, np.array([keep.sum()]), np.cumsum(cells[:, ::-1], axis=1)[:, ::-1][:, 1:]
 
 
-def _rate_threshold(problem, scores, negatives, max_rate, *, grid=4096, passes=2):
-    """The threshold of ``rate_threshold`` on the negatives' scores, by grid passes.
+def _rate_threshold(rows, coef, intercept, negatives, max_rate, first, *, grid=4096, passes=2):
+    """The threshold of ``rate_threshold`` on the negatives' scores, by grid passes, and
+    each cell's weight of scores above it.
 
-    Each pass measures the weighted share of negatives above ``grid + 1`` thresholds in one
-    reduction and keeps the interval where the share crosses ``max_rate``; the threshold
-    returned is the interval's upper end, whose share is ``<= max_rate``: the lowest threshold
-    meeting the rate up to ``grid ** -passes`` (``2 ** -24``) of the scores' range.
+    ``first`` is the pass without a grid (its last entry: the scores' smallest and largest,
+    negated). Each pass measures the weighted share of negatives above ``grid + 1``
+    thresholds in one reduction and keeps the interval where the share crosses
+    ``max_rate``; the threshold returned is the interval's upper end, whose share is
+    ``<= max_rate``: the lowest threshold meeting the rate up to ``grid ** -passes``
+    (``2 ** -24``) of the scores' range.
     """
-    z = scores.rechunk(problem.A_obj.A.chunks[:1])
-    lo, hi = dask.compute(z.min(), z.max())
-    lo, hi = float(lo) - 1e-9 * max(1.0, abs(float(lo))), float(hi)
+    lo, hi = float(first[2][0]), float(-first[2][1])
+    lo = lo - 1e-9 * max(1.0, abs(lo))
     mask = np.asarray(negatives, dtype=float)
+    n_cells = len(first[0])
     for _ in range(passes):
         ts = np.linspace(lo, hi, grid + 1)
-        above, total = problem.A_obj.reduce(
-            _negative_share_grid, _ByBlock(z), mask, ts, reads_x=False
-        )
+        above, total, cells = rows.reduce(_report_block, coef, intercept, n_cells, ts, mask)
         ok = np.flatnonzero(above / total[0] <= max_rate * (1 + 1e-12))
         i = int(ok[0])  # the largest score itself has share 0
         if i == 0:
-            return float(ts[0])
+            return float(ts[0]), cells[:, 0]
         lo, hi = float(ts[i - 1]), float(ts[i])
-    return hi
+    return hi, cells[:, i]
 
 
 def _wait(*collections):
@@ -191,6 +232,7 @@ class _Cells:
     square_sums: np.ndarray  # each cell's total squared sample weight
     factor: np.ndarray  # each cell's class weight, per unit of sample weight
     params: dict  # the estimator's per-row fit parameters, one row per cell
+    smallest: np.ndarray  # each cell's smallest positive row weight (inf: none)
 
 
 def fit_dask(est, X, y, sample_weight, fit_params):
@@ -219,6 +261,12 @@ def fit_dask(est, X, y, sample_weight, fit_params):
         problem, context, cells.classes, x0, y0, slack0, in_sequence=True
     )
     _training_report(est, X, problem, cells, context, fit, n_passes)
+    if est.verbose:
+        print(
+            f"[dask] fitted in {problem.A_obj.n_computes} computes and {est.n_data_passes_:.3g} "
+            "data passes",
+            flush=True,
+        )
     # (Rows on the boundary stay where they are, and no constant model is weighed against
     # the fit: both read every training score on the client.)
     est._constant_fallback = None
@@ -321,7 +369,7 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
     # One pass over the labels, groups and weights checks them as the in-memory fit does,
     # before any pass over X: a continuous group column would otherwise make one cell per
     # value and the problem's tables grow with their square.
-    y_values, g_values, w_min, w_max = dask.compute(da.unique(y), da.unique(g), w.min(), w.max())
+    y_values, g_values, table, (w_min, w_max) = _label_table(y, g, w)
     if not (np.isfinite(w_min) and np.isfinite(w_max)):
         raise ValueError("Input sample_weight contains NaN or infinity.")
     if w_min < 0:
@@ -333,7 +381,7 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
     cell = da.map_blocks(
         _cells_block, y, g, w, y_values, g_values, dtype=np.intp, meta=np.zeros(0, np.intp)
     )
-    S, S2, count = _cell_sums(cell, w, n_cells=K)
+    S, S2, count, smallest = table
     check_groups = getattr(est, "_check_group_counts", None)
     if sf is not None and check_groups is not None:
         check_groups(count.reshape(len(y_values), -1).sum(axis=0), g_values, n)
@@ -351,6 +399,8 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
     cell = cell.map_blocks(lambda c: remap[c], dtype=np.intp)
     S, S2 = S[live], S2[live]
     factor = sw_live / S  # class weights, per unit of sample weight
+    # Each cell's smallest positive row weight (a product is monotone in its factor).
+    smallest = np.where(factor > 0, smallest[live] * factor, np.inf)
     row_w = da.map_blocks(lambda c, w: w * factor[c], cell, w, dtype=np.float64)
     params = {}
     if "sensitive_features" in fit_params:
@@ -362,7 +412,7 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
                 "labels": g_values,
             }
         )
-    return _Cells(cell, row_w, classes, y01_all[live], sw_live, S, S2, factor, params)
+    return _Cells(cell, row_w, classes, y01_all[live], sw_live, S, S2, factor, params, smallest)
 
 
 def _pose_problem(est, X, cells: _Cells, problem_c):
@@ -398,7 +448,8 @@ def _pose_problem(est, X, cells: _Cells, problem_c):
         cells.cell.astype(np.min_scalar_type(max(L - 1, 0))), cells.row_weight
     ), X)  # fmt: skip
     _wait(cells.cell, cells.row_weight, X)
-    rows = DaskRows(X, cells.cell, cells.row_weight)
+    # Counted from the set-up's two computes: the labels' pass and the persist above.
+    rows = DaskRows(X, cells.cell, cells.row_weight, n_computes=2)
     common = dict(
         loss=problem_c.loss,
         offset=problem_c.offset,
@@ -408,6 +459,7 @@ def _pose_problem(est, X, cells: _Cells, problem_c):
         levels=problem_c.levels,
     )
     raw = DaskLinearProblem(rows, B, U, H, cell_weight, smoothness=(1.0, 1.0), **common)
+    raw.cell_min_weight = cells.smallest
     total = float(cell_weight.sum())
     moments = raw.column_moments(total)
     scale, mean, live_cols = _feature_scaling(None, None, raw.fit_intercept, moments=moments)
@@ -423,30 +475,28 @@ def _pose_problem(est, X, cells: _Cells, problem_c):
         feature_center=mean, **common,
     )  # fmt: skip
     problem.setup_evaluations += raw.setup_evaluations
+    problem.cell_min_weight = cells.smallest
     return problem
 
 
 def _training_report(est, X, problem, cells: _Cells, context, fit, n_passes):
-    """The fitted report attributes: the scores of every row stay on the workers; each
-    reported rate is read from the cells' weighted means of the predictions."""
-    scores = blockwise_scores(est, X, prefix="fit-report-score").persist()
+    """The fitted report attributes, each reported rate read from the cells' weighted means
+    of the predictions: one pass over ``X`` (and two more for a Neyman-Pearson threshold),
+    each scoring its blocks."""
+    coef, intercept = est.coef_[0].copy(), float(est.intercept_[0])
     report_passes = 1.0
-    threshold = 0.0
     y01c, sw_live, cell_weight = cells.y01, cells.weight, cells.weight
+    rows = problem.A_obj
+    parts = rows.blockwise(_report_block, coef, intercept, len(sw_live), None, None)
+    soft, hard = _sum_parts([p[:2] for p in parts])
+    # The scores' smallest and largest (for the threshold's grid).
+    first = (soft, hard, np.min([p[2] for p in parts], axis=0))
     max_rate = est._negatives_rate_spent()
     if max_rate is not None:
         negatives = y01c == 0
-        threshold = _rate_threshold(problem, scores, negatives, max_rate)
-        est.threshold_ = threshold
+        est.threshold_, hard = _rate_threshold(rows, coef, intercept, negatives, max_rate, first)
     elif hasattr(est, "threshold_"):
         est.threshold_ = 0.0
-    soft, hard = problem.A_obj.reduce(
-        _scores_by_cell,
-        _ByBlock(scores.rechunk(X.chunks[:1])),
-        threshold,
-        len(sw_live),
-        reads_x=False,
-    )
     est.n_data_passes_ = float(n_passes + report_passes)
     est.n_samples_fit_ = int(X.shape[0])  # (rows of weight zero included: they stay in X)
     est.constraint_values_ = est._constraint_report(soft / cell_weight, y01c, sw_live, context)

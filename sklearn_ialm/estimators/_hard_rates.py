@@ -168,7 +168,8 @@ def _shift_cap(column_means, units, scores, base):
     that asks for a gap below zero, a band of negative width: no model meets it (it was seen
     to stall a fit at its primal residual).
     """
-    q = float(np.mean(expit(scores)))
+    mean = getattr(scores, "mean_probability", None)  # scores on a cluster: from their pass
+    q = float(np.mean(expit(scores)) if mean is None else mean())
     return 0.9 * np.maximum(-units.values(q * column_means + base), 0.0)
 
 
@@ -236,7 +237,9 @@ def fit_hard_rates(
             # The mean of each constraint's row weights: its value at predictions all 1, less
             # its offset (one product with the weights, once; an array like the scores, in
             # memory or on Dask workers).
-            column_means = problem.rate_constraints(scores * 0.0 + 1.0) - problem.offset
+            ones = getattr(scores, "ones_like", None)  # on a cluster: from the scores' pass
+            ones = scores * 0.0 + 1.0 if ones is None else ones()
+            column_means = problem.rate_constraints(ones) - problem.offset
         missing = hard > BOUND_EPS
         if (
             np.any(missing)
@@ -354,8 +357,11 @@ def _between_sides(problem, units, infeasible, feasible, results, passes, base, 
     # Scores are linear in x: those of the point on the segment need no data pass. They are
     # formed in the two ends' arrays (no longer needed), not in two new n-vectors.
     x = (1 - t) * x_in + t * x_out
-    z = np.multiply(z_in, 1 - t, out=z_in)
-    z += np.multiply(z_out, t, out=z_out)
+    if isinstance(z_in, np.ndarray):
+        z = np.multiply(z_in, 1 - t, out=z_in)
+        z += np.multiply(z_out, t, out=z_out)
+    else:  # scores on a cluster: a formula, scored where the rows are
+        z = z_in * (1 - t) + z_out * t
     fit = _finish(problem, units, x, z, results, used, float(t), passes)
     fit.toward_constant = feasible is None
     return fit
@@ -378,7 +384,8 @@ def _threshold_point(problem, units, x, z, offset):
     """
     if not getattr(problem, "fit_intercept", False) or not len(z):
         return None
-    reach = float(np.max(np.abs(z))) + 1.0
+    abs_max = getattr(z, "abs_max", None)  # scores on a cluster: from their pass
+    reach = float(np.max(np.abs(z)) if abs_max is None else abs_max()) + 1.0
     best = None
     for delta in (reach, -reach):
         t = _segment(problem)(units, z, z + delta, offset)
@@ -400,7 +407,12 @@ def _pass_share(problem):
 
 def _finish(problem, units, x, scores, results, used, t, passes):
     """The fit at ``x``, whose constraint-row ``scores`` are given."""
-    positive = scores > 0
+    count = getattr(scores, "positive_count", None)  # scores on a cluster: from their pass
+    if count is None:
+        positive = scores > 0
+        degenerate = bool(positive.all() or not positive.any())
+    else:
+        degenerate = count() in (0, len(scores))
     return HardRateFit(
         x=x,
         result=used[0],
@@ -408,7 +420,7 @@ def _finish(problem, units, x, scores, results, used, t, passes):
         converged=all(r.converged for r in used),
         met=bool(np.all(units.values(problem.rate_constraints(scores)) <= BOUND_EPS)),
         interpolated=t,
-        degenerate=bool(positive.all() or not positive.any()),
+        degenerate=degenerate,
         n_data_passes=passes,
     )
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 
 import dask
-import dask.array as da
 import numpy as np
 from scipy.special import expit
 
@@ -67,12 +66,14 @@ class DaskRows:
         Chunked by rows only.
     cell, weight : dask.array.Array of shape (n,)
         Chunked like ``X``.
+    n_computes : int, default=0
+        The graphs the fit sent before (its set-up's), counted on from there.
     """
 
     sparse = False
     rows = None  # every row of X (the problem's row subsets are cells of weight zero)
 
-    def __init__(self, X, cell, weight):
+    def __init__(self, X, cell, weight, n_computes=0):
         self.A = X
         self.cell = cell
         self.weight = weight
@@ -93,8 +94,9 @@ class DaskRows:
         # client's distributed keeps its last messages (``distributed.admin.
         # low-level-log-length``, 1000): the smallest integers that index a block.
         self._offset_type = np.min_scalar_type(max(max(X.chunks[0]) - 1, 0))
-        #: The graphs this fit's problem sent (each a ``dask.compute``): ``verbose`` shows it.
-        self.n_computes = 0
+        #: The graphs the fit sent so far (each a ``dask.compute`` or ``persist``): ``verbose``
+        #: shows it.
+        self.n_computes = n_computes
 
     def in_place(self) -> bool:
         return False
@@ -129,33 +131,17 @@ class DaskRows:
             at += k
         return Xr, cr, wr, local.reshape(np.shape(idx))
 
-    def reduce(self, fn, *args, reads_x=True):
-        """``sum over blocks of fn(X_block, cell_block, weight_block, *args)``, one compute.
-
-        ``fn`` returns a tuple of arrays; ``args`` (small) travel with each block's task, but
-        a :class:`_ByBlock` argument (an array split like the rows) gives each task its block.
-        With ``reads_x=False`` ``fn`` gets None for ``X_block``: a function of the scores,
-        cells and weights alone costs no read of X (and no worker holds X's blocks for it).
-        """
-        parts = [
-            dask.delayed(fn, pure=True)(
-                x if reads_x else None,
-                c,
-                w,
-                *(a.blocks[i] if isinstance(a, _ByBlock) else a for a in args),
-            )
-            for i, (x, c, w) in enumerate(self._blocks)
-        ]
+    def blockwise(self, fn, *args):
+        """``[fn(X_block, cell_block, weight_block, *args) for each block]``, one compute;
+        ``args`` (small) travel with each block's task."""
+        parts = [dask.delayed(fn, pure=True)(x, c, w, *args) for x, c, w in self._blocks]
         self.n_computes += 1
-        return _sum_parts(dask.compute(*parts))
+        return dask.compute(*parts)
 
-    def map_scores(self, v, b0):
-        """The scores ``X @ v + b0`` as a dask array chunked like the rows."""
-
-        def score(block):
-            return np.asarray(block, dtype=np.float64) @ v + b0
-
-        return self.A.map_blocks(score, drop_axis=1, dtype=np.float64)
+    def reduce(self, fn, *args):
+        """``sum over blocks of fn(X_block, cell_block, weight_block, *args)``, one compute;
+        ``fn`` returns a tuple of arrays."""
+        return _sum_parts(self.blockwise(fn, *args))
 
 
 # -- per-block functions (module level: the workers import them) ---------------------------------
@@ -263,31 +249,162 @@ def _second_block(X, cell, w, v, b0, loss, B, U, H):
     return (*out, np.stack([(Aa * col[:, None]).T @ Aa for col in cols]))
 
 
-def _rates_block(X, cell, w, z, H, hard):
-    q = (z > 0).astype(float) if hard else expit(z)
-    return (q @ (w[:, None] * H[cell]),)
+def _scores_of(expr, X):
+    """The scores of a block by the formula ``expr`` of :class:`DaskScores`, in its order of
+    operations (so that they are the bits an array of persisted scores would hold)."""
+    kind = expr[0]
+    if kind == "x":
+        return np.asarray(X, dtype=np.float64) @ expr[1] + expr[2]
+    if kind == "scale":
+        return _scores_of(expr[1], X) * expr[2]
+    if kind == "shift":
+        return _scores_of(expr[1], X) + expr[2]
+    return _scores_of(expr[1], X) + _scores_of(expr[2], X)  # "sum"
 
 
-def _share_block(X, cell, w, z, mask):
-    keep = w * mask[cell]
-    return (np.array([keep @ (z > 0), keep.sum()]),)
-
-
-#: Rows of a block scored at once by the segment search (a grid x rows matrix each).
-_SEGMENT_SLICE = 1 << 14
-
-
-def _segment_block(X, cell, w, z_in, z_out, ts, H):
-    # Scores are linear along the segment: row j is positive at t where
-    # (1 - t) z_in + t z_out > 0. By slices of rows: a grid x block matrix at once would be
-    # 130 MB for a block of 250000 rows.
+def _stats_block(X, cell, w, expr, H, mask):
+    """What the steering reads of the scores of a block (see :meth:`DaskScores.stats`)."""
+    z = _scores_of(expr, X)
     WH = w[:, None] * H[cell]
-    out = np.zeros((len(ts), H.shape[1]))
-    for a in range(0, len(w), _SEGMENT_SLICE):
-        b = a + _SEGMENT_SLICE
-        Q = (np.outer(1.0 - ts, z_in[a:b]) + np.outer(ts, z_out[a:b]) > 0).astype(float)
-        out += Q @ WH[a:b]
-    return (out,)
+    positive = z > 0
+    out = [
+        positive.astype(float) @ WH,  # the hard rates' sums
+        expit(z) @ WH,  # the soft rates' sums
+        np.ones(len(z)) @ WH,  # at every prediction 1
+        np.array([expit(z).sum(), positive.sum()]),
+        np.array([np.max(np.abs(z), initial=0.0)]),  # (the largest over blocks, not a sum)
+    ]
+    if mask is not None:
+        keep = w * mask[cell]
+        out.append(np.array([keep @ positive, keep.sum()]))
+    return tuple(out)
+
+
+#: Points of the segment search's grid (:meth:`DaskLinearProblem.segment_point`).
+_SEGMENT_FINE = _SEGMENT_GRID**_SEGMENT_PASSES
+
+
+def _segment_block(X, cell, w, expr_in, expr_out, H):
+    """Per constraint, the changes of the hard sums between the points ``i / _SEGMENT_FINE``
+    of the segment from scores ``expr_in`` to ``expr_out`` (their cumulative sum is the hard
+    sum at each point).
+
+    A row's score ``(1 - t) z_in + t z_out`` is linear in ``t``: it is positive on the grid
+    points below its crossing (falling) or above it (rising), found by a search of the grid
+    and checked, with the formula the points are scored by, at the grid points around it.
+    """
+    z_in, z_out = _scores_of(expr_in, X), _scores_of(expr_out, X)
+    WH = w[:, None] * H[cell]
+    G = _SEGMENT_FINE
+    ts = np.linspace(0.0, 1.0, G + 1)
+
+    def positive_at(i, rows):
+        t = ts[i]
+        return (1.0 - t) * z_in[rows] + t * z_out[rows] > 0
+
+    diff = np.zeros((G + 2, H.shape[1]))
+    p_in, p_out = z_in > 0, z_out > 0
+    diff[0] += WH[p_in & p_out].sum(axis=0)  # positive everywhere
+    moving = np.flatnonzero(p_in != p_out)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cross = z_in[moving] / (z_in[moving] - z_out[moving])
+    # First grid point past the crossing for a falling row (positive before it), first one
+    # positive for a rising row; then moved to where the formula itself changes sign.
+    k = np.clip(np.searchsorted(ts, cross, side="left"), 0, G + 1)
+    falling = p_in[moving]
+    for _ in range(3):
+        below = np.clip(k - 1, 0, G)
+        back = (k > 0) & (positive_at(below, moving) != falling)
+        k = np.where(back, k - 1, k)
+        at = np.clip(k, 0, G)
+        ahead = (k <= G) & (positive_at(at, moving) == falling)
+        k = np.where(ahead, k + 1, k)
+    for j in range(H.shape[1]):
+        Wj = WH[moving, j]
+        # falling: +W from 0 up to k; rising: +W from k on.
+        diff[:, j] += np.bincount(k, weights=np.where(falling, -Wj, Wj), minlength=G + 2)
+        diff[0, j] += Wj[falling].sum()
+    return (diff[: G + 1],)
+
+
+def _tree_sum(parts):
+    """The sum of delayed values, pairwise on the workers (one value reaches the client)."""
+    parts = list(parts)
+    while len(parts) > 1:
+        parts = [
+            dask.delayed(np.add, pure=True)(*parts[i : i + 2]) if i + 1 < len(parts) else parts[i]
+            for i in range(0, len(parts), 2)
+        ]
+    return parts[0]
+
+
+class DaskScores:
+    """The scores of every row at a point, as a formula evaluated where the rows are.
+
+    No score is held anywhere: each pass that reads them (the rates the steering asks for,
+    the segment search) scores the blocks of ``X`` it reads. A formula is the scores of a
+    point (``("x", v, b0)``, ``X @ v + b0``), or one scaled, shifted, or the sum of two:
+    ``z * k``, ``z + c`` and ``z1 + z2`` build them, in the order of operations of the same
+    expressions on arrays. Everything the steering reads of one set of scores (the hard
+    and soft rates, the rates at every prediction 1, the mean probability, the count of
+    positive predictions, the largest absolute score, and a share of positive predictions)
+    comes from one reduction, made at the first question (:meth:`stats`).
+    """
+
+    def __init__(self, problem, expr):
+        self._problem = problem
+        self.expr = expr
+        self._stats = None
+
+    def __len__(self):
+        return self._problem.A_con.n_rows
+
+    def __mul__(self, k):
+        return DaskScores(self._problem, ("scale", self.expr, float(k)))
+
+    def __add__(self, other):
+        if isinstance(other, DaskScores):
+            return DaskScores(self._problem, ("sum", self.expr, other.expr))
+        return DaskScores(self._problem, ("shift", self.expr, float(other)))
+
+    def stats(self, mask=None):
+        """``[hard sums, soft sums, sums at all ones, (sum of sigmoids, positives), (largest
+        |score|,), (share hits, share total)]``: one reduction at the first call, and one
+        more for a share of another ``mask`` of cells."""
+        key = None if mask is None else np.asarray(mask, dtype=float).tobytes()
+        if self._stats is not None and key in (None, self._stats[0]):
+            return self._stats[1]
+        mask = None if key is None else np.asarray(mask, dtype=float)
+        parts = self._problem.A_con.blockwise(_stats_block, self.expr, self._problem.H, mask)
+        out = _sum_parts([p[:4] + p[5:] for p in parts])
+        out.insert(4, np.max([p[4] for p in parts], axis=0))
+        self._stats = (key, out)
+        return self._stats[1]
+
+    def mean_probability(self) -> float:
+        """The mean of ``sigmoid(score)`` over the rows."""
+        return float(self.stats()[3][0]) / len(self)
+
+    def positive_count(self) -> int:
+        return int(self.stats()[3][1])
+
+    def abs_max(self) -> float:
+        return float(self.stats()[4][0])
+
+    def ones_like(self):
+        """Scores positive on every row, whose rates are read from this one's reduction."""
+        return _AllPositive(self)
+
+
+class _AllPositive:
+    """:meth:`DaskScores.ones_like`."""
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def stats(self, mask=None):
+        hard, _, ones, *rest = self.scores.stats()
+        return [ones, ones, ones, *rest]
 
 
 class DaskLinearProblem(LinearProblem):
@@ -586,68 +703,64 @@ feature_center
         return f, grad, c, J, Hs[0], Hs[1:]
 
     def describe_computes(self) -> str:
-        """`` computes=N``: the graphs this problem's rows have sent (``verbose`` lines)."""
+        """`` computes=N``: the graphs the fit has sent so far (``verbose`` lines)."""
         return f" computes={self.A_obj.n_computes}"
 
     def full_evaluation_cost(self) -> int:
         return self.A_obj.n_rows
 
     def constraint_scores(self, x):
-        """The scores of every row at ``x``: a dask array kept on the workers (8 bytes a row;
-        the rates read from it cost no pass over ``X``)."""
+        """The scores of every row at ``x``, as a :class:`DaskScores`: no pass now, and the
+        rates asked of them share one pass over ``X``."""
         v, b0 = self._effective(x)
-        return self.A_con.map_scores(v, float(b0)).persist()
+        return DaskScores(self, ("x", np.asarray(v, dtype=float), float(b0)))
 
     def rate_constraints(self, scores, *, hard=True, offset=None):
-        (s,) = self.A_con.reduce(
-            _rates_block, *self._blocks_of(scores), self.H, hard, reads_x=False
-        )
+        s = scores.stats()[0 if hard else 1]
         return s / self.A_con.n_rows + (self.offset if offset is None else offset)
-
-    def _blocks_of(self, *scores):
-        """Score arrays split like the rows: one delayed block per row block (as ``reduce``
-        passes them to its function)."""
-        return [_ByBlock(a.rechunk(self.A_obj.A.chunks[:1])) for a in scores]
 
     def positive_share(self, scores, cells):
         """The weighted share of rows in ``cells`` (a mask over the cells) whose score is
         positive."""
-        mask = np.asarray(cells, dtype=float)
-        ((hits, total),) = self.A_con.reduce(
-            _share_block, *self._blocks_of(scores), mask, reads_x=False
-        )
+        hits, total = scores.stats(cells)[5]
         return float(hits / total)
 
     def smallest_weight_share(self, cells):
         """The smallest positive row weight in ``cells`` (a mask over the cells), as a share
-        of their total weight (one pass over the weights, not over ``X``)."""
+        of their total weight (from the cells' smallest weights: no pass)."""
         mask = np.asarray(cells, dtype=bool)
-        rows = self.A_obj
-        inside = rows.cell.map_blocks(lambda c: mask[c], dtype=bool)
-        w = rows.weight
-        smallest = float(da.where(inside & (w > 0), w, np.inf).min().compute())
-        return smallest / float(self.cell_weight[mask].sum())
+        return float(self.cell_min_weight[mask].min()) / float(self.cell_weight[mask].sum())
 
     def segment_point(self, units, z_in, z_out, offset):
         """A point ``t`` of the segment from scores ``z_in`` to ``z_out`` where every hard value
         is ``<= 0``, within ``_SEGMENT_GRID ** -_SEGMENT_PASSES`` of the first such point.
 
-        The in-memory steering sorts the rows' events along the segment; here each pass
-        scores a grid of points in one reduction and the next pass refines the grid between
-        the last point that misses the bound and the first that meets it.
+        The in-memory steering sorts the rows' events along the segment. Here one reduction
+        gives the hard values at every point of a grid of ``_SEGMENT_GRID ** _SEGMENT_PASSES``
+        steps; the search reads them as ``_SEGMENT_PASSES`` grids of ``_SEGMENT_GRID`` steps,
+        each refining the last between the last point that misses the bound and the first
+        that meets it.
         """
-        lo, hi = 0.0, 1.0
-        z_in, z_out = self._blocks_of(z_in, z_out)
+        rows = self.A_con
+        parts = [
+            dask.delayed(_segment_block, pure=True)(x, c, w, z_in.expr, z_out.expr, self.H)
+            for x, c, w in rows._blocks
+        ]
+        rows.n_computes += 1
+        (diff,) = dask.compute(_tree_sum(parts))[0]
+        hard = np.cumsum(diff, axis=0) / rows.n_rows + offset
+        ok = np.all(units.values(hard) <= BOUND_EPS, axis=1)
+        ts = np.linspace(0.0, 1.0, _SEGMENT_FINE + 1)
+        lo, span = 0, _SEGMENT_FINE
         for _ in range(_SEGMENT_PASSES):
-            ts = np.linspace(lo, hi, _SEGMENT_GRID + 1)
-            (s,) = self.A_con.reduce(_segment_block, z_in, z_out, ts, self.H, reads_x=False)
-            hard = s / self.A_con.n_rows + offset
-            ok = np.flatnonzero(np.all(units.values(hard) <= BOUND_EPS, axis=1))
-            i = int(ok[0]) if len(ok) else len(ts) - 1
+            step = span // _SEGMENT_GRID
+            grid = lo + step * np.arange(_SEGMENT_GRID + 1)
+            found = np.flatnonzero(ok[grid])
+            i = int(found[0]) if len(found) else _SEGMENT_GRID
             if i == 0:
-                return lo
-            lo, hi = float(ts[i - 1]), float(ts[i])
-        return hi
+                return float(ts[lo])
+            lo, span = int(grid[i - 1]), step
+        return float(ts[lo + span])
 
     def with_objective_weights(self, weights, *, overwrite=False):
         """The same problem with objective weights ``weights`` per unit of row weight, one per
@@ -677,10 +790,3 @@ feature_center
         std = np.sqrt(np.clip(second - first * first, 0.0, None))
         std[std <= ROUNDING_SPREAD] = 0.0
         return (mean + first) * unit, std * unit
-
-
-class _ByBlock:
-    """A dask array passed to :meth:`DaskRows.reduce` block by block (see ``_blocks_of``)."""
-
-    def __init__(self, array):
-        self.blocks = array.to_delayed().ravel()

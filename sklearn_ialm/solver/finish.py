@@ -288,6 +288,8 @@ def alm_finish(
     max_evaluations: int,
     max_outer_iter: int = 20,
     verbose: int = 0,
+    passes_before: float = 0.0,
+    pass_share: float = 1.0,
 ) -> FinishResult:
     """The augmented Lagrangian method with L-BFGS inner solves on all rows, from
     ``(x0, y0)`` at penalty ``beta0``.
@@ -308,6 +310,12 @@ def alm_finish(
         Budget of ``full_evaluation`` calls.
     max_outer_iter : int, default=20
     verbose : int, default=0
+        ``> 0`` prints a line per outer iteration: the penalty, both residuals, the
+        evaluations, the run's data passes so far and, on a cluster, the computes so far.
+    passes_before : float, default=0.0
+        The run's data passes before the finish (for the ``verbose`` lines).
+    pass_share : float, default=1.0
+        Data passes per evaluation (for the ``verbose`` lines).
 
     Returns
     -------
@@ -367,7 +375,8 @@ def alm_finish(
             computes = getattr(problem, "describe_computes", lambda: "")()
             print(
                 f"[finish] k={k} beta={beta:.3g} pres={pres_new:.2e} dres={dres:.2e} "
-                f"evaluations={al.n_evaluations}{computes}",
+                f"evaluations={al.n_evaluations} "
+                f"passes={passes_before + pass_share * al.n_evaluations:.3f}{computes}",
                 flush=True,
             )
         if pres_new <= tol and dres <= dual_tol:

@@ -472,7 +472,8 @@ def _finish(parts: _Parts, run: RunSettings, state: _LoopState, verbose) -> None
     tol, dual_tol = run.finish_tols
     fin = alm_finish(
         problem, z[:p], y, max(state.beta, _FINISH_BETA0), tol=tol, dual_tol=dual_tol,
-        max_evaluations=max(int(left), 0), verbose=verbose,
+        max_evaluations=max(int(left), 0), verbose=verbose, passes_before=counter.passes(),
+        pass_share=counter.passes(test.full_cost),
     )  # fmt: skip
     counter.finish_evaluations += fin.n_evaluations * test.full_cost
     state.finish_history = dict(fin.history)
