@@ -97,6 +97,7 @@ def test_y_one_row_short_is_refused_naming_y():
         )
 
 
+@pytest.mark.filterwarnings("ignore:max_fpr=0.2 holds on the 144 training negatives")
 def test_partitions_of_one_row_are_joined_and_the_fit_is_the_one_on_joined_rows():
     """300 partitions of one row: the fit rechunks them (verbose says so) and its model is
     the fit's on the same rows in one partition."""
