@@ -333,6 +333,52 @@ def test_np_binary_max_class_error_is_max_fpr():
         NeymanPearsonClassifier(max_fpr=0.1, max_class_error={"no": 0.1}).fit(X, y)
 
 
+def test_np_binary_max_class_error_leaves_the_parameters_alone(monkeypatch):
+    """The bound is read once (``max_fpr_``): no step of the fit sees other parameters than
+    the user's, and a refused combination changes nothing."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1500, 3))
+    y = (X[:, 0] + rng.normal(size=1500) > 0).astype(int)
+    clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0)
+    given = clf.get_params()
+    seen = []
+    build = NeymanPearsonClassifier._build_problem
+
+    def spy(self, *args):
+        seen.append((clf.get_params(), self.get_params(), self.max_fpr_))  # mid-fit
+        return build(self, *args)
+
+    monkeypatch.setattr(NeymanPearsonClassifier, "_build_problem", spy)
+    clf.fit(X, y)
+    assert seen == [(given, given, 0.1)]
+    assert clf.get_params() == given and clf.max_fpr_ == 0.1 and clf.bound_met_
+    assert clf.train_fpr_ <= 0.1
+    # max_fpr at its default gives way to max_class_error, whether written or not (the
+    # documented rule); any other value is refused before any state changes.
+    explicit = NeymanPearsonClassifier(max_fpr=0.2, max_class_error={0: 0.1}, random_state=0)
+    np.testing.assert_array_equal(explicit.fit(X, y).coef_, clf.coef_)
+    before = dict(clf.__dict__)
+    with pytest.raises(ValueError, match=r"not both \(got max_fpr=0.3"):
+        clf.set_params(max_fpr=0.3).fit(X, y)
+    assert clf.__dict__.keys() == before.keys() and clf.coef_ is before["coef_"]
+
+
+def test_np_binary_max_class_error_with_umbrella_and_dask():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 3))
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    a = NeymanPearsonClassifier(max_fpr=0.1, calibration="umbrella", random_state=0).fit(X, y)
+    b = NeymanPearsonClassifier(max_class_error={0: 0.1}, calibration="umbrella", random_state=0)
+    b.fit(X, y)
+    assert b.threshold_ == a.threshold_ and b.max_fpr_ == 0.1 and b.max_fpr == 0.2
+    assert b.violation_bound_ == a.violation_bound_
+    assert b.bound_report(X, y).to_dict()["fit"]["umbrella"]["max_fpr"] == 0.1
+    da = pytest.importorskip("dask.array")
+    Xd, yd = da.from_array(X, chunks=1000), da.from_array(y, chunks=1000)
+    c = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0).fit(Xd, yd)
+    assert c.max_fpr_ == 0.1 and c.train_fpr_ <= 0.1 and c.max_class_error == {0: 0.1}
+
+
 def test_np_validation(data):
     X, y, *_ = data
     cases = [

@@ -272,7 +272,7 @@ def fit_record(clf, is_fair):
         fit["threshold"] = float(clf.threshold_)
         if hasattr(clf, "violation_bound_"):
             fit["umbrella"] = {
-                "max_fpr": clf.max_fpr,
+                "max_fpr": getattr(clf, "max_fpr_", clf.max_fpr),
                 "delta": clf.delta,
                 "violation_bound": clf.violation_bound_,
                 "n_calibration": clf.n_calibration_,
