@@ -254,6 +254,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         ``threshold_`` is -0.0892).
     train_fpr_ : float
         ``hard_constraint_values_[0]``.
+    max_fpr_ : float
+        The false-positive-rate bound the model was fitted with: ``max_fpr``, or ``alpha``
+        of ``max_class_error={negative label: alpha}``. Steering, threshold, umbrella rule,
+        warnings and the bound report read it; the parameters are left as given.
     objective_ : float
         The soft false-negative rate on the training positives at the returned point.
     primal_residual_, dual_residual_ : float
