@@ -5,6 +5,7 @@ multinomial ``LogisticRegression``, an SLSQP solve of the smoothed problem writt
 and finite differences of the problem's gradients.
 """
 
+import json
 import warnings
 
 import numpy as np
@@ -17,9 +18,11 @@ from fairlearn.metrics import (
 )
 from scipy.optimize import approx_fprime, minimize
 from scipy.special import log_softmax, softmax
+from scipy.stats import beta
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import confusion_matrix
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -333,6 +336,52 @@ def test_np_binary_max_class_error_is_max_fpr():
         NeymanPearsonClassifier(max_fpr=0.1, max_class_error={"no": 0.1}).fit(X, y)
 
 
+def test_np_binary_max_class_error_leaves_the_parameters_alone(monkeypatch):
+    """The bound is read once (``max_fpr_``): no step of the fit sees other parameters than
+    the user's, and a refused combination changes nothing."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1500, 3))
+    y = (X[:, 0] + rng.normal(size=1500) > 0).astype(int)
+    clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0)
+    given = clf.get_params()
+    seen = []
+    build = NeymanPearsonClassifier._build_problem
+
+    def spy(self, *args):
+        seen.append((clf.get_params(), self.get_params(), self.max_fpr_))  # mid-fit
+        return build(self, *args)
+
+    monkeypatch.setattr(NeymanPearsonClassifier, "_build_problem", spy)
+    clf.fit(X, y)
+    assert seen == [(given, given, 0.1)]
+    assert clf.get_params() == given and clf.max_fpr_ == 0.1 and clf.bound_met_
+    assert clf.train_fpr_ <= 0.1
+    # max_fpr at its default gives way to max_class_error, whether written or not (the
+    # documented rule); any other value is refused before any state changes.
+    explicit = NeymanPearsonClassifier(max_fpr=0.2, max_class_error={0: 0.1}, random_state=0)
+    np.testing.assert_array_equal(explicit.fit(X, y).coef_, clf.coef_)
+    before = dict(clf.__dict__)
+    with pytest.raises(ValueError, match=r"not both \(got max_fpr=0.3"):
+        clf.set_params(max_fpr=0.3).fit(X, y)
+    assert clf.__dict__.keys() == before.keys() and clf.coef_ is before["coef_"]
+
+
+def test_np_binary_max_class_error_with_umbrella_and_dask():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 3))
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    a = NeymanPearsonClassifier(max_fpr=0.1, calibration="umbrella", random_state=0).fit(X, y)
+    b = NeymanPearsonClassifier(max_class_error={0: 0.1}, calibration="umbrella", random_state=0)
+    b.fit(X, y)
+    assert b.threshold_ == a.threshold_ and b.max_fpr_ == 0.1 and b.max_fpr == 0.2
+    assert b.violation_bound_ == a.violation_bound_
+    assert b.bound_report(X, y).to_dict()["fit"]["umbrella"]["max_fpr"] == 0.1
+    da = pytest.importorskip("dask.array")
+    Xd, yd = da.from_array(X, chunks=1000), da.from_array(y, chunks=1000)
+    c = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0).fit(Xd, yd)
+    assert c.max_fpr_ == 0.1 and c.train_fpr_ <= 0.1 and c.max_class_error == {0: 0.1}
+
+
 def test_np_validation(data):
     X, y, *_ = data
     cases = [
@@ -418,9 +467,61 @@ def test_bound_report_per_class(data):
     assert len(rates) == 3 * 3  # per class: two groups and overall
     assert report.to_dict()["summary"][0]["value"] == pytest.approx(np.mean(pred == y_test))
     assert "class 2" in str(report) and "class 2" in report.to_markdown()
-    np_clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0).fit(X, y)
-    with pytest.raises(NotImplementedError, match="Neyman-Pearson fit on more than two"):
-        np_clf.bound_report(X, y)
+    assert set(rates["condition"]) == {"all"}  # selection rates: a share of all rows
+    fair = FairLogisticClassifier(constraint="error_rate_parity", bound=0.1, max_passes=5)
+    with pytest.warns(ConvergenceWarning):
+        fair.fit(X, y, sensitive_features=g)
+    with pytest.raises(NotImplementedError, match="error_rate_parity"):
+        fair.bound_report(X, y, sensitive_features=g)
+
+
+def test_np_bound_report_per_bounded_class(digits):
+    """Each bounded class's error P(predict != k | y = k) on test rows, its exact interval,
+    bound and status, and the baseline's, against scikit-learn's confusion matrix and
+    scipy's beta quantiles; the views carry them."""
+    X, y, X_test, y_test = digits
+    bounds = {1: 0.02, 8: 0.02}
+    clf = NeymanPearsonClassifier(max_class_error=bounds, random_state=0).fit(X, y)
+    lr = LogisticRegression(max_iter=2000).fit(X, y)
+    report = clf.bound_report(X_test, y_test, baseline=lr, confidence=0.9)
+    labels = np.arange(10)
+    cm = confusion_matrix(y_test, clf.predict(X_test), labels=labels)
+    cm_lr = confusion_matrix(y_test, lr.predict(X_test), labels=labels)
+    assert [b["name"] for b in report.bounds] == ["class_error[class 1]", "class_error[class 8]"]
+    for b, r, (k, alpha) in zip(report.bounds, report.rates, bounds.items(), strict=True):
+        n, hit = cm[k].sum(), cm[k].sum() - cm[k, k]
+        lower = beta.ppf(0.05, hit, n - hit + 1) if hit else 0.0
+        upper = beta.ppf(0.95, hit + 1, n - hit)
+        assert (r["n"], r["k"], r["condition"]) == (n, hit, f"y={k}")
+        assert r["value"] == pytest.approx(hit / n, abs=1e-15) == b["value"]
+        assert r["lower"] == pytest.approx(lower, rel=1e-9)
+        assert r["upper"] == pytest.approx(upper, rel=1e-9) == b["limit"]
+        assert b["bound"] == alpha
+        expected = "not met" if hit / n > alpha else "certified" if upper <= alpha else "met"
+        assert b["status"] == expected
+        base = 1 - cm_lr[k, k] / cm_lr[k].sum()
+        assert r["baseline_value"] == pytest.approx(base, abs=1e-15) == b["baseline_value"]
+        assert b["baseline_status"] == ("met" if base <= alpha else "not met")
+    (accuracy,) = report.summary
+    assert accuracy["metric"] == "accuracy"
+    assert accuracy["value"] == pytest.approx(np.trace(cm) / cm.sum(), abs=1e-15)
+    assert accuracy["baseline_value"] == pytest.approx(np.trace(cm_lr) / cm.sum(), abs=1e-15)
+    text, markdown, html = str(report), report.to_markdown(), report.to_html()
+    for view in (text, markdown, html):
+        assert "class_error[class 8]" in view and f"{report.bounds[1]['limit']:.3f}" in view
+    data = report.to_dict()
+    assert data["bounds"][0]["value"] == report.bounds[0]["value"]
+    assert json.loads(json.dumps(data))["fit"]["params"]["max_class_error"] == {
+        "1": 0.02,
+        "8": 0.02,
+    }
+    assert report.to_frame("bounds").loc["class_error[class 1]", "bound"] == 0.02
+    # Per group when sensitive_features are given: the groups' rows add up to the class's.
+    groups = np.where(X_test[:, 20] > 0, "a", "b")
+    by_group = clf.bound_report(X_test, y_test, sensitive_features=groups).to_frame()
+    one = by_group[by_group["rate"] == "class_error[class 1]"].set_index("group")
+    assert one.loc[["a", "b"], "n"].sum() == one.loc["overall", "n"] == cm[1].sum()
+    assert one.loc[["a", "b"], "k"].sum() == one.loc["overall", "k"]
 
 
 def test_warm_start_refits_from_the_previous_model(data):

@@ -163,17 +163,18 @@ def _class_bounds(est, classes):
     return out
 
 
-def binary_max_fpr(est, y) -> float:
-    """The ``max_fpr`` of a two-class fit given ``max_class_error={negative: alpha}``."""
-    if est.max_fpr != 0.2:
+def binary_max_fpr(est, classes, default_max_fpr: float) -> float:
+    """The ``max_fpr`` of a two-class fit given ``max_class_error={negative: alpha}``.
+
+    ``classes`` are the two classes in the fit's order (negative first, see ``pos_label``);
+    ``max_fpr`` must be at its default ``default_max_fpr`` (they are two forms of one bound).
+    """
+    if est.max_fpr != default_max_fpr:
         raise ValueError(
             f"Set either max_fpr or max_class_error, not both (got max_fpr={est.max_fpr!r} and "
             f"max_class_error={est.max_class_error!r}); max_class_error={{negative: alpha}} "
-            "is max_fpr=alpha."
+            f"is max_fpr=alpha (leave max_fpr at its default, {default_max_fpr!r})."
         )
-    classes = np.unique(np.asarray(y))
-    if est.pos_label is not None:
-        classes = np.array([c for c in classes if c != est.pos_label] + [est.pos_label])
     bounds = _class_bounds(est, classes)
     if list(bounds) != [0]:
         raise ValueError(

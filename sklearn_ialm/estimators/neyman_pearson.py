@@ -38,6 +38,10 @@ __all__ = ["NeymanPearsonClassifier"]
 #: score overfitting on top), 2000 give 1.12, 600 give 1.22.
 _SMALL_SAMPLE_EXCESS = 1.25
 
+#: The default of ``max_fpr``; with two classes, ``max_class_error`` may only be given when
+#: ``max_fpr`` has this value (see the parameter's description).
+_DEFAULT_MAX_FPR = 0.2
+
 
 class NeymanPearsonClassifier(BaseIALMClassifier):
     """Linear classifier that minimises false negatives under a false-positive-rate bound.
@@ -85,8 +89,11 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         at most ``alpha`` (``train_class_errors_``), the overall cross-entropy minimised
         (Tian and Feng's multi-class Neyman-Pearson classification). Needed, and read, when
         ``y`` has more than two classes (a multinomial model; see the user guide's
-        "More than two classes"). With two classes ``{negative label: alpha}`` is
-        ``max_fpr=alpha``; set one of the two (``max_fpr`` left at its default).
+        "More than two classes"). With two classes, ``{negative label: alpha}`` is
+        ``max_fpr=alpha`` (the same model, ``max_fpr_ == alpha``); ``max_fpr`` must then be
+        at its default, 0.2. A fit cannot tell ``max_fpr=0.2`` given explicitly from the
+        default, so with ``max_class_error`` set that value gives way to ``alpha``; any
+        other ``max_fpr`` with ``max_class_error`` raises a ``ValueError``.
     calibration : {None, "umbrella"}, default=None
         ``None``: train on every row; the bound holds on the training negatives
         (``threshold_`` spends ``max_fpr`` on them with ``rate="hard"``; 0 with
@@ -247,6 +254,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         ``threshold_`` is -0.0892).
     train_fpr_ : float
         ``hard_constraint_values_[0]``.
+    max_fpr_ : float
+        The false-positive-rate bound the model was fitted with: ``max_fpr``, or ``alpha``
+        of ``max_class_error={negative label: alpha}``. Steering, threshold, umbrella rule,
+        warnings and the bound report read it; the parameters are left as given.
     objective_ : float
         The soft false-negative rate on the training positives at the returned point.
     primal_residual_, dual_residual_ : float
@@ -349,7 +360,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     def __init__(
         self,
         *,
-        max_fpr=0.2,
+        max_fpr=_DEFAULT_MAX_FPR,
         max_class_error=None,
         calibration=None,
         rate="hard",
@@ -427,19 +438,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             ``calibration_size`` leaves no negative to train on.
         """
         y, sample_weight = align_rows(X, y=y, sample_weight=sample_weight)
-        if (
-            self.max_class_error is not None
-            and not is_dask_collection(y)
-            and not (is_multiclass(y))
-        ):
-            # Two classes: {negative: alpha} is max_fpr=alpha, fitted as such (max_fpr_ says
-            # which bound the model was fitted with; the parameters are given back).
-            given = self.max_fpr, self.max_class_error
-            self.max_fpr, self.max_class_error = binary_max_fpr(self, y), None
-            try:
-                return self.fit(X, y, sample_weight=sample_weight)
-            finally:
-                self.max_fpr, self.max_class_error = given
+        # (With two classes, max_class_error={negative: alpha} is read by _check_target,
+        # which sets the bound fitted, max_fpr_; the parameters are never changed.)
         if self.calibration is None:
             self._fit(X, y, sample_weight)
             self._warn_if_few_negatives()
@@ -511,7 +511,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         """The umbrella threshold of the held-out negatives' scores (set and returned), and
         its certificate."""
         scores = self._score(X_held)
-        umbrella = umbrella_threshold(scores, self.max_fpr, self.delta)
+        umbrella = umbrella_threshold(scores, self.max_fpr_, self.delta)
         self.threshold_ = umbrella.threshold + self._rounding_margin(X_held)
         self.violation_bound_ = umbrella.violation_bound
         self.calibration_rank_ = umbrella.rank
@@ -530,13 +530,13 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         """
         if len(self.classes_) > 2:
             return  # a multi-class fit bounds class errors, not the false-positive rate
-        n = self._n_effective_negatives
-        upper = training_fpr_upper_limit(n, self.max_fpr, self.delta)
-        if upper <= _SMALL_SAMPLE_EXCESS * self.max_fpr:
+        n, max_fpr = self._n_effective_negatives, self.max_fpr_
+        upper = training_fpr_upper_limit(n, max_fpr, self.delta)
+        if upper <= _SMALL_SAMPLE_EXCESS * max_fpr:
             return
-        needed = umbrella_min_calibration_size(self.max_fpr, self.delta)
+        needed = umbrella_min_calibration_size(max_fpr, self.delta)
         warnings.warn(
-            f"max_fpr={self.max_fpr:g} holds on the {n} training negatives, but a threshold "
+            f"max_fpr={max_fpr:g} holds on the {n} training negatives, but a threshold "
             f"set on so few is an estimate: on new rows its false-positive rate exceeds "
             f"{upper:.3f} with probability delta={self.delta:g} from their sampling alone "
             "(more where the score overfits them). For a bound on new data, use "
@@ -546,6 +546,22 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             UserWarning,
             stacklevel=3,
         )
+
+    def _check_target(self, y):
+        """The classes (ordered by ``pos_label``) and the bound this fit fits, ``max_fpr_``.
+
+        ``max_fpr_`` is read from the parameters once, here, by every fit path (in memory,
+        umbrella, dask) and is what every later step reads: ``max_fpr``, or with
+        ``max_class_error={negative label: alpha}`` that ``alpha``. The parameters are
+        never changed by a fit, and the attribute is set on the fit's working copy, so it
+        is published with the rest of the model.
+        """
+        classes, y01 = super()._check_target(y)
+        if self.max_class_error is None:
+            self.max_fpr_ = float(self.max_fpr)
+        else:
+            self.max_fpr_ = binary_max_fpr(self, classes, default_max_fpr=_DEFAULT_MAX_FPR)
+        return classes, y01
 
     def _decision_threshold(self, scores, y01, sample_weight):
         """With ``rate="hard"`` (and no hold-out), the threshold that spends ``max_fpr`` on
@@ -562,15 +578,15 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
 
     def _negatives_rate_spent(self):
         """``max_fpr`` with ``rate="hard"`` and no hold-out: the threshold spends it."""
-        return self.max_fpr if self.rate == "hard" and self.calibration is None else None
+        return self.max_fpr_ if self.rate == "hard" and self.calibration is None else None
 
     def _bound_met(self, result, fit):
         if self.rate == "hard":
-            return bool(self.hard_constraint_values_[0] <= self.max_fpr)
+            return bool(self.hard_constraint_values_[0] <= self.max_fpr_)
         return super()._bound_met(result, fit)
 
     def _bound_text(self, context):
-        return f"false-positive rate bound max_fpr={self.max_fpr:g}"
+        return f"false-positive rate bound max_fpr={self.max_fpr_:g}"
 
     def _rounding_margin(self, X) -> float:
         """Twice the worst floating-point error of a score of the rows ``X``.
@@ -596,7 +612,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         )
         if n >= n_negatives:
             raise ValueError(f"{what}, which leaves none to train on; choose a smaller one.")
-        needed = umbrella_min_calibration_size(self.max_fpr, self.delta)
+        needed = umbrella_min_calibration_size(self.max_fpr_, self.delta)
         if n < needed:
             more = f"calibration_size >= {needed}"
             if not isinstance(size, Integral):
@@ -606,7 +622,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
                 )
             raise ValueError(
                 f"Too few held-out negatives for the umbrella rule: {what}, but "
-                f"max_fpr={self.max_fpr!r} and delta={self.delta!r} need at least {needed} "
+                f"max_fpr={self.max_fpr_!r} and delta={self.delta!r} need at least {needed} "
                 f"(the smallest n with (1 - max_fpr)^n <= delta). Hold out more ({more}), "
                 "or raise max_fpr or delta."
             )
@@ -661,7 +677,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         problem = neyman_pearson_problem(
             X,
             y01,
-            max_fpr=self.max_fpr,
+            max_fpr=self.max_fpr_,
             fit_intercept=self.fit_intercept,
             sample_weight=sample_weight,
             **DEFERRED_SCALING,
@@ -673,7 +689,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
 
     def _steer(self, problem, solve, context, budget):
         return fit_negative_weight(
-            problem, solve, context["negatives"], context["weights"], self.max_fpr,
+            problem, solve, context["negatives"], context["weights"], self.max_fpr_,
             budget=budget, verbose=self.verbose,
         )  # fmt: skip
 
@@ -684,7 +700,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     def _set_report_attributes(self, context):
         steering = context.get("steering") if isinstance(context, dict) else None
         self.negative_weight_ = steering.negative_weight if steering is not None else None
-        self.max_fpr_ = float(self.max_fpr)
         self.train_soft_fpr_ = float(self.constraint_values_[0])
         self.train_fpr_ = float(self.hard_constraint_values_[0])
         if isinstance(context, dict):

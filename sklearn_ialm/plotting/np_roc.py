@@ -353,7 +353,8 @@ class NPROCDisplay:
             Tolerated probability of each limit failing; the estimator's ``delta`` when it
             has one, else 0.05.
         max_fpr : float, default=None
-            Bound drawn as a vertical line; the estimator's ``max_fpr`` when it has one.
+            Bound drawn as a vertical line; the bound the estimator was fitted with
+            (``max_fpr_``, or its ``max_fpr``) when it has one.
         name : str, default=None
             Name for the legend; the estimator's class name when None.
         ax : matplotlib Axes, default=None
@@ -385,7 +386,8 @@ class NPROCDisplay:
         if delta is None:
             delta = getattr(final, "delta", 0.05)
         if max_fpr is None:
-            max_fpr = getattr(final, "max_fpr", None)
+            # max_fpr_: the bound fitted (max_class_error={negative: alpha} on two classes).
+            max_fpr = getattr(final, "max_fpr_", getattr(final, "max_fpr", None))
         return cls.from_predictions(
             y,
             scores,

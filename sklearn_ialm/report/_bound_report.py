@@ -17,6 +17,9 @@ from ._records import Records, fit_record
 
 __all__ = ["BoundReport"]
 
+#: The conditions of a rate of the one-against-the-rest view of class ``{}``.
+_ONE_AGAINST_REST = {"all": "all", "y=1": "y={}", "y=0": "y!={}", "pred=1": "pred={}"}
+
 
 class BoundReport:
     """Per-group rates with exact intervals, the bound and its status, on given rows.
@@ -40,14 +43,18 @@ class BoundReport:
     weighted : bool
         Whether the rates are weighted (the intervals then use the effective sample size).
     bounds : list of dict
-        One record per bound: ``name`` (fairlearn's metric, or ``false_positive_rate``),
+        One record per bound: ``name`` (fairlearn's metric, ``false_positive_rate``, or
+        with more than two classes the metric of class ``k`` against the rest,
+        ``...[class k]``; for Neyman-Pearson ``class_error[class k]``, the share of the
+        rows of class ``k`` predicted another class),
         ``value`` on these rows, ``direction`` (``"<="`` or ``">="``), ``bound``, ``limit``
         (worst case over the intervals), ``status`` (``"not met"``, ``"met"``,
         ``"certified"`` or ``"undefined"``) and, with a baseline, ``baseline_value`` and
         ``baseline_status``.
     rates : list of dict
         One record per rate and group (and the overall rate): ``rate``, ``condition`` (the
-        rows it is a share of: ``"all"``, ``"y=1"``, ``"y=0"``, ``"pred=1"``), ``group``,
+        rows it is a share of: ``"all"``, ``"y=1"``, ``"y=0"``, ``"pred=1"``; with more than
+        two classes ``"y=k"``, ``"y!=k"``, ``"pred=k"`` of class ``k``), ``group``,
         ``protected``, ``n``, ``k``, ``value``, ``lower``, ``upper`` (``n_effective`` with
         weights; ``baseline_value``, ``baseline_lower``, ``baseline_upper`` with a baseline).
     summary : list of dict
@@ -207,49 +214,77 @@ class BoundReport:
 
     @classmethod
     def _per_class(cls, clf, X_last, X, y, sensitive_features, sample_weight, baseline, conf):
-        """The report of a fairness fit on ``K > 2`` classes: the bound for every class, one
-        against the rest (each class's rates and metric named ``...[class c]``), and the
-        accuracy over all classes as the summary."""
+        """The report of a fit on ``K > 2`` classes, every class seen one against the rest:
+        a fairness fit's bound for every class, a Neyman-Pearson fit's class error
+        ``P(predict != k | y = k)`` for every class ``k`` it bounds (rates and bounds named
+        ``...[class k]``); the summary is the accuracy over all classes."""
         is_fair = _check_classifier(clf, sensitive_features)
-        if not is_fair or clf.constraint == "error_rate_parity":
-            what = "a Neyman-Pearson fit" if not is_fair else "constraint='error_rate_parity'"
+        if is_fair and clf.constraint == "error_rate_parity":
             raise NotImplementedError(
-                f"The bound report of {what} on more than two classes is not available yet "
-                f"(this {type(clf).__name__} has {len(clf.classes_)} classes). On the "
-                "training rows, hard_constraint_values_ holds the bound's value per class; "
-                "on other rows, measure predict one class against the rest, as the user "
-                "guide's 'More than two classes' shows."
+                "The bound report of constraint='error_rate_parity' on more than two classes "
+                f"is not available yet (this {type(clf).__name__} has {len(clf.classes_)} "
+                "classes). On the training rows, hard_constraint_values_ holds the bound's "
+                "value per class; on other rows, measure the error rate per group, as the "
+                "user guide's 'More than two classes' shows."
             )
         # The checks of labels, rows and weights of the binary report (its 0/1 view unused).
         weights = _labels_and_predictions(clf, X_last, y, sample_weight, None, X)[3]
         y = column_or_1d(y)
         pred = clf.predict(X_last)
         base = None if baseline is None else column_or_1d(baseline.predict(X))
-        codes, labels = encode_groups(sensitive_features, len(y))
-        bounds, rates, notes = [], [], []
-        for c in clf.classes_:
-            records = Records(
+        codes = labels = None
+        if sensitive_features is not None:
+            codes, labels = encode_groups(sensitive_features, len(y))
+
+        def one_against_rest(c):
+            return Records(
                 y == c, pred == c, None if base is None else base == c, codes, labels,
                 weights, conf,
             )  # fmt: skip
-            description, class_bounds = records.fairness(clf)
-            tag = f"[class {c.item() if isinstance(c, np.generic) else c}]"
+
+        bounds, rates, notes, parts, protected = [], [], [], [], None
+        if is_fair:
+            per_class = [(c, None) for c in clf.classes_]
+        else:
+            # The bounds fitted (none for an unconstrained fit, max_class_error=None).
+            per_class = list(getattr(clf, "max_class_error_", {}).items())
+        for c, alpha in per_class:
+            records = one_against_rest(c)
+            label = c.item() if isinstance(c, np.generic) else c
+            tag = f"[class {label}]"
+            if is_fair:
+                description, class_bounds = records.fairness(clf)
+            else:
+                class_bounds = [records.class_error_bound(alpha)]
+                description = f"class_error{tag} <= {alpha:g}"
+                if not records.rates[-1]["n"]:
+                    notes.append(f"Class {label!r} has no rows here: its error is undefined.")
+            parts.append(description)
             for record in class_bounds:
                 record["name"] += tag
             for record in records.rates:
                 record["rate"] += tag
+                # The rows of the 0/1 view in the class's own terms ("y=1" is y == label).
+                record["condition"] = _ONE_AGAINST_REST[record["condition"]].format(label)
             bounds += class_bounds
             rates += records.rates
             notes += [note for note in records.notes if note not in notes]
+            protected = records.protected_groups
         every = np.ones(len(y), bool)
         overall = Records(
             every, pred == y, None if base is None else base == y, None, None, weights, conf
         )
         summary = [row for row in overall.summary() if row["metric"] == "accuracy"]
+        if is_fair:
+            description = f"{parts[-1]} for every class, one against the rest"
+        elif parts:
+            description = ", ".join(parts) + " (class_error[class k] = P(predict != k | y = k))"
+        else:
+            description = "no class error bounded (max_class_error=None)"
         return cls(
             estimator_name=type(clf).__name__,
-            description=f"{description} for every class, one against the rest",
-            protected_groups=records.protected_groups,
+            description=description,
+            protected_groups=protected,
             n_samples=len(y),
             confidence=conf,
             weighted=weights is not None,

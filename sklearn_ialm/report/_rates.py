@@ -77,7 +77,8 @@ def hits(rate, y01, pred):
         return pred != y01
     if rate == "accuracy":
         return pred == y01
-    if rate == "false_negative_rate":
+    if rate in ("false_negative_rate", "class_error"):
+        # (A class error is the false-negative rate of its class against the rest.)
         return ~pred
     return pred
 

@@ -186,19 +186,29 @@ class Records:
             fpr = self._record(
                 "false_positive_rate", "y=0", OVERALL, None, lambda p: (p, ~self.y01)
             )
+        return self._upper_bound("false_positive_rate", fpr, max_fpr)
+
+    def class_error_bound(self, alpha):
+        """The bound ``P(predict != k | y = k) <= alpha`` of one class ``k`` of a multi-class
+        Neyman-Pearson fit, on rows seen one class against the rest (``y01`` is ``y == k``,
+        ``pred`` is ``predict == k``): the error's records per group and overall, and the
+        bound, whose limit is the error's upper limit."""
+        overall = self._group_rates("class_error", "y=1", None)[-1]
+        return self._upper_bound("class_error", overall, alpha)
+
+    def _upper_bound(self, name, rate, bound):
+        """The record of the bound ``rate <= bound`` of an overall rate record."""
         record = {
-            "name": "false_positive_rate",
-            "value": fpr["value"],
+            "name": name,
+            "value": rate["value"],
             "direction": "<=",
-            "bound": float(max_fpr),
-            "limit": fpr["upper"],
-            "status": status(fpr["value"], fpr["upper"], max_fpr, "<="),
+            "bound": float(bound),
+            "limit": rate["upper"],
+            "status": status(rate["value"], rate["upper"], bound, "<="),
         }
         if self.base_pred is not None:
-            base = fpr["baseline_value"]
-            record.update(
-                baseline_value=base, baseline_status=status(base, math.nan, max_fpr, "<=")
-            )
+            base = rate["baseline_value"]
+            record.update(baseline_value=base, baseline_status=status(base, math.nan, bound, "<="))
         return record
 
     def neyman_pearson(self, clf):
@@ -272,7 +282,7 @@ def fit_record(clf, is_fair):
         fit["threshold"] = float(clf.threshold_)
         if hasattr(clf, "violation_bound_"):
             fit["umbrella"] = {
-                "max_fpr": clf.max_fpr,
+                "max_fpr": getattr(clf, "max_fpr_", clf.max_fpr),
                 "delta": clf.delta,
                 "violation_bound": clf.violation_bound_,
                 "n_calibration": clf.n_calibration_,
