@@ -784,7 +784,8 @@ def main(names):
         verdict, took = run_in_child(name)
         counts[verdict["outcome"]] += 1
         rows.append((CASES[name][0], name, verdict["outcome"], took, verdict["detail"]))
-        print(f"{name:50s} {verdict['outcome']:14s} {took:5.1f} s  {verdict['detail'][:90]}")
+        detail = verdict["detail"].replace("\n", " ")[:90]
+        print(f"{name:50s} {verdict['outcome']:14s} {took:5.1f} s  {detail}")
     lines = [
         "# Odd inputs and faults, one process per case",
         "",
