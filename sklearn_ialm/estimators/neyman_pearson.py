@@ -20,7 +20,8 @@ from ._base import (
     is_dask_collection,
 )
 from ._hard_rates import fit_negative_weight, rate_threshold
-from ._multiclass import NOT_YET, binary_max_fpr, is_multiclass
+from ._multiclass import binary_max_fpr, is_multiclass
+from ._multiclass_umbrella import fit_multiclass_umbrella, predict_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
@@ -445,11 +446,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             self._warn_if_few_negatives()
             return self
 
-        if not is_dask_collection(y) and is_multiclass(y):
-            raise ValueError(
-                f"Only binary classification is supported with calibration="
-                f"{self.calibration!r}: it {NOT_YET}."
-            )
         if is_dask_collection(X):
             raise NotImplementedError(
                 'calibration="umbrella" on dask input is not supported yet: its hold-out '
@@ -458,7 +454,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         # Validated, held out, fitted and calibrated on a working copy: a step that raises
         # leaves the estimator as it was (see BaseIALMClassifier._working_copy).
         work = self._working_copy()
-        work._fit_umbrella(X, y, sample_weight)
+        if not is_dask_collection(y) and is_multiclass(y):
+            fit_multiclass_umbrella(work, X, y, sample_weight)
+        else:
+            work._fit_umbrella(X, y, sample_weight)
         self._publish(work)
         return self
 
@@ -641,6 +640,29 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         ndarray of shape (n_samples,)
         """
         return super().decision_function(X)
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Class of each row: ``classes_[1]`` where :meth:`decision_function` is positive.
+
+        On more than two classes, the arg-max of :meth:`decision_function`; with
+        ``calibration="umbrella"``, the claim rule (``claim_order_``,
+        ``claim_thresholds_``): the bounded classes claim the rows whose margin reaches their
+        threshold in turn, any other row gets its arg-max.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        order = getattr(self, "claim_order_", None)
+        if order is None:
+            return super().predict(X)
+        codes = [int(np.flatnonzero(self.classes_ == c)[0]) for c in order]
+        thresholds = [self.claim_thresholds_[c] for c in order]
+        return self.classes_[predict_codes(self.decision_function(X), codes, thresholds)]
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Score minus threshold, ``raw_decision_function(X) - threshold_``.
