@@ -5,36 +5,39 @@
 each bounded class ``k`` (stratified, seeded as the binary hold-out), fits the multinomial
 model on the other rows, and replaces the arg-max by a *claim* rule set on the held-out rows.
 
-The rule. With the fitted scores ``s_j(x)`` (class offsets included) and the margin of class
-``k``, ``m_k(x) = s_k(x) - max_{j != k} s_j(x)``, the bounded classes ``b_1, ..., b_B`` (in the
-order of ``max_class_error``'s keys) claim rows in turn: ``b_i`` claims the rows not claimed by
-``b_1, ..., b_{i-1}`` whose margin is at least ``c_{b_i} <= 0``; :meth:`predict` gives a
-claimed row its claimant and any other row its arg-max (which is then an unbounded class,
-since ``c_k <= 0`` lets a bounded class claim every unclaimed row where it is the arg-max).
+The rule. With the fitted scores ``s_j(x)`` (class offsets included), the bounded classes
+``b_1, ..., b_B`` (in the order of ``max_class_error``'s keys) claim rows in turn: ``b_i``
+claims the rows not claimed by ``b_1, ..., b_{i-1}`` where it scores at least every bounded
+class after it and its margin over the unbounded classes,
+``m_{b_i}(x) = s_{b_i}(x) - max_{j unbounded} s_j(x)``, is at least its threshold
+``c_{b_i} <= 0``. :meth:`predict` gives a claimed row its claimant and any other row its
+arg-max. A bounded class thus takes rows from the unbounded classes only (between bounded
+classes the scores decide, as in the arg-max), and ``c_k <= 0`` lets it claim every free row
+where it is the arg-max.
 
 Why the guarantee holds. Given the training rows and the labels, the held-out rows of
 different classes are independent, those of class ``k`` drawn from ``P(x | y = k)``. Let
-``e_k(x) = -m_k(x)`` on rows not claimed by the classes before ``k``, ``+inf`` on the others:
-a function fixed by the training rows and by the earlier thresholds, that is by held-out rows
-of *other* classes only. A class-``k`` row is predicted another class exactly when it is not
-claimed by ``k``, i.e. when ``e_k(x) > -c_k``. With ``T_k = e_(r_k)``, the order statistic of
-the held-out class-``k`` values that the umbrella rule picks at ``alpha_k`` and
-``delta / B``, and ``-c_k >= T_k``, the error of class ``k`` on new rows is at most
-``P(e_k(x) > T_k)``, which exceeds ``alpha_k`` with probability at most
-``v(r_k) <= delta / B`` (Tong, Feng & Li 2018, for any distribution of ``e_k``, conditionally
-on the earlier thresholds, hence also unconditionally). Summing over the bounded classes
-(a union bound),
+``e_k(x) = -m_k(x)`` on the rows class ``k`` may claim (not claimed before it, not outscored
+by a later bounded class), ``+inf`` on the others: a function fixed by the training rows and
+by the earlier thresholds, that is by held-out rows of *other* classes only. A class-``k``
+row is predicted another class at most when it is not claimed by ``k``, i.e. when
+``e_k(x) > -c_k``. With ``T_k = e_(r_k)``, the order statistic of the held-out class-``k``
+values that the umbrella rule picks at ``alpha_k`` and ``delta / B``, and ``-c_k >= T_k``,
+the error of class ``k`` on new rows is at most ``P(e_k(x) > T_k)``, which exceeds
+``alpha_k`` with probability at most ``v(r_k) <= delta / B`` (Tong, Feng & Li 2018, for any
+distribution of ``e_k``, atoms included; conditionally on the earlier thresholds, hence also
+unconditionally). Summing over the bounded classes (a union bound),
 
 ``P(some bounded class k has error on new rows > alpha_k) <= sum_k v(r_k) <= delta``.
 
-A later class's rows claimed by an earlier class are errors of the later class (``+inf``),
-so the claims interact in one direction only; that order is what makes each class's rule a
+The claims interact in one direction only, and that order is what makes each class's rule a
 fixed function when its threshold is set. (Offsets of an arg-max set on every class's
 held-out rows together would make each class's score depend on its own held-out rows through
 the others' offsets, and the order statistic would lose its exact law.) When ``T_k`` is
-``+inf`` (more than ``n_k - r_k`` held-out class-``k`` rows already claimed by earlier
-classes) the class cannot be certified: it claims its unclaimed held-out rows, the fit warns
-and ``class_certified_[k]`` is False; the bound above then holds for the certified classes.
+``+inf`` (more than ``n_k - r_k`` held-out class-``k`` rows claimed before it or outscored by
+a later bounded class) the class cannot be certified: it claims all its free held-out rows,
+the fit warns and ``class_certified_[k]`` is False; the bound above then holds for the
+certified classes (``violation_bound_`` sums their ``v(r_k)``).
 """
 
 from __future__ import annotations
@@ -59,22 +62,35 @@ UMBRELLA_ONLY = (
 )  # fmt: skip
 
 
-def margins(scores: np.ndarray) -> np.ndarray:
-    """``m_k = s_k - max_{j != k} s_j`` for every row and class (shape of ``scores``)."""
-    top2 = np.partition(scores, scores.shape[1] - 2, axis=1)[:, -2:]
-    best, second = top2.max(axis=1), top2.min(axis=1)
-    # The largest other score is the best unless k is the best (then the second best).
-    other = np.where(scores == best[:, None], second[:, None], best[:, None])
-    return scores - other
+def _claim_scores(scores: np.ndarray, order) -> tuple[np.ndarray, np.ndarray]:
+    """Per bounded class (columns in ``order``): its margin over the unbounded classes
+    (``+inf`` when every class is bounded) and whether it scores at least every bounded class
+    after it (the rows it may claim)."""
+    K = scores.shape[1]
+    unbounded = [j for j in range(K) if j not in order]
+    if unbounded:
+        best_unbounded = scores[:, unbounded].max(axis=1)
+    else:
+        best_unbounded = np.full(scores.shape[0], -np.inf)
+    margin = np.empty((scores.shape[0], len(order)))
+    eligible = np.empty((scores.shape[0], len(order)), dtype=bool)
+    for i, k in enumerate(order):
+        margin[:, i] = scores[:, k] - best_unbounded
+        later = list(order[i + 1 :])
+        eligible[:, i] = (
+            scores[:, k] >= scores[:, later].max(axis=1) if later else np.ones(len(scores), bool)
+        )
+    return margin, eligible
 
 
 def claims(scores: np.ndarray, order, thresholds) -> np.ndarray:
-    """The class code claiming each row (``-1``: none), bounded classes in ``order`` with
-    their margin thresholds."""
-    m = margins(scores)
+    """The class code claiming each row (``-1``: none): the bounded classes in ``order``, each
+    claiming the free rows where it scores at least every bounded class after it and its
+    margin over the unbounded classes reaches its threshold."""
+    margin, eligible = _claim_scores(scores, order)
     out = np.full(scores.shape[0], -1, dtype=np.intp)
-    for k, c in zip(order, thresholds, strict=True):
-        out[(out < 0) & (m[:, k] >= c)] = k
+    for i, (k, c) in enumerate(zip(order, thresholds, strict=True)):
+        out[(out < 0) & eligible[:, i] & (margin[:, i] >= c)] = k
     return out
 
 
@@ -133,26 +149,30 @@ def _held_out(est, codes, sw, bounds, delta_each, classes):
 def _calibrate(est, X_held, y_held, bounds, delta_each):
     """Set the claim thresholds in order on the held-out rows (see the module docstring)."""
     scores = est._score(X_held)
-    m = margins(scores)
+    order = list(bounds)
+    margin, eligible = _claim_scores(scores, order)
     eps = _rounding_margin(est, X_held)
     claimed = np.full(len(y_held), -1, dtype=np.intp)
-    order, thresholds = list(bounds), []
+    thresholds = []
     out = {name: {} for name in UMBRELLA_ONLY[2:]}
     uncertified = []
-    for k in order:
+    for i, k in enumerate(order):
         label = _python(est.classes_[k])
         rows = y_held == k
-        e = np.where(claimed[rows] < 0, -m[rows, k], np.inf)
+        # e_k: +inf where class k cannot claim the row (claimed before, or a later bounded
+        # class scores higher); a class-k row is an error exactly when e_k > -c_k.
+        free = (claimed[rows] < 0) & eligible[rows, i]
+        e = np.where(free, -margin[rows, i], np.inf)
         rank, bound = umbrella_rank(e.size, bounds[k], delta_each)
-        t = np.partition(e, rank - 1)[rank - 1]
-        certified = bool(np.isfinite(t))
+        t = float(np.partition(e, rank - 1)[rank - 1])
+        certified = t < np.inf
         if not certified:
-            finite = e[np.isfinite(e)]
-            t = finite.max() if finite.size else 0.0
+            finite = e[e < np.inf]
+            t = float(finite.max()) if finite.size else 0.0
             uncertified.append(label)
         # Never above 0: a bounded class claims every free row where it is the arg-max.
-        c = min(0.0, -float(t) - eps)
-        claimed[(claimed < 0) & (m[:, k] >= c)] = k
+        c = min(0.0, -t - eps)
+        claimed[(claimed < 0) & eligible[:, i] & (margin[:, i] >= c)] = k
         thresholds.append(c)
         out["violation_bounds_"][label] = float(bound)
         out["calibration_ranks_"][label] = int(rank)
@@ -176,10 +196,10 @@ def _calibrate(est, X_held, y_held, bounds, delta_each):
     if uncertified:
         warnings.warn(
             f"The umbrella rule cannot certify class(es) {uncertified}: more of their "
-            "held-out rows than the bound allows are claimed by classes earlier in "
-            f"max_class_error's order ({est.claim_order_}); the guarantee holds for the other "
-            "bounded classes only (class_certified_). Loosen the bounds, or put these "
-            "classes earlier in max_class_error.",
+            "held-out rows than the bound allows are claimed by a bounded class before them "
+            "or outscored by one after them (in max_class_error's order, "
+            f"{est.claim_order_}); the guarantee holds for the other bounded classes only "
+            "(class_certified_). Loosen the bounds, or hold out more rows.",
             UserWarning,
             stacklevel=4,
         )
