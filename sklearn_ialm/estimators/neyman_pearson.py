@@ -105,7 +105,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         the user guide's "What the bound means").
         ``"umbrella"``: hold out ``calibration_size`` of the negatives, train on the rest,
         and set ``threshold_`` by the umbrella rule so that the false-positive rate on new
-        data exceeds ``max_fpr`` with probability at most ``delta``.
+        data exceeds ``max_fpr`` with probability at most ``delta``. With more than two
+        classes: hold out ``calibration_size`` of each bounded class's rows and certify
+        every bound of ``max_class_error`` on new data together, a union bound (see the
+        user guide's "More than two classes").
     delta : float in (0, 1), default=0.05
         With ``calibration="umbrella"``: the tolerated probability that the population
         false-positive rate exceeds ``max_fpr``. With ``calibration=None``: the probability
@@ -226,6 +229,14 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     calibration_fpr_ : float
         With ``calibration="umbrella"``: the share of the held-out negatives classified as
         positive: ``(n_calibration_ - calibration_rank_) / n_calibration_`` without ties.
+    claim_order_, claim_thresholds_ : list, dict
+        On more than two classes with ``calibration="umbrella"``: the bounded classes in
+        the order they claim rows, and each one's threshold on its margin over the unbounded
+        classes (:meth:`predict`). ``violation_bounds_``, ``calibration_ranks_``,
+        ``n_calibration_``, ``calibration_class_errors_`` and ``class_certified_`` are then
+        dicts by bounded class, ``violation_bound_`` their sum over the certified classes:
+        ``P(some certified class's error on new rows > its bound) <= violation_bound_ <=
+        delta``.
     coef_ : ndarray of shape (1, n_features)
         Weights of the score.
     intercept_ : ndarray of shape (1,)
