@@ -210,8 +210,9 @@ def fit_multiclass_umbrella(est, X, y, sample_weight):
     est._validate_params()
     if est.max_class_error is None:
         raise ValueError(
-            "calibration='umbrella' on more than two classes certifies the class errors of "
-            "max_class_error: set max_class_error={class label: alpha, ...}."
+            "Only binary classification is supported with calibration='umbrella' and "
+            "max_class_error=None: on more than two classes the umbrella rule certifies the "
+            "class errors of max_class_error; set max_class_error={class label: alpha, ...}."
         )
     X, y = validate_data(est, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
     feature_names = getattr(est, "feature_names_in_", None)
