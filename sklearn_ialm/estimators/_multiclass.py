@@ -62,7 +62,6 @@ __all__ = [
     "fit_multiclass",
     "forget_multiclass",
     "is_multiclass",
-    "refuse_dask",
 ]
 
 #: The most solves of a fairness fit's steering (the first included).
@@ -113,14 +112,6 @@ def _forget_binary(est) -> None:
     for name in _BINARY_ONLY:
         if hasattr(est, name):
             delattr(est, name)
-
-
-def refuse_dask(what: str):
-    """The error of a multi-class model or fit on dask input."""
-    return NotImplementedError(
-        f"{what} on dask input is not available for more than two classes yet; compute the "
-        "array (or a part of it) into memory first."
-    )
 
 
 def _class_codes(y):
@@ -235,13 +226,20 @@ def _np_constraints(bounds, K):
 # -- the fit ------------------------------------------------------------------------------
 def _validated(est, X, y, sample_weight, fit_params):
     est._validate_params()
-    X, y = validate_data(est, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
+    on_dask = hasattr(X, "dask")  # rows checked by the dask fit (fit_dask), y in memory
+    if on_dask:
+        y = np.asarray(y)
+    else:
+        X, y = validate_data(est, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
     if sp.issparse(X) and not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
     classes, codes = _class_codes(y)
     K = len(classes)
-    sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    sw = _check_sample_weight(
+        sample_weight, np.empty((X.shape[0], 0)) if on_dask else X, dtype=np.float64,
+        ensure_non_negative=True,
+    )  # fmt: skip
     class_weight = getattr(est, "class_weight", None)
     if class_weight is not None:
         if isinstance(class_weight, str):
@@ -321,10 +319,17 @@ def _spec(est, codes, sw, classes, fit_params):
 
 
 def _problem(est, X, codes, sw, K, cons, groups):
+    C = est.C if est.C is not None else None
+    if hasattr(X, "dask"):
+        from ._dask import pose_multinomial
+
+        return pose_multinomial(
+            est, X, cell_codes(groups, codes, K), sw, y=codes, n_classes=K, constraints=cons,
+            C=C, n_cells=(int(groups.max()) + 1) * K,
+        )  # fmt: skip
     scale, center, live = _feature_scaling(X, sw / sw.sum(), est.fit_intercept)
     n_live = max(1, int(live.sum()))
     scale = scale * np.sqrt(n_live)
-    C = est.C if est.C is not None else None
     return MultinomialProblem(
         X, codes, K, sw, cell_codes(groups, codes, K), cons, C=C,
         fit_intercept=est.fit_intercept, scale=scale, center=center,
