@@ -14,6 +14,7 @@ import numpy as np
 
 from ..problems._dask_rows import DaskLinearProblem, DaskRows, _sum_parts, column_moments
 from ..solver.prox import Ridge
+from ._multiclass import fit_multiclass
 from ._scaling import _feature_scaling
 
 
@@ -294,8 +295,6 @@ def _fit_multiclass_dask(est, X, labels, sample_weight, fit_params):
     """The multi-class fit (:func:`~._multiclass.fit_multiclass`) on dask input: the labels,
     groups and weights (checked) come to the client in one compute; X stays on the workers
     (see :mod:`sklearn_ialm.problems._dask_multinomial`)."""
-    from ._multiclass import fit_multiclass
-
     if est.preset != "default":
         raise ValueError(
             f"preset={est.preset!r} is not available for more than two classes on dask input "
@@ -309,7 +308,7 @@ def _fit_multiclass_dask(est, X, labels, sample_weight, fit_params):
     sample_weight = values.pop(0) if sample_weight is not None else None
     if sf is not None:
         fit_params = dict(fit_params, sensitive_features=values.pop(0))
-    return fit_multiclass(est, X, y, sample_weight, fit_params)
+    return fit_multiclass(est, X, y, sample_weight, fit_params, pose_multinomial)
 
 
 def pose_multinomial(est, X, cells, sw, **kwargs):
