@@ -428,18 +428,6 @@ def test_string_labels_and_sparse_input(data):
     np.testing.assert_allclose(dense.coef_, sparse.coef_, atol=1e-6)
 
 
-def test_dask_is_refused_clearly(data):
-    da = pytest.importorskip("dask.array")
-    X, y, g, *_ = data
-    with pytest.raises(ValueError, match="more than two classes: in memory only"):
-        NeymanPearsonClassifier().fit(da.from_array(X, chunks=1000), da.from_array(y, chunks=1000))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        clf = NeymanPearsonClassifier().fit(X, y)
-    with pytest.raises(NotImplementedError, match="not available for more than two classes"):
-        clf.predict(da.from_array(X, chunks=1000))
-
-
 def test_fallback_to_constant_is_told():
     """An impossible bound within a tiny budget: the fit moves towards the constant model,
     meets the bound and says it did not converge."""

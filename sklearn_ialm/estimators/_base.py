@@ -33,7 +33,7 @@ from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..solver.ialm import clip_batch_size
 from ._hard_rates import fit_hard_rates
-from ._multiclass import fit_multiclass, forget_multiclass, is_multiclass, refuse_dask
+from ._multiclass import fit_multiclass, forget_multiclass, is_multiclass
 from ._scaling import _standardised
 from ._solve import (
     _MIN_DECREASE,
@@ -77,6 +77,13 @@ def _two_columns(a, b):
 
         return da.stack([a, b], axis=1)
     return np.column_stack([a, b])
+
+
+def _by_rows(scores, fn):
+    """``fn(scores)`` for a function of each row, block by block for dask arrays."""
+    if is_dask_collection(scores):
+        return scores.map_blocks(fn, dtype=np.float64)
+    return fn(scores)
 
 
 # The fitted state whose name does not end with "_" (see BaseIALMClassifier._working_copy).
@@ -290,7 +297,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             check_classification_targets(y)
             y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
-            more = " (more than two classes: in memory only, not on Dask)" * (
+            more = " (more than two classes: fitted without calibration only)" * (
                 y_type == "multiclass"
             )
             raise ValueError(
@@ -964,10 +971,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if is_dask_collection(X):
-            if self.coef_.shape[0] > 1:
-                raise refuse_dask("Predicting")
-            from ._dask import blockwise_scores
+            from ._dask import blockwise_class_scores, blockwise_scores
 
+            if self.coef_.shape[0] > 1:  # K > 2 classes: (n, K) scores
+                return blockwise_class_scores(self, X)
             return blockwise_scores(self, X)
         X = validate_data(self, X, accept_sparse="csr", dtype=_DTYPES, reset=False)
         return self._score(X)
@@ -998,7 +1005,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """
         s = self.decision_function(X)
         if np.ndim(s) == 2:  # K > 2 classes: the softmax of the scores
-            return softmax(s, axis=1)
+            return _by_rows(s, lambda b: softmax(b, axis=1))
         return _two_columns(expit(-s), expit(s))
 
     def predict_log_proba(self, X: MatrixLike) -> np.ndarray:
@@ -1014,7 +1021,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """
         s = self.decision_function(X)
         if np.ndim(s) == 2:
-            return log_softmax(s, axis=1)
+            return _by_rows(s, lambda b: log_softmax(b, axis=1))
         return _two_columns(log_expit(-s), log_expit(s))
 
     def predict(self, X: MatrixLike) -> np.ndarray:
@@ -1030,6 +1037,11 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """
         scores = self.decision_function(X)
         if np.ndim(scores) == 2:  # K > 2 classes: the arg-max (offsets are in intercept_)
+            if is_dask_collection(scores):
+                classes = self.classes_
+                return scores.map_blocks(
+                    lambda b: classes[np.argmax(b, axis=1)], drop_axis=1, dtype=classes.dtype
+                )
             return self.classes_[np.argmax(scores, axis=1)]
         positive = scores > 0
         if is_dask_collection(positive):

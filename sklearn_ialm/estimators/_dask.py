@@ -12,8 +12,9 @@ import dask
 import dask.array as da
 import numpy as np
 
-from ..problems._dask_rows import DaskLinearProblem, DaskRows, _sum_parts
+from ..problems._dask_rows import DaskLinearProblem, DaskRows, _sum_parts, column_moments
 from ..solver.prox import Ridge
+from ._multiclass import fit_multiclass
 from ._scaling import _feature_scaling
 
 
@@ -83,6 +84,20 @@ def blockwise_scores(estimator, X):
 
     name = f"score-{dask.base.tokenize(X, coef, intercept)}"
     return X.map_blocks(score, drop_axis=1, dtype=np.float64, name=name)
+
+
+def blockwise_class_scores(estimator, X):
+    """The ``(n_samples, K)`` scores of a model of ``K > 2`` classes, block by block: a dask
+    array chunked like ``X``'s rows, all ``K`` columns in each block."""
+    X = check_features(estimator, X)
+    coef, intercept = estimator.coef_.copy(), estimator.intercept_.copy()
+
+    def score(block):
+        # The in-memory formula (_score: X @ coef_.T + intercept_, float64), block by block.
+        return np.asarray(block, dtype=np.float64) @ coef.T + intercept
+
+    name = f"class-scores-{dask.base.tokenize(X, coef, intercept)}"
+    return X.map_blocks(score, chunks=(X.chunks[0], (coef.shape[0],)), dtype=np.float64, name=name)
 
 
 # -- fit -----------------------------------------------------------------------------------------
@@ -249,7 +264,10 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     the predictions over a label and a group, hence of the cells' weighted means.
     """
     X = _validated_rows(est, X)
-    cells = _cells(est, X, y, sample_weight, fit_params)
+    labels = _checked_labels(est, X, y, sample_weight, fit_params)
+    if len(labels[4]) > 2:
+        return _fit_multiclass_dask(est, X, labels, sample_weight, fit_params)
+    cells = _cells(est, X, labels, fit_params)
     problem_c, context = est._build_problem(
         np.zeros((len(cells.weight), X.shape[1])), cells.y01, cells.weight, cells.params
     )
@@ -271,6 +289,49 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     # the fit: both read every training score on the client.)
     est._constant_fallback = None
     return est._conclude(result, fit, context)
+
+
+def _fit_multiclass_dask(est, X, labels, sample_weight, fit_params):
+    """The multi-class fit (:func:`~._multiclass.fit_multiclass`) on dask input: the labels,
+    groups and weights (checked) come to the client in one compute; X stays on the workers
+    (see :mod:`sklearn_ialm.problems._dask_multinomial`)."""
+    if est.preset != "default":
+        raise ValueError(
+            f"preset={est.preset!r} is not available for more than two classes on dask input "
+            "(its minibatch search reads rows the client does not hold); use "
+            "preset='default'."
+        )
+    y, g, w, sf = labels[:4]
+    wanted = [y] + [w] * (sample_weight is not None) + [g] * (sf is not None)
+    values = list(dask.compute(*wanted))
+    y = values.pop(0)
+    sample_weight = values.pop(0) if sample_weight is not None else None
+    if sf is not None:
+        fit_params = dict(fit_params, sensitive_features=values.pop(0))
+    return fit_multiclass(est, X, y, sample_weight, fit_params, pose_multinomial)
+
+
+def pose_multinomial(est, X, cells, sw, **kwargs):
+    """The :class:`~sklearn_ialm.problems._dask_multinomial.DaskMultinomialProblem` of a
+    multi-class fit on the rows of ``X`` (a dask array): the cells and weights (in memory)
+    persisted beside X, the features' units from two reductions."""
+    from ..problems._dask_multinomial import DaskMultinomialProblem
+
+    X, keep = _held_on_workers(est, X)
+    chunks = (X.chunks[0],)
+    cell_d = da.from_array(cells.astype(np.min_scalar_type(int(cells.max()))), chunks=chunks)
+    w_d = da.from_array(sw, chunks=chunks)
+    cell_d, w_d, X = dask.persist(cell_d, w_d, X) if keep else (*dask.persist(cell_d, w_d), X)
+    _wait(cell_d, w_d, X)
+    rows = DaskRows(X, cell_d, w_d, n_computes=2)  # the labels' pass and the persist
+    total = float(sw.sum())
+    moments = column_moments(rows, total)
+    scale, center, live = _feature_scaling(None, None, est.fit_intercept, moments=moments)
+    n_live = max(1, int(live.sum()))
+    return DaskMultinomialProblem(
+        rows, cells=cells, sample_weight=sw, scale=scale * np.sqrt(n_live), center=center,
+        penalty_units=n_live, fit_intercept=est.fit_intercept, **kwargs,
+    )  # fmt: skip
 
 
 def _validated_rows(est, X):
@@ -351,8 +412,9 @@ def _held_on_workers(est, X):
     return X, keep
 
 
-def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
-    """The labels, groups and weights checked, and the rows' cells (one pass over them)."""
+def _checked_labels(est, X, y, sample_weight, fit_params):
+    """``(y, g, w, sf, y_values, g_values, table, n)``: the labels, groups and weights as
+    rows of ``X``, checked in one pass over them (see :func:`_cells`)."""
     n = X.shape[0]
     y = like_rows(y, X, name="y")
     w = (
@@ -377,6 +439,12 @@ def _cells(est, X, y, sample_weight, fit_params) -> _Cells:
     for name, values in (("y", y_values), ("sensitive_features", g_values)):
         if values.dtype.kind in "fc" and np.any(np.isnan(values)):
             raise ValueError(f"Input {name} contains NaN.")
+    return y, g, w, sf, y_values, g_values, table, n
+
+
+def _cells(est, X, labels, fit_params) -> _Cells:
+    """The rows' cells from their checked labels, groups and weights (:func:`_checked_labels`)."""
+    y, g, w, sf, y_values, g_values, table, n = labels
     K = len(y_values) * len(g_values)
     cell = da.map_blocks(
         _cells_block, y, g, w, y_values, g_values, dtype=np.intp, meta=np.zeros(0, np.intp)

@@ -62,7 +62,6 @@ __all__ = [
     "fit_multiclass",
     "forget_multiclass",
     "is_multiclass",
-    "refuse_dask",
 ]
 
 #: The most solves of a fairness fit's steering (the first included).
@@ -117,14 +116,6 @@ def _forget_binary(est) -> None:
     for name in _BINARY_ONLY:
         if hasattr(est, name):
             delattr(est, name)
-
-
-def refuse_dask(what: str):
-    """The error of a multi-class model or fit on dask input."""
-    return NotImplementedError(
-        f"{what} on dask input is not available for more than two classes yet; compute the "
-        "array (or a part of it) into memory first."
-    )
 
 
 def _class_codes(y):
@@ -237,15 +228,22 @@ def _np_constraints(bounds, K):
 
 
 # -- the fit ------------------------------------------------------------------------------
-def _validated(est, X, y, sample_weight, fit_params):
+def _validated(est, X, y, sample_weight, fit_params, pose=None):
     est._validate_params()
-    X, y = validate_data(est, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
+    on_dask = pose is not None  # rows checked by the dask fit (fit_dask), y in memory
+    if on_dask:
+        y = np.asarray(y)
+    else:
+        X, y = validate_data(est, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
     if sp.issparse(X) and not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
     classes, codes = _class_codes(y)
     K = len(classes)
-    sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    sw = _check_sample_weight(
+        sample_weight, np.empty((X.shape[0], 0)) if on_dask else X, dtype=np.float64,
+        ensure_non_negative=True,
+    )  # fmt: skip
     class_weight = getattr(est, "class_weight", None)
     if class_weight is not None:
         if isinstance(class_weight, str):
@@ -326,11 +324,18 @@ def _spec(est, codes, sw, classes, fit_params):
     return cons, names, groups.astype(np.intp), context
 
 
-def _problem(est, X, codes, sw, K, cons, groups):
+def _problem(est, X, codes, sw, K, cons, groups, pose=None):
+    """The fit's problem; ``pose``: how to pose it on rows that live elsewhere (the dask fit
+    passes its :func:`~._dask.pose_multinomial`)."""
+    C = est.C if est.C is not None else None
+    if pose is not None:
+        return pose(
+            est, X, cell_codes(groups, codes, K), sw, y=codes, n_classes=K, constraints=cons,
+            C=C, n_cells=(int(groups.max()) + 1) * K,
+        )  # fmt: skip
     scale, center, live = _feature_scaling(X, sw / sw.sum(), est.fit_intercept)
     n_live = max(1, int(live.sum()))
     scale = scale * np.sqrt(n_live)
-    C = est.C if est.C is not None else None
     return MultinomialProblem(
         X, codes, K, sw, cell_codes(groups, codes, K), cons, C=C,
         fit_intercept=est.fit_intercept, scale=scale, center=center,
@@ -473,21 +478,24 @@ def _steer(est, problem, results, kwargs, seed, passes, x_const, tol, base, roun
     return (1 - t) * x + t * x_const, results, passes, t
 
 
-def fit_multiclass(est, X, y, sample_weight, fit_params):
-    """Fit ``est`` on ``K > 2`` classes (see the module docstring); returns ``est``."""
+def fit_multiclass(est, X, y, sample_weight, fit_params, pose=None):
+    """Fit ``est`` on ``K > 2`` classes (see the module docstring); returns ``est``.
+
+    ``pose``: for ``X`` a dask array (its rows checked by the dask fit), the function that
+    poses the problem on it (see :func:`_problem`)."""
     # Every product of the fit is thin ((n, d) by (d, K)): BLAS threads only wait on each
     # other (digits, 1257 x 64 by 64 x 10 on 2 busy cores: 14 ms with threads, 0.2 ms
     # without), so the fit runs on one.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _fit_multiclass(est, X, y, sample_weight, fit_params)
+        return _fit_multiclass(est, X, y, sample_weight, fit_params, pose)
 
 
-def _fit_multiclass(est, X, y, sample_weight, fit_params):
+def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
     _forget_binary(est)
-    X, codes, sw, classes, fit_params = _validated(est, X, y, sample_weight, fit_params)
+    X, codes, sw, classes, fit_params = _validated(est, X, y, sample_weight, fit_params, pose)
     K = len(classes)
     cons, names, groups, context = _spec(est, codes, sw, classes, fit_params)
-    problem = _problem(est, X, codes, sw, K, cons, groups)
+    problem = _problem(est, X, codes, sw, K, cons, groups, pose)
     x0 = _start(est, problem, codes, sw, K, classes)
     null_dual = _initial_dual_residual(problem)
     est._null_dual_residual = null_dual

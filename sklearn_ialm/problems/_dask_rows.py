@@ -33,7 +33,7 @@ from ._numeric import BOUND_EPS, ROUNDING_SPREAD, check_not_subnormal
 from .linear import _GRAM_MAX_PARAMS, LinearProblem, _Rows
 from .losses import Logistic, SigmoidLoss, TruncatedLogistic
 
-__all__ = ["DaskRows", "DaskLinearProblem"]
+__all__ = ["DaskRows", "DaskLinearProblem", "column_moments"]
 
 #: Most bytes of rows brought to the client for one block of PStorm iterations (and at most
 #: an eighth of all rows): 64 MiB, 419430 rows at d = 20. A gather reads every partition
@@ -773,20 +773,25 @@ feature_center
 
     def column_moments(self, total):
         """Weighted ``(mean, std)`` of the columns under the row weights (summing to
-        ``total``): the two passes and the corrected two-pass formula of the in-memory
-        ``_column_moments`` (see there), each pass one reduction."""
-        rows = self.A_obj
-        absmax, mean = rows.reduce(_moments_first, total)
-        bad = np.flatnonzero(~np.isfinite(absmax))
-        if len(bad):
-            # Checked in the first pass over X, before any solve (a NaN would otherwise end
-            # the fit in a LinAlgError of the set-up's Gram matrices).
-            raise ValueError(f"Input X contains NaN or infinity (columns {bad[:10].tolist()}).")
-        check_not_subnormal(absmax)
-        unit = np.where(absmax > 0, absmax, 1.0)
-        mean = mean / unit
-        first, second = rows.reduce(_moments_second, total, unit, mean)
-        self.setup_evaluations += 2 * rows.n_rows
-        std = np.sqrt(np.clip(second - first * first, 0.0, None))
-        std[std <= ROUNDING_SPREAD] = 0.0
-        return (mean + first) * unit, std * unit
+        ``total``): :func:`column_moments` of the rows."""
+        self.setup_evaluations += 2 * self.A_obj.n_rows
+        return column_moments(self.A_obj, total)
+
+
+def column_moments(rows: DaskRows, total: float):
+    """Weighted ``(mean, std)`` of the columns of ``rows`` under their weights (summing to
+    ``total``): the two passes and the corrected two-pass formula of the in-memory
+    ``_column_moments`` (see there), each pass one reduction."""
+    absmax, mean = rows.reduce(_moments_first, total)
+    bad = np.flatnonzero(~np.isfinite(absmax))
+    if len(bad):
+        # Checked in the first pass over X, before any solve (a NaN would otherwise end
+        # the fit in a LinAlgError of the set-up's Gram matrices).
+        raise ValueError(f"Input X contains NaN or infinity (columns {bad[:10].tolist()}).")
+    check_not_subnormal(absmax)
+    unit = np.where(absmax > 0, absmax, 1.0)
+    mean = mean / unit
+    first, second = rows.reduce(_moments_second, total, unit, mean)
+    std = np.sqrt(np.clip(second - first * first, 0.0, None))
+    std[std <= ROUNDING_SPREAD] = 0.0
+    return (mean + first) * unit, std * unit

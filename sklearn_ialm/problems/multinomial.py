@@ -172,7 +172,10 @@ class MultinomialProblem(FiniteSumProblem):
     def _back(self, G, rows):
         """The gradient in ``x`` of ``sum_i G_i . z_i`` over rows ``rows`` (``G``: (n, K))."""
         gW = np.asarray(safe_sparse_dot(G.T, self.X[rows], dense_output=True))
-        gb = G.sum(axis=0)
+        return self._back_sums(gW, G.sum(axis=0))
+
+    def _back_sums(self, gW, gb):
+        """:meth:`_back` from the sums ``G^T X`` (``gW``, (K, d)) and ``G^T 1`` (``gb``)."""
         out = np.zeros((self.K, self.cols))
         out[:, : self.d] = (gW - np.outer(gb, self.center)) / self.scale
         if self.fit_intercept:

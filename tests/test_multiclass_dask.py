@@ -1,0 +1,165 @@
+"""Multi-class fits and predictions on dask input (issue 36): X stays on the workers, each
+read of all rows is one compute, and the model is the in-memory fit's on the same rows."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from fairlearn.metrics import MetricFrame, selection_rate
+from sklearn.datasets import make_classification
+
+from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+
+
+@pytest.fixture(autouse=True)
+def _synchronous():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def _data(n=3000, d=8, seed=0):
+    X, y = make_classification(
+        n, d, n_informative=5, n_classes=3, n_clusters_per_class=1, random_state=seed
+    )
+    groups = (X[:, 0] + np.random.default_rng(seed).normal(size=n) > 0.2).astype(int)
+    return X, y, groups
+
+
+def _cases():
+    return [
+        (FairLogisticClassifier(constraint="demographic_parity", bound=0.04), True),
+        (FairLogisticClassifier(constraint="equalized_odds", bound=0.08), True),
+        (NeymanPearsonClassifier(max_class_error={0: 0.08, 1: 0.15}), False),
+    ]
+
+
+def _per_class_gap(y_pred, groups, classes):
+    """fairlearn's selection-rate gap between the groups, one-vs-rest for each class."""
+    return np.array([
+        MetricFrame(
+            metrics=selection_rate, y_true=np.ones(len(y_pred)), y_pred=(y_pred == c),
+            sensitive_features=groups,
+        ).difference()
+        for c in classes
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize("clf,with_groups", _cases())
+def test_dask_fit_is_the_in_memory_fit(clf, with_groups):
+    X, y, groups = _data()
+    kw = {"sensitive_features": groups} if with_groups else {}
+    memory = clf.fit(X, y, **kw)
+    coef, intercept, pred = memory.coef_.copy(), memory.intercept_.copy(), memory.predict(X)
+    dkw = {k: da.from_array(v, chunks=700) for k, v in kw.items()}
+    on_dask = clf.fit(da.from_array(X, chunks=(700, -1)), da.from_array(y, chunks=700), **dkw)
+    np.testing.assert_allclose(on_dask.coef_, coef, atol=1e-6, rtol=0)
+    np.testing.assert_allclose(on_dask.intercept_, intercept, atol=1e-6, rtol=0)
+    np.testing.assert_array_equal(on_dask.predict(X), pred)
+    assert on_dask.converged_ and on_dask.bound_met_
+    # The bound on the training predictions, counted independently.
+    if isinstance(clf, NeymanPearsonClassifier):
+        for k, alpha in clf.max_class_error.items():
+            assert np.mean(pred[y == k] != k) <= alpha
+    elif clf.constraint == "demographic_parity":
+        assert np.all(_per_class_gap(pred, groups, clf.classes_) <= clf.bound + 1e-12)
+
+
+def test_same_seed_and_chunks_give_the_same_model():
+    X, y, groups = _data(2000)
+    Xd, yd, gd = (da.from_array(a, chunks=500) for a in (X, y, groups))
+    fits = [
+        FairLogisticClassifier(bound=0.05, random_state=3).fit(Xd, yd, sensitive_features=gd)
+        for _ in range(2)
+    ]
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    np.testing.assert_array_equal(fits[0].intercept_, fits[1].intercept_)
+
+
+def test_in_memory_labels_groups_and_weights_with_dask_X():
+    X, y, groups = _data(2000)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
+    clf = FairLogisticClassifier(bound=0.05, random_state=0)
+    memory = clf.fit(X, y, sensitive_features=groups, sample_weight=w)
+    coef = memory.coef_.copy()
+    on_dask = clf.fit(
+        da.from_array(X, chunks=(500, -1)), y, sensitive_features=groups, sample_weight=w
+    )
+    np.testing.assert_allclose(on_dask.coef_, coef, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "method", ["decision_function", "predict_proba", "predict_log_proba", "predict"]
+)
+def test_predictions_on_dask_are_the_in_memory_ones(method):
+    X, y, groups = _data(2000)
+    labels = np.array(["ant", "bee", "cat"])[y]
+    clf = FairLogisticClassifier(bound=0.05, random_state=0).fit(
+        X, labels, sensitive_features=groups
+    )
+    out = getattr(clf, method)(da.from_array(X, chunks=(300, -1)))
+    assert isinstance(out, da.Array)
+    expected = getattr(clf, method)(X)
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out.compute(), expected)
+
+
+def test_nan_is_refused_as_for_two_classes():
+    X, y, groups = _data(2000)
+    Xd = da.from_array(X, chunks=(500, -1))
+    bad = X.copy()
+    bad[7, 2] = np.nan
+    with pytest.raises(ValueError, match=r"X contains NaN or infinity \(columns \[2\]\)"):
+        FairLogisticClassifier(bound=0.05).fit(
+            da.from_array(bad, chunks=(500, -1)), da.from_array(y, chunks=500),
+            sensitive_features=groups,
+        )  # fmt: skip
+    g = groups.astype(float)
+    g[3] = np.nan
+    with pytest.raises(ValueError, match="sensitive_features contains NaN"):
+        FairLogisticClassifier(bound=0.05).fit(
+            Xd, da.from_array(y, chunks=500), sensitive_features=da.from_array(g, chunks=500)
+        )
+    w = np.ones(len(y))
+    w[5] = np.inf
+    with pytest.raises(ValueError, match="sample_weight contains NaN or infinity"):
+        NeymanPearsonClassifier(max_class_error={0: 0.1}).fit(
+            Xd, da.from_array(y, chunks=500), sample_weight=da.from_array(w, chunks=500)
+        )
+
+
+def test_minibatch_presets_are_refused_on_dask():
+    X, y, _ = _data(1000)
+    clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, preset="paper")
+    with pytest.raises(ValueError, match="preset='paper' is not available for more than two"):
+        clf.fit(da.from_array(X, chunks=(500, -1)), da.from_array(y, chunks=500))
+    assert not hasattr(clf, "coef_")
+
+
+def test_a_fit_on_dask_counts_its_computes():
+    """Every read of all rows is one compute: the fit sends a few per solver evaluation, not
+    one per block."""
+    X, y, _ = _data(2000)
+    n_blocks = 4
+    sent = []
+    original = dask.compute
+
+    def counting(*args, **kwargs):
+        sent.append(1)
+        return original(*args, **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dask.compute = counting
+        try:
+            clf = NeymanPearsonClassifier(max_class_error={0: 0.1}).fit(
+                da.from_array(X, chunks=(len(y) // n_blocks, -1)), da.from_array(y, chunks=500)
+            )
+        finally:
+            dask.compute = original
+    # n_data_passes_ counts the reads of all rows; the set-up adds a handful of computes.
+    assert len(sent) <= clf.n_data_passes_ + 12
