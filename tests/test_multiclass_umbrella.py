@@ -8,6 +8,7 @@ the held-out order statistics recomputed here from the model's scores.
 import math
 import warnings
 
+import dask.array as da
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -139,6 +140,9 @@ def test_rank_thresholds_and_predict_against_independent_computation():
     s_new = clf.decision_function(X_new)
     expected = claim_rule(s_new, clf.claim_order_, [clf.claim_thresholds_[k] for k in [1, 0]])
     np.testing.assert_array_equal(clf.predict(X_new), clf.classes_[expected])
+    # Dask input: the same predictions, block by block.
+    Xd = da.from_array(X_new, chunks=(120, 2))
+    np.testing.assert_array_equal(clf.predict(Xd).compute(), clf.predict(X_new))
     # The held-out errors are those of predict on the held-out rows.
     pred = clf.predict(X[held])
     for k in bounds:

@@ -671,9 +671,17 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         order = getattr(self, "claim_order_", None)
         if order is None:
             return super().predict(X)
-        codes = [int(np.flatnonzero(self.classes_ == c)[0]) for c in order]
+        classes = self.classes_
+        codes = [int(np.flatnonzero(classes == c)[0]) for c in order]
         thresholds = [self.claim_thresholds_[c] for c in order]
-        return self.classes_[predict_codes(self.decision_function(X), codes, thresholds)]
+        scores = self.decision_function(X)
+        if is_dask_collection(scores):  # the rule is row by row: block by block
+            return scores.map_blocks(
+                lambda b: classes[predict_codes(b, codes, thresholds)],
+                drop_axis=1,
+                dtype=classes.dtype,
+            )
+        return classes[predict_codes(scores, codes, thresholds)]
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Score minus threshold, ``raw_decision_function(X) - threshold_``.
