@@ -393,8 +393,6 @@ def test_np_validation(data):
     for spec, match in cases:
         with pytest.raises(ValueError, match=match):
             NeymanPearsonClassifier(max_class_error=spec).fit(X, y)
-    with pytest.raises(ValueError, match="calibration='umbrella': it is not available for more"):
-        NeymanPearsonClassifier(max_class_error={0: 0.1}, calibration="umbrella").fit(X, y)
     with pytest.raises(ValueError, match="bounds class 1, which has no row of positive"):
         NeymanPearsonClassifier(max_class_error={1: 0.1}).fit(X, y, sample_weight=y != 1)
     with pytest.raises(ValueError, match="The 'max_class_error' parameter"):

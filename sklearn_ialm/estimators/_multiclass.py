@@ -93,7 +93,11 @@ def is_multiclass(y) -> bool:
 
 #: Fitted attributes of a multi-class fit only, and of a binary fit only: a stale one of an
 #: earlier fit of the other kind would describe another model.
-_MULTICLASS_ONLY = ("class_offsets_", "train_class_errors_", "max_class_error_")
+_MULTICLASS_ONLY = (
+    "class_offsets_", "train_class_errors_", "max_class_error_", "claim_order_",
+    "claim_thresholds_", "violation_bounds_", "calibration_ranks_",
+    "calibration_class_errors_", "class_certified_",
+)  # fmt: skip
 _BINARY_ONLY = (
     "train_fpr_", "train_soft_fpr_", "negative_weight_", "max_fpr_", "seeds_",
     "certificate_", "certified_", "training_bound_", "calibration_indices_",
@@ -267,7 +271,9 @@ def _spec(est, codes, sw, classes, fit_params):
     """``(constraints, names, groups, context)`` of the estimator's bound on these rows."""
     K = len(classes)
     if hasattr(est, "max_class_error"):  # Neyman-Pearson
-        if est.calibration is not None:
+        # (calibration="umbrella" reaches here only through fit_multiclass_umbrella, which
+        # holds its rows out before this fit.)
+        if est.calibration not in (None, "umbrella"):
             raise ValueError(f"calibration={est.calibration!r} {NOT_YET}.")
         if est.max_class_error is None:
             warnings.warn(

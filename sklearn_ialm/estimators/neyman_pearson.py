@@ -20,7 +20,8 @@ from ._base import (
     is_dask_collection,
 )
 from ._hard_rates import fit_negative_weight, rate_threshold
-from ._multiclass import NOT_YET, binary_max_fpr, is_multiclass
+from ._multiclass import binary_max_fpr, is_multiclass
+from ._multiclass_umbrella import fit_multiclass_umbrella, predict_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
@@ -104,7 +105,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         the user guide's "What the bound means").
         ``"umbrella"``: hold out ``calibration_size`` of the negatives, train on the rest,
         and set ``threshold_`` by the umbrella rule so that the false-positive rate on new
-        data exceeds ``max_fpr`` with probability at most ``delta``.
+        data exceeds ``max_fpr`` with probability at most ``delta``. With more than two
+        classes: hold out ``calibration_size`` of each bounded class's rows and certify
+        every bound of ``max_class_error`` on new data together, a union bound (see the
+        user guide's "More than two classes").
     delta : float in (0, 1), default=0.05
         With ``calibration="umbrella"``: the tolerated probability that the population
         false-positive rate exceeds ``max_fpr``. With ``calibration=None``: the probability
@@ -225,6 +229,14 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     calibration_fpr_ : float
         With ``calibration="umbrella"``: the share of the held-out negatives classified as
         positive: ``(n_calibration_ - calibration_rank_) / n_calibration_`` without ties.
+    claim_order_, claim_thresholds_ : list, dict
+        On more than two classes with ``calibration="umbrella"``: the bounded classes in
+        the order they claim rows, and each one's threshold on its margin over the unbounded
+        classes (:meth:`predict`). ``violation_bounds_``, ``calibration_ranks_``,
+        ``n_calibration_``, ``calibration_class_errors_`` and ``class_certified_`` are then
+        dicts by bounded class, ``violation_bound_`` their sum over the certified classes:
+        ``P(some certified class's error on new rows > its bound) <= violation_bound_ <=
+        delta``.
     coef_ : ndarray of shape (1, n_features)
         Weights of the score.
     intercept_ : ndarray of shape (1,)
@@ -445,11 +457,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             self._warn_if_few_negatives()
             return self
 
-        if not is_dask_collection(y) and is_multiclass(y):
-            raise ValueError(
-                f"Only binary classification is supported with calibration="
-                f"{self.calibration!r}: it {NOT_YET}."
-            )
         if is_dask_collection(X):
             raise NotImplementedError(
                 'calibration="umbrella" on dask input is not supported yet: its hold-out '
@@ -458,7 +465,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         # Validated, held out, fitted and calibrated on a working copy: a step that raises
         # leaves the estimator as it was (see BaseIALMClassifier._working_copy).
         work = self._working_copy()
-        work._fit_umbrella(X, y, sample_weight)
+        if not is_dask_collection(y) and is_multiclass(y):
+            fit_multiclass_umbrella(work, X, y, sample_weight)
+        else:
+            work._fit_umbrella(X, y, sample_weight)
         self._publish(work)
         return self
 
@@ -641,6 +651,37 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         ndarray of shape (n_samples,)
         """
         return super().decision_function(X)
+
+    def predict(self, X: MatrixLike) -> np.ndarray:
+        """Class of each row: ``classes_[1]`` where :meth:`decision_function` is positive.
+
+        On more than two classes, the arg-max of :meth:`decision_function`; with
+        ``calibration="umbrella"``, the claim rule (``claim_order_``,
+        ``claim_thresholds_``): the bounded classes claim the rows whose margin reaches their
+        threshold in turn, any other row gets its arg-max.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        order = getattr(self, "claim_order_", None)
+        if order is None:
+            return super().predict(X)
+        classes = self.classes_
+        codes = [int(np.flatnonzero(classes == c)[0]) for c in order]
+        thresholds = [self.claim_thresholds_[c] for c in order]
+        scores = self.decision_function(X)
+        if is_dask_collection(scores):  # the rule is row by row: block by block
+            return scores.map_blocks(
+                lambda b: classes[predict_codes(b, codes, thresholds)],
+                drop_axis=1,
+                dtype=classes.dtype,
+            )
+        return classes[predict_codes(scores, codes, thresholds)]
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Score minus threshold, ``raw_decision_function(X) - threshold_``.

@@ -280,7 +280,17 @@ def fit_record(clf, is_fair):
         }
     if not is_fair:
         fit["threshold"] = float(clf.threshold_)
-        if hasattr(clf, "violation_bound_"):
+        if hasattr(clf, "violation_bounds_"):  # K > 2 classes: per bounded class
+            fit["umbrella"] = {
+                "max_class_error": json_param(clf.max_class_error_),
+                "delta": clf.delta,
+                "violation_bound": clf.violation_bound_,
+                "violation_bounds": json_param(clf.violation_bounds_),
+                "certified": json_param(clf.class_certified_),
+                "n_calibration": json_param(clf.n_calibration_),
+                "calibration_class_errors": json_param(clf.calibration_class_errors_),
+            }
+        elif hasattr(clf, "violation_bound_"):
             fit["umbrella"] = {
                 "max_fpr": getattr(clf, "max_fpr_", clf.max_fpr),
                 "delta": clf.delta,

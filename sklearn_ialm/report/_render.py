@@ -133,7 +133,17 @@ def fit_lines(report) -> list[str]:
             f"{cert['training_bound']:.4g})."
         )
     umbrella = fit.get("umbrella")
-    if umbrella is not None:
+    if umbrella is not None and "max_class_error" in umbrella:
+        certified = [k for k, ok in umbrella["certified"].items() if ok]
+        missing = [k for k, ok in umbrella["certified"].items() if not ok]
+        held = ", ".join(f"{n} of class {k}" for k, n in umbrella["n_calibration"].items())
+        lines.append(
+            f"Umbrella calibration per bounded class ({held} held out), a union bound: "
+            f"P(class_error[class k] on new rows > max_class_error[k] for some k in "
+            f"{certified}) <= {umbrella['violation_bound']:.3g} <= delta={umbrella['delta']:g}."
+            + (f" NOT certified: classes {missing}." if missing else "")
+        )
+    elif umbrella is not None:
         lines.append(
             f"Umbrella calibration ({umbrella['n_calibration']} held-out negatives): "
             f"P(population FPR > {umbrella['max_fpr']:g}) <= "
