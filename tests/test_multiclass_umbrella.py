@@ -196,3 +196,28 @@ def test_bound_report_states_the_guarantee():
         "a union bound: P(class_error[class k] on new rows > max_class_error[k] for some k "
         "in ['0', '1'])" in text
     )
+
+
+def test_the_verdict_and_its_warning_are_on_the_rule_predict_uses(monkeypatch):
+    """Where the arg-max model misses a bound (its class offsets made to fail here) and the
+    umbrella's thresholds meet it on the training rows, the fit says so: no warning that the
+    bound is not met, converged_ and bound_met_ of the rule predict uses (the arg-max
+    model's verdict said "did not converge ... NOT met" beside bound_met_=True)."""
+    import sklearn_ialm.estimators._multiclass as multiclass
+
+    monkeypatch.setattr(multiclass, "_np_offsets", lambda *args, **kwargs: None)
+    X, y = gaussians(3000, np.random.default_rng(0), _LINE)
+    bounds = {0: 0.01, 1: 0.01}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = NeymanPearsonClassifier(
+            max_class_error=bounds, calibration="umbrella", delta=0.2, random_state=0
+        ).fit(X, y)
+    pred = est.predict(X)
+    train = np.ones(len(y), dtype=bool)
+    train[est.calibration_indices_] = False
+    errors = [np.mean(pred[train & (y == k)] != k) for k in bounds]
+    assert_met = all(e <= a for e, a in zip(errors, bounds.values(), strict=True))
+    assert est.bound_met_ == assert_met
+    assert est.bound_met_ and est.converged_
+    assert not [w for w in caught if "NOT met" in str(w.message)]

@@ -30,6 +30,7 @@ steering to the bound on predictions:
 
 from __future__ import annotations
 
+import functools
 import warnings
 from numbers import Real
 
@@ -478,16 +479,23 @@ def _steer(est, problem, results, kwargs, seed, passes, x_const, tol, base, roun
     return (1 - t) * x + t * x_const, results, passes, t
 
 
-def fit_multiclass(est, X, y, sample_weight, fit_params, pose=None):
+def fit_multiclass(est, X, y, sample_weight, fit_params, pose=None, conclude=True):
     """Fit ``est`` on ``K > 2`` classes (see the module docstring); returns ``est``.
 
     ``pose``: for ``X`` a dask array (its rows checked by the dask fit), the function that
-    poses the problem on it (see :func:`_problem`)."""
+    poses the problem on it (see :func:`_problem`). ``conclude=False`` returns instead the
+    function that judges the fit (``bound_met_``, ``converged_`` and their warning), for a
+    caller that changes the prediction rule first (the umbrella's thresholds): a verdict on
+    the arg-max model would describe a model that ``predict`` does not use."""
     # Every product of the fit is thin ((n, d) by (d, K)): BLAS threads only wait on each
     # other (digits, 1257 x 64 by 64 x 10 on 2 busy cores: 14 ms with threads, 0.2 ms
     # without), so the fit runs on one.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _fit_multiclass(est, X, y, sample_weight, fit_params, pose)
+        verdict = _fit_multiclass(est, X, y, sample_weight, fit_params, pose)
+    if not conclude:
+        return verdict
+    verdict()
+    return est
 
 
 def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
@@ -548,8 +556,7 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
     passes += 1.0  # the training report below reads every row once more
     _set_fitted(est, problem, x, offsets, classes, results, runs, best, seeds, passes)
     _report(est, problem, scores, codes, sw, groups, names, context)
-    _conclude(est, results[-1], toward_constant, context)
-    return est
+    return functools.partial(_conclude, est, results[-1], toward_constant, context)
 
 
 def _set_fitted(est, problem, x, offsets, classes, results, runs, best, seeds, passes):

@@ -223,12 +223,13 @@ def fit_multiclass_umbrella(est, X, y, sample_weight):
     held_out = _held_out(est, codes, sw, bounds, delta_each, classes)
     train_weight = sw.copy()
     train_weight[held_out] = 0.0  # a row of weight 0 is a row removed for the fit
-    fit_multiclass(est, X, y, train_weight, {})
+    judge = fit_multiclass(est, X, y, train_weight, {}, conclude=False)
     if feature_names is not None:
         est.feature_names_in_ = feature_names
     _calibrate(est, X[held_out], codes[held_out], bounds, delta_each)
     est.calibration_indices_ = held_out
     _training_report(est, X, codes, train_weight, bounds)
+    judge()  # bound_met_, converged_ and their warning, on the rule predict uses
     if not np.all(sw[held_out] == sw[held_out][0]):
         warnings.warn(
             "sample_weight differs among the held-out rows: the umbrella rule counts each "
