@@ -193,9 +193,17 @@ def test_unconstrained_multiclass_fit_is_logistic_regressions(data):
         clf = FairLogisticClassifier(random_state=0).fit(X_std, y)
     lr = LogisticRegression(C=1.0, tol=1e-8, max_iter=1000).fit(X_std, y)
     assert clf.converged_ and clf.coef_.shape == (3, X.shape[1])
-    np.testing.assert_allclose(clf.coef_, lr.coef_, atol=2e-3)
-    np.testing.assert_allclose(clf.intercept_, lr.intercept_, atol=2e-3)
-    assert np.mean(clf.predict(X_std) == lr.predict(X_std)) > 0.995
+
+    def objective(model):  # LogisticRegression's multinomial objective at C=1
+        proba = model.predict_proba(X_std)[np.arange(len(y)), y]
+        return -np.log(proba).sum() + 0.5 * np.sum(model.coef_**2)
+
+    # At the optimum: the objective to 1e-7 of LogisticRegression's (measured 1e-9), the
+    # coefficients to 5e-4 (measured 8.5e-5), the same predictions.
+    np.testing.assert_allclose(objective(clf), objective(lr), rtol=1e-7)
+    np.testing.assert_allclose(clf.coef_, lr.coef_, atol=5e-4)
+    np.testing.assert_allclose(clf.intercept_, lr.intercept_, atol=5e-4)
+    assert np.mean(clf.predict(X_std) == lr.predict(X_std)) > 0.999
 
 
 def test_demographic_parity_per_class(data):
