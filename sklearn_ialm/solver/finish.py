@@ -161,8 +161,9 @@ class _AugmentedLagrangian:
         return v[: self.p], v[self.p :]
 
     def shift(self, tau):
+        """The change of the constraint offsets by the free levels ``tau``."""
         if self.levels is None:
-            return 0.0
+            return np.zeros(len(self.ineq))
         return self.levels @ tau
 
     def evaluate(self, v, y, beta):
@@ -390,10 +391,9 @@ def alm_finish(
             beta *= _PENALTY_GROWTH
         pres = pres_new
     x, tau = al.split(v)
-    shift = np.zeros(m) if levels is None else levels @ tau
     return FinishResult(
         x=x.copy(),
-        shift=shift,
+        shift=al.shift(tau),
         multipliers=y,
         solve_multipliers=y_solve,
         beta=beta_solve,
