@@ -233,6 +233,25 @@ class _AugmentedLagrangian:
             H += beta * Jv[active].T @ Jv[active]
         return value, g, H, c, w
 
+    def solve(self, v, y, beta, tol, *, newton, bounds):
+        """One inner solve from ``v`` (by :meth:`newton`, or L-BFGS-B within ``bounds``), its
+        best point in ``best`` (None if no evaluation fitted the budget); whether the budget
+        ran out during it."""
+        self.best = None
+        try:
+            if newton:
+                self.newton(v, y, beta, tol)
+            else:
+                minimize(
+                    self.evaluate, v, args=(y, beta), jac=True, method="L-BFGS-B",
+                    bounds=bounds,
+                    options=dict(maxfun=10**9, maxiter=10**9, gtol=tol / np.sqrt(len(v)),
+                                 ftol=1e-15, maxcor=20),
+                )  # fmt: skip
+        except _OutOfBudget:
+            return True
+        return False
+
     def newton(self, v, y, beta, tol):
         """The inner solve by Newton's method with Armijo steps, to ``||gradient|| <= tol``;
         ``best`` holds its last point (each accepted step lowers the value).
@@ -349,19 +368,7 @@ def alm_finish(
         # the dual tolerance at the end; in the max-norm L-BFGS-B reads (entries within
         # tol / sqrt(n) put the Euclidean norm within tol).
         inner_tol = max(dual_tol, min(_FIRST_INNER_TOL, _INNER_SHARE * pres)) if m else dual_tol
-        al.best = None
-        try:
-            if newton:
-                al.newton(v, y, beta, inner_tol)
-            else:
-                minimize(
-                    al.evaluate, v, args=(y, beta), jac=True, method="L-BFGS-B", bounds=bounds,
-                    options=dict(maxfun=10**9, maxiter=10**9, gtol=inner_tol / np.sqrt(len(v)),
-                                 ftol=1e-15, maxcor=20),
-                )  # fmt: skip
-            spent = False
-        except _OutOfBudget:
-            spent = True
+        spent = al.solve(v, y, beta, inner_tol, newton=newton, bounds=bounds)
         if al.best is None:
             message = "budget of data passes spent"
             break
