@@ -17,10 +17,7 @@ import argparse
 import collections
 import traceback
 
-from dask.distributed import Client
-from distributed.deploy.subprocess import SubprocessCluster
-
-from .dask import estimators, make_data
+from .dask import estimators, make_data, two_workers
 
 
 class ComputeSites:
@@ -72,13 +69,7 @@ def main():
     args = parser.parse_args()
     n = int(args.n)
     X, y, groups = make_data(n, min(n, 250_000))
-    with (
-        SubprocessCluster(
-            n_workers=2, threads_per_worker=1, dashboard_address=None,
-            worker_kwargs={"memory_limit": args.memory_limit},
-        ) as cluster,
-        Client(cluster),
-    ):  # fmt: skip
+    with two_workers(args.memory_limit):
         for name, clf, with_groups in estimators():
             kw = {"sensitive_features": groups} if with_groups else {}
             with ComputeSites(args.depth) as sites:

@@ -85,6 +85,20 @@ def in_memory_data(n, chunk, y, groups):
     return (X, *dask.compute(y, groups))
 
 
+@contextlib.contextmanager
+def two_workers(memory_limit):
+    """A client of two single-threaded workers of ``memory_limit`` each, the scheduler and
+    the workers in processes of their own (the client's memory is the client's alone)."""
+    with (
+        SubprocessCluster(
+            n_workers=2, threads_per_worker=1, dashboard_address=None,
+            worker_kwargs={"memory_limit": memory_limit},
+        ) as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        yield client
+
+
 class ComputeCount:
     """Counts the graphs the client sends to the scheduler (``dask.compute``, ``.compute()``,
     ``persist``, ``Client.compute``) while it is entered: each reads the partitions it
@@ -290,13 +304,7 @@ def main():
         lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in ordered]
         (OUT / "dask.md").write_text("\n".join(lines) + "\n")
 
-    with (
-        SubprocessCluster(
-            n_workers=2, threads_per_worker=1, dashboard_address=None,
-            worker_kwargs={"memory_limit": args.memory_limit},
-        ) as cluster,
-        Client(cluster),
-    ):  # fmt: skip
+    with two_workers(args.memory_limit):
         for n in sizes:
             run(n, args.max_memory, rows, write, args.dask_ml_minutes)
 
