@@ -107,22 +107,26 @@ class ComputeCount:
     def __enter__(self):
         from distributed import Client as C
 
-        self.n, self._get, self._persist, self._compute = 0, C.get, C.persist, C.compute
+        self.n, self._saved = 0, (C.get, C.persist, C.compute)
 
         def counted(method):
             def call(client, *args, **kwargs):
                 self.n += 1
+                self.sent()
                 return method(client, *args, **kwargs)
 
             return call
 
-        C.get, C.persist, C.compute = counted(C.get), counted(C.persist), counted(C.compute)
+        C.get, C.persist, C.compute = (counted(m) for m in self._saved)
         return self
+
+    def sent(self):
+        """Called for each graph sent, before it is (a subclass's hook)."""
 
     def __exit__(self, *exc):
         from distributed import Client as C
 
-        C.get, C.persist, C.compute = self._get, self._persist, self._compute
+        C.get, C.persist, C.compute = self._saved
 
 
 def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
