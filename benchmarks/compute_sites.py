@@ -17,48 +17,27 @@ import argparse
 import collections
 import traceback
 
-from dask.distributed import Client
-from distributed.deploy.subprocess import SubprocessCluster
-
-from .dask import estimators, make_data
+from .dask import ComputeCount, estimators, make_data, two_workers
 
 
-class ComputeSites:
-    """Counts the client's graphs per call site (the package's frames on the stack) while
-    it is entered; ``sites`` maps a chain ``outer > ... > inner`` to its count."""
+class ComputeSites(ComputeCount):
+    """Counts the client's graphs (``n``) and, per call site (the package's frames on the
+    stack), ``sites``: a chain ``outer > ... > inner`` to its count, while it is entered."""
 
     def __init__(self, depth=4):
         self.depth = depth
 
     def __enter__(self):
-        from distributed import Client as C
-
         self.sites = collections.Counter()
-        self._saved = C.get, C.persist, C.compute
+        return super().__enter__()
 
-        def counted(method):
-            def call(client, *args, **kwargs):
-                frames = [
-                    f"{f.filename.rsplit('sklearn_ialm/', 1)[1]}:{f.name}:{f.lineno}"
-                    for f in traceback.extract_stack()[:-1]
-                    if "sklearn_ialm/" in f.filename
-                ]
-                self.sites[" > ".join(frames[-self.depth :]) or "(outside the package)"] += 1
-                return method(client, *args, **kwargs)
-
-            return call
-
-        C.get, C.persist, C.compute = (counted(m) for m in self._saved)
-        return self
-
-    def __exit__(self, *exc):
-        from distributed import Client as C
-
-        C.get, C.persist, C.compute = self._saved
-
-    @property
-    def n(self) -> int:
-        return sum(self.sites.values())
+    def sent(self):
+        frames = [
+            f"{f.filename.rsplit('sklearn_ialm/', 1)[1]}:{f.name}:{f.lineno}"
+            for f in traceback.extract_stack()
+            if "sklearn_ialm/" in f.filename
+        ]
+        self.sites[" > ".join(frames[-self.depth :]) or "(outside the package)"] += 1
 
     def table(self) -> str:
         return "\n".join(f"{k:4d}  {site}" for site, k in self.sites.most_common())
@@ -72,13 +51,7 @@ def main():
     args = parser.parse_args()
     n = int(args.n)
     X, y, groups = make_data(n, min(n, 250_000))
-    with (
-        SubprocessCluster(
-            n_workers=2, threads_per_worker=1, dashboard_address=None,
-            worker_kwargs={"memory_limit": args.memory_limit},
-        ) as cluster,
-        Client(cluster),
-    ):  # fmt: skip
+    with two_workers(args.memory_limit):
         for name, clf, with_groups in estimators():
             kw = {"sensitive_features": groups} if with_groups else {}
             with ComputeSites(args.depth) as sites:

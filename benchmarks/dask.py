@@ -85,6 +85,20 @@ def in_memory_data(n, chunk, y, groups):
     return (X, *dask.compute(y, groups))
 
 
+@contextlib.contextmanager
+def two_workers(memory_limit):
+    """A client of two single-threaded workers of ``memory_limit`` each, the scheduler and
+    the workers in processes of their own (the client's memory is the client's alone)."""
+    with (
+        SubprocessCluster(
+            n_workers=2, threads_per_worker=1, dashboard_address=None,
+            worker_kwargs={"memory_limit": memory_limit},
+        ) as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        yield client
+
+
 class ComputeCount:
     """Counts the graphs the client sends to the scheduler (``dask.compute``, ``.compute()``,
     ``persist``, ``Client.compute``) while it is entered: each reads the partitions it
@@ -93,22 +107,26 @@ class ComputeCount:
     def __enter__(self):
         from distributed import Client as C
 
-        self.n, self._get, self._persist, self._compute = 0, C.get, C.persist, C.compute
+        self.n, self._saved = 0, (C.get, C.persist, C.compute)
 
         def counted(method):
             def call(client, *args, **kwargs):
                 self.n += 1
+                self.sent()
                 return method(client, *args, **kwargs)
 
             return call
 
-        C.get, C.persist, C.compute = counted(C.get), counted(C.persist), counted(C.compute)
+        C.get, C.persist, C.compute = (counted(m) for m in self._saved)
         return self
+
+    def sent(self):
+        """Called for each graph sent, before it is (a subclass's hook)."""
 
     def __exit__(self, *exc):
         from distributed import Client as C
 
-        C.get, C.persist, C.compute = self._get, self._persist, self._compute
+        C.get, C.persist, C.compute = self._saved
 
 
 def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
@@ -290,13 +308,7 @@ def main():
         lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in ordered]
         (OUT / "dask.md").write_text("\n".join(lines) + "\n")
 
-    with (
-        SubprocessCluster(
-            n_workers=2, threads_per_worker=1, dashboard_address=None,
-            worker_kwargs={"memory_limit": args.memory_limit},
-        ) as cluster,
-        Client(cluster),
-    ):  # fmt: skip
+    with two_workers(args.memory_limit):
         for n in sizes:
             run(n, args.max_memory, rows, write, args.dask_ml_minutes)
 

@@ -101,7 +101,7 @@ def blockwise_class_scores(estimator, X):
 
 
 # -- fit -----------------------------------------------------------------------------------------
-def _cells_block(y, g, w, y_values, g_values):
+def _cells_block(y, g, y_values, g_values):
     """The cell (label, group) of each row of a block, as an index into the cell table."""
     return np.searchsorted(y_values, y) * len(g_values) + np.searchsorted(g_values, g)
 
@@ -264,7 +264,7 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     the predictions over a label and a group, hence of the cells' weighted means.
     """
     X = _validated_rows(est, X)
-    labels = _checked_labels(est, X, y, sample_weight, fit_params)
+    labels = _checked_labels(X, y, sample_weight, fit_params)
     if len(labels[4]) > 2:
         return _fit_multiclass_dask(est, X, labels, sample_weight, fit_params)
     cells = _cells(est, X, labels, fit_params)
@@ -412,7 +412,7 @@ def _held_on_workers(est, X):
     return X, keep
 
 
-def _checked_labels(est, X, y, sample_weight, fit_params):
+def _checked_labels(X, y, sample_weight, fit_params):
     """``(y, g, w, sf, y_values, g_values, table, n)``: the labels, groups and weights as
     rows of ``X``, checked in one pass over them (see :func:`_cells`)."""
     n = X.shape[0]
@@ -447,7 +447,7 @@ def _cells(est, X, labels, fit_params) -> _Cells:
     y, g, w, sf, y_values, g_values, table, n = labels
     K = len(y_values) * len(g_values)
     cell = da.map_blocks(
-        _cells_block, y, g, w, y_values, g_values, dtype=np.intp, meta=np.zeros(0, np.intp)
+        _cells_block, y, g, y_values, g_values, dtype=np.intp, meta=np.zeros(0, np.intp)
     )
     S, S2, count, smallest = table
     check_groups = getattr(est, "_check_group_counts", None)

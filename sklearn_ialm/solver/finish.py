@@ -161,8 +161,9 @@ class _AugmentedLagrangian:
         return v[: self.p], v[self.p :]
 
     def shift(self, tau):
+        """The change of the constraint offsets by the free levels ``tau``."""
         if self.levels is None:
-            return 0.0
+            return np.zeros(len(self.ineq))
         return self.levels @ tau
 
     def evaluate(self, v, y, beta):
@@ -231,6 +232,25 @@ class _AugmentedLagrangian:
             active = ~self.ineq | (w > 0)
             H += beta * Jv[active].T @ Jv[active]
         return value, g, H, c, w
+
+    def solve(self, v, y, beta, tol, *, newton, bounds):
+        """One inner solve from ``v`` (by :meth:`newton`, or L-BFGS-B within ``bounds``), its
+        best point in ``best`` (None if no evaluation fitted the budget); whether the budget
+        ran out during it."""
+        self.best = None
+        try:
+            if newton:
+                self.newton(v, y, beta, tol)
+            else:
+                minimize(
+                    self.evaluate, v, args=(y, beta), jac=True, method="L-BFGS-B",
+                    bounds=bounds,
+                    options=dict(maxfun=10**9, maxiter=10**9, gtol=tol / np.sqrt(len(v)),
+                                 ftol=1e-15, maxcor=20),
+                )  # fmt: skip
+        except _OutOfBudget:
+            return True
+        return False
 
     def newton(self, v, y, beta, tol):
         """The inner solve by Newton's method with Armijo steps, to ``||gradient|| <= tol``;
@@ -348,19 +368,7 @@ def alm_finish(
         # the dual tolerance at the end; in the max-norm L-BFGS-B reads (entries within
         # tol / sqrt(n) put the Euclidean norm within tol).
         inner_tol = max(dual_tol, min(_FIRST_INNER_TOL, _INNER_SHARE * pres)) if m else dual_tol
-        al.best = None
-        try:
-            if newton:
-                al.newton(v, y, beta, inner_tol)
-            else:
-                minimize(
-                    al.evaluate, v, args=(y, beta), jac=True, method="L-BFGS-B", bounds=bounds,
-                    options=dict(maxfun=10**9, maxiter=10**9, gtol=inner_tol / np.sqrt(len(v)),
-                                 ftol=1e-15, maxcor=20),
-                )  # fmt: skip
-            spent = False
-        except _OutOfBudget:
-            spent = True
+        spent = al.solve(v, y, beta, inner_tol, newton=newton, bounds=bounds)
         if al.best is None:
             message = "budget of data passes spent"
             break
@@ -390,10 +398,9 @@ def alm_finish(
             beta *= _PENALTY_GROWTH
         pres = pres_new
     x, tau = al.split(v)
-    shift = np.zeros(m) if levels is None else levels @ tau
     return FinishResult(
         x=x.copy(),
-        shift=shift,
+        shift=al.shift(tau),
         multipliers=y,
         solve_multipliers=y_solve,
         beta=beta_solve,
