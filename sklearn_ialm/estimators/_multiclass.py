@@ -506,7 +506,6 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
     problem = _problem(est, X, codes, sw, K, cons, groups, pose)
     x0 = _start(est, problem, codes, sw, K, classes)
     null_dual = _initial_dual_residual(problem)
-    est._null_dual_residual = null_dual
     seeds = spawn_seeds(est.random_state, est.n_seeds)
     kwargs = dict(
         x0=x0, tol=est.tol, dual_tol=min(est.tol, _MIN_DECREASE * null_dual) or est.tol,
