@@ -486,14 +486,18 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
         del y  # y01 stands for it from here (a validated copy of a list or Series is n long)
         fit_params = self._check_fit_params(fit_params, X.shape[0])
+        X, y01, sw, fit_params = self._without_zero_weight(X, y01, sw, fit_params)
+        return X, y01, sw, classes, fit_params
 
+    def _without_zero_weight(self, X, y, sw, fit_params):
+        """``(X, y, sw, fit_params)`` of the rows of nonzero weight ``sw``."""
         # Zero-weight rows change neither the objective nor the constraints; dropping them
         # also keeps them out of the minibatches, so weight 0 is exactly "row removed".
         keep = sw > 0
         if not keep.all():
-            X, y01, sw = X[keep], y01[keep], sw[keep]
+            X, y, sw = X[keep], y[keep], sw[keep]
             fit_params = self._subset_fit_params(fit_params, keep)
-        return X, y01, sw, classes, fit_params
+        return X, y, sw, fit_params
 
     def _training_report(self, X, y01, sample_weight, context, fit):
         """The rates of the model on its training rows (soft and hard), after its intercept

@@ -261,10 +261,7 @@ def _validated(est, X, y, sample_weight, fit_params, pose=None):
             f"sample_weight leaves only {np.count_nonzero(totals > 0)}."
         )
     fit_params = est._check_fit_params(fit_params, X.shape[0])
-    keep = sw > 0
-    if not keep.all():
-        X, codes, sw = X[keep], codes[keep], sw[keep]
-        fit_params = est._subset_fit_params(fit_params, keep)
+    X, codes, sw, fit_params = est._without_zero_weight(X, codes, sw, fit_params)
     return X, codes, sw, classes, fit_params
 
 
