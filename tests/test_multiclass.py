@@ -405,6 +405,12 @@ def test_np_validation(data):
         NeymanPearsonClassifier(max_class_error={1: 0.1}).fit(X, y, sample_weight=y != 1)
     with pytest.raises(ValueError, match="The 'max_class_error' parameter"):
         NeymanPearsonClassifier(max_class_error=0.1).fit(X, y)
+    # All-zero weights: scikit-learn's message does not name the parameter; the binary
+    # fit's does, and so do both multi-class fits.
+    for calibration in (None, "umbrella"):
+        clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, calibration=calibration)
+        with pytest.raises(ValueError, match="^sample_weight: Sample weights must contain"):
+            clf.fit(X, y, sample_weight=np.zeros(len(y)))
     with pytest.warns(UserWarning, match="max_class_error is None"):
         clf = NeymanPearsonClassifier().fit(X, y)
     assert clf.converged_ and clf.hard_constraint_values_.shape == (0,)

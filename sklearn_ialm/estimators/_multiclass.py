@@ -40,7 +40,7 @@ from scipy.special import log_softmax, softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
 from ..problems._numeric import BOUND_EPS
@@ -241,10 +241,7 @@ def _validated(est, X, y, sample_weight, fit_params, pose=None):
         X.sum_duplicates()
     classes, codes = _class_codes(y)
     K = len(classes)
-    sw = _check_sample_weight(
-        sample_weight, np.empty((X.shape[0], 0)) if on_dask else X, dtype=np.float64,
-        ensure_non_negative=True,
-    )  # fmt: skip
+    sw = est._checked_sample_weight(sample_weight, np.empty((X.shape[0], 0)) if on_dask else X)
     class_weight = getattr(est, "class_weight", None)
     if class_weight is not None:
         if isinstance(class_weight, str):
