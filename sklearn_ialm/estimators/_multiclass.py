@@ -242,6 +242,7 @@ def _validated(est, X, y, sample_weight, fit_params, pose=None):
     classes, codes = _class_codes(y)
     K = len(classes)
     sw = est._checked_sample_weight(sample_weight, np.empty((X.shape[0], 0)) if on_dask else X)
+    sw = est._scaled_weights(sw)  # weights far from 1 brought near it, C scaled (_problem)
     class_weight = getattr(est, "class_weight", None)
     if class_weight is not None:
         if isinstance(class_weight, str):
@@ -322,7 +323,7 @@ def _spec(est, codes, sw, classes, fit_params):
 def _problem(est, X, codes, sw, K, cons, groups, pose=None):
     """The fit's problem; ``pose``: how to pose it on rows that live elsewhere (the dask fit
     passes its :func:`~._dask.pose_multinomial`)."""
-    C = est.C if est.C is not None else None
+    C = None if est.C is None else est.C * est._C_scale  # see _scaled_weights
     if pose is not None:
         return pose(
             est, X, cell_codes(groups, codes, K), sw, y=codes, n_classes=K, constraints=cons,
