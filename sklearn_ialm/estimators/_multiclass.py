@@ -361,10 +361,6 @@ def _null_point(problem, codes, sw, K):
     return problem.point(np.zeros((K, problem.d)), logs - logs.mean())
 
 
-def _hard(problem, scores):
-    return problem.rate_constraints(problem.hard_predictions(scores))
-
-
 def _np_offsets(problem, scores, sw, bounds, max_sweeps=50):
     """Per-class score offsets that meet every class-error bound on the training rows, or
     None if the sweeps find none.
