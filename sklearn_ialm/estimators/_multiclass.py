@@ -194,6 +194,11 @@ def _fair_constraints(est, y, sw, groups, n_groups, protected, K, bound):
     pairs = [(g, h) for g in protected for h in range(n_groups) if h != g]
     pairs += [(h, g) for g, h in pairs if (h, g) not in pairs]
     out, names = [], []
+    if "error" in _KINDS[est.constraint]:
+        # Each group's weighted label shares, in one pass (the pairs reuse them).
+        shares = np.bincount(groups * K + y, weights=sw, minlength=n_groups * K)
+        shares = shares.reshape(n_groups, K)
+        shares = shares / shares.sum(axis=1, keepdims=True)
     for part in _KINDS[est.constraint]:
         for c in range(K):
             if part == "error" and c > 0:
@@ -203,9 +208,7 @@ def _fair_constraints(est, y, sw, groups, n_groups, protected, K, bound):
                     # error_g = 1 - sum_k share_{g,k} P(pred k | g, y = k): the 1s cancel.
                     terms = []
                     for grp, sign in ((g, -1.0), (h, 1.0)):
-                        member = groups == grp
-                        w = np.bincount(y[member], weights=sw[member], minlength=K)
-                        w = w / w.sum()
+                        w = shares[grp]
                         terms += [(sign * w[k], Rate(k, cells(grp, [k]))) for k in range(K)]
                     names.append(f"error_rate[{g}] - error_rate[{h}]")
                 else:
