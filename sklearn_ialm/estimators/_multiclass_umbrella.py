@@ -245,7 +245,7 @@ def _training_report(est, X, codes, train_weight, bounds):
     """The training rows' class errors of the claim rule (the model predict uses)."""
     keep = train_weight > 0
     codes, w = codes[keep], train_weight[keep]
-    order = [list(est.classes_).index(c) for c in est.claim_order_]
+    order = list(bounds)  # the class codes of claim_order_ (see _calibrate)
     pred = predict_codes(est._score(X[keep]), order, list(est.claim_thresholds_.values()))
     errors = np.array([
         np.average(pred[codes == k] != k, weights=w[codes == k]) if np.any(codes == k)
