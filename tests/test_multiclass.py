@@ -405,6 +405,12 @@ def test_np_validation(data):
         NeymanPearsonClassifier(max_class_error={1: 0.1}).fit(X, y, sample_weight=y != 1)
     with pytest.raises(ValueError, match="The 'max_class_error' parameter"):
         NeymanPearsonClassifier(max_class_error=0.1).fit(X, y)
+    # All-zero weights: scikit-learn's message does not name the parameter; the binary
+    # fit's does, and so do both multi-class fits.
+    for calibration in (None, "umbrella"):
+        clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, calibration=calibration)
+        with pytest.raises(ValueError, match="^sample_weight: Sample weights must contain"):
+            clf.fit(X, y, sample_weight=np.zeros(len(y)))
     with pytest.warns(UserWarning, match="max_class_error is None"):
         clf = NeymanPearsonClassifier().fit(X, y)
     assert clf.converged_ and clf.hard_constraint_values_.shape == (0,)
@@ -542,3 +548,18 @@ def test_refit_between_binary_and_multiclass_leaves_no_stale_attribute():
     assert not hasattr(clf, "class_offsets_") and not hasattr(clf, "train_class_errors_")
     clf.set_params(max_class_error={0: 0.1}).fit(X, y3)
     assert clf.coef_.shape == (3, 3) and not hasattr(clf, "train_fpr_")
+
+
+def test_weights_far_from_one_are_a_scale_of_C():
+    # LogisticRegression's penalty ||w||^2 / (2 C) beside sum_i sample_weight_i CE_i: weights
+    # all 2**1020 are C times 2**1020 (their sum overflows float64; the fit scales them).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = np.where(X[:, 0] > 0.5, 2, (X[:, 1] > 0).astype(int))
+    w = np.full(300, 2.0**1020)
+    with pytest.warns(UserWarning, match="the fairness constraint is void"):
+        weighted = FairLogisticClassifier(C=2.0**-100, random_state=0).fit(X, y, sample_weight=w)
+    with pytest.warns(UserWarning, match="the fairness constraint is void"):
+        scaled = FairLogisticClassifier(C=2.0**920, random_state=0).fit(X, y)
+    np.testing.assert_allclose(weighted.coef_, scaled.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(weighted.intercept_, scaled.intercept_, rtol=1e-9, atol=1e-12)

@@ -336,15 +336,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def _sample_weights(self, sample_weight, X, y, y01, classes):
         """Row weights of both the objective and the constraints: sample x class weight."""
-        try:
-            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        except ValueError as exc:
-            # scikit-learn's "Sample weights must contain at least one non-zero number"
-            # does not name the parameter.
-            if "sample_weight" in str(exc):
-                raise
-            raise ValueError(f"sample_weight: {exc}") from exc
-        sw = self._scaled_weights(sw)
+        sw = self._scaled_weights(self._checked_sample_weight(sample_weight, X))
         self._check_weighted_classes(sw, y01, classes, "sample_weight")
         class_weight = getattr(self, "class_weight", None)
         if class_weight is not None:
@@ -358,6 +350,20 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             sw = sw * cw[y01]
             self._check_weighted_classes(sw, y01, classes, "class_weight")
         return sw
+
+    def _checked_sample_weight(self, sample_weight, X):
+        """``sample_weight`` checked against the rows of ``X`` (float64, non-negative, one
+        weight per row; None: ones), a ValueError naming it."""
+        try:
+            return _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True
+            )
+        except ValueError as exc:
+            # scikit-learn's "Sample weights must contain at least one non-zero number"
+            # does not name the parameter.
+            if "sample_weight" in str(exc):
+                raise
+            raise ValueError(f"sample_weight: {exc}") from exc
 
     def _scaled_weights(self, sample_weight):
         """``sample_weight`` times the power of two that brings its largest near 1 when it is
@@ -486,14 +492,18 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         sw = self._sample_weights(sample_weight, X, y, y01, classes)
         del y  # y01 stands for it from here (a validated copy of a list or Series is n long)
         fit_params = self._check_fit_params(fit_params, X.shape[0])
+        X, y01, sw, fit_params = self._without_zero_weight(X, y01, sw, fit_params)
+        return X, y01, sw, classes, fit_params
 
+    def _without_zero_weight(self, X, y, sw, fit_params):
+        """``(X, y, sw, fit_params)`` of the rows of nonzero weight ``sw``."""
         # Zero-weight rows change neither the objective nor the constraints; dropping them
         # also keeps them out of the minibatches, so weight 0 is exactly "row removed".
         keep = sw > 0
         if not keep.all():
-            X, y01, sw = X[keep], y01[keep], sw[keep]
+            X, y, sw = X[keep], y[keep], sw[keep]
             fit_params = self._subset_fit_params(fit_params, keep)
-        return X, y01, sw, classes, fit_params
+        return X, y, sw, fit_params
 
     def _training_report(self, X, y01, sample_weight, context, fit):
         """The rates of the model on its training rows (soft and hard), after its intercept

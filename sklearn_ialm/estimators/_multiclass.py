@@ -40,7 +40,7 @@ from scipy.special import log_softmax, softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
 from ..problems._numeric import BOUND_EPS
@@ -194,6 +194,11 @@ def _fair_constraints(est, y, sw, groups, n_groups, protected, K, bound):
     pairs = [(g, h) for g in protected for h in range(n_groups) if h != g]
     pairs += [(h, g) for g, h in pairs if (h, g) not in pairs]
     out, names = [], []
+    if "error" in _KINDS[est.constraint]:
+        # Each group's weighted label shares, in one pass (the pairs reuse them).
+        shares = np.bincount(groups * K + y, weights=sw, minlength=n_groups * K)
+        shares = shares.reshape(n_groups, K)
+        shares = shares / shares.sum(axis=1, keepdims=True)
     for part in _KINDS[est.constraint]:
         for c in range(K):
             if part == "error" and c > 0:
@@ -203,9 +208,7 @@ def _fair_constraints(est, y, sw, groups, n_groups, protected, K, bound):
                     # error_g = 1 - sum_k share_{g,k} P(pred k | g, y = k): the 1s cancel.
                     terms = []
                     for grp, sign in ((g, -1.0), (h, 1.0)):
-                        member = groups == grp
-                        w = np.bincount(y[member], weights=sw[member], minlength=K)
-                        w = w / w.sum()
+                        w = shares[grp]
                         terms += [(sign * w[k], Rate(k, cells(grp, [k]))) for k in range(K)]
                     names.append(f"error_rate[{g}] - error_rate[{h}]")
                 else:
@@ -241,10 +244,8 @@ def _validated(est, X, y, sample_weight, fit_params, pose=None):
         X.sum_duplicates()
     classes, codes = _class_codes(y)
     K = len(classes)
-    sw = _check_sample_weight(
-        sample_weight, np.empty((X.shape[0], 0)) if on_dask else X, dtype=np.float64,
-        ensure_non_negative=True,
-    )  # fmt: skip
+    sw = est._checked_sample_weight(sample_weight, np.empty((X.shape[0], 0)) if on_dask else X)
+    sw = est._scaled_weights(sw)  # weights far from 1 brought near it, C scaled (_problem)
     class_weight = getattr(est, "class_weight", None)
     if class_weight is not None:
         if isinstance(class_weight, str):
@@ -261,10 +262,7 @@ def _validated(est, X, y, sample_weight, fit_params, pose=None):
             f"sample_weight leaves only {np.count_nonzero(totals > 0)}."
         )
     fit_params = est._check_fit_params(fit_params, X.shape[0])
-    keep = sw > 0
-    if not keep.all():
-        X, codes, sw = X[keep], codes[keep], sw[keep]
-        fit_params = est._subset_fit_params(fit_params, keep)
+    X, codes, sw, fit_params = est._without_zero_weight(X, codes, sw, fit_params)
     return X, codes, sw, classes, fit_params
 
 
@@ -328,7 +326,7 @@ def _spec(est, codes, sw, classes, fit_params):
 def _problem(est, X, codes, sw, K, cons, groups, pose=None):
     """The fit's problem; ``pose``: how to pose it on rows that live elsewhere (the dask fit
     passes its :func:`~._dask.pose_multinomial`)."""
-    C = est.C if est.C is not None else None
+    C = None if est.C is None else est.C * est._C_scale  # see _scaled_weights
     if pose is not None:
         return pose(
             est, X, cell_codes(groups, codes, K), sw, y=codes, n_classes=K, constraints=cons,
@@ -364,10 +362,6 @@ def _null_point(problem, codes, sw, K):
     share = np.bincount(codes, weights=sw, minlength=K) / sw.sum()
     logs = np.log(np.clip(share, 1e-12, None))
     return problem.point(np.zeros((K, problem.d)), logs - logs.mean())
-
-
-def _hard(problem, scores):
-    return problem.rate_constraints(problem.hard_predictions(scores))
 
 
 def _np_offsets(problem, scores, sw, bounds, max_sweeps=50):
@@ -506,7 +500,6 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
     problem = _problem(est, X, codes, sw, K, cons, groups, pose)
     x0 = _start(est, problem, codes, sw, K, classes)
     null_dual = _initial_dual_residual(problem)
-    est._null_dual_residual = null_dual
     seeds = spawn_seeds(est.random_state, est.n_seeds)
     kwargs = dict(
         x0=x0, tol=est.tol, dual_tol=min(est.tol, _MIN_DECREASE * null_dual) or est.tol,

@@ -47,7 +47,7 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import validate_data
 
 from ._multiclass import _class_bounds, _class_codes, _python, fit_multiclass
 from ._solve import calibration_seed
@@ -219,7 +219,7 @@ def fit_multiclass_umbrella(est, X, y, sample_weight):
     classes, codes = _class_codes(y)
     bounds = _class_bounds(est, classes)
     delta_each = float(est.delta) / len(bounds)
-    sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    sw = est._checked_sample_weight(sample_weight, X)
     held_out = _held_out(est, codes, sw, bounds, delta_each, classes)
     train_weight = sw.copy()
     train_weight[held_out] = 0.0  # a row of weight 0 is a row removed for the fit
@@ -245,7 +245,7 @@ def _training_report(est, X, codes, train_weight, bounds):
     """The training rows' class errors of the claim rule (the model predict uses)."""
     keep = train_weight > 0
     codes, w = codes[keep], train_weight[keep]
-    order = [list(est.classes_).index(c) for c in est.claim_order_]
+    order = list(bounds)  # the class codes of claim_order_ (see _calibrate)
     pred = predict_codes(est._score(X[keep]), order, list(est.claim_thresholds_.values()))
     errors = np.array([
         np.average(pred[codes == k] != k, weights=w[codes == k]) if np.any(codes == k)

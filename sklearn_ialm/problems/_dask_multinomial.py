@@ -118,24 +118,16 @@ class DaskMultinomialProblem(MultinomialProblem):
             c = float(np.abs(self.M).max())
             tables += [(2, omega**2), (1, omega * c)]
         sums = self.rows.reduce(_gram_block, tables)
-        tops = [self._top(*sums[3 * k : 3 * k + 3]) for k in range(len(tables))]
+        tops = [
+            self._gram_top_from_sums(G, m, float(total[0]), self.rows.n_rows)
+            for G, m, total in (sums[3 * k : 3 * k + 3] for k in range(len(tables)))
+        ]
         L0 = 0.5 * tops[0]
         if not self.n_constraints:
             return float(L0), 0.0
         jac2 = 0.25 * tops[1] * float(np.max(np.sum(self.M**2, axis=(1, 2))))
         cmax = float(np.sum(np.abs(self.offset)) + np.abs(self.M).sum(axis=(1, 2)).max())
         return float(L0), float(jac2 + cmax * tops[2])
-
-    def _top(self, G, m, total):
-        """``lambda_max`` of the scaled augmented Gram matrix from its sums (in memory:
-        :meth:`MultinomialProblem._scaled_gram_top`)."""
-        d, c, s = self.d, self.center, self.scale
-        total = float(total[0])
-        A = np.empty((d + 1, d + 1))
-        A[:d, :d] = (G - np.outer(m, c) - np.outer(c, m) + total * np.outer(c, c)) / np.outer(s, s)
-        A[:d, d] = A[d, :d] = (m - total * c) / s
-        A[d, d] = total
-        return float(max(np.linalg.eigvalsh(A / self.rows.n_rows)[-1], 1e-12))
 
     def _scaled_gram_top(self, weights):  # pragma: no cover - replaced by _smoothness_bound
         raise NotImplementedError

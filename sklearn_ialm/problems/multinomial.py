@@ -261,7 +261,11 @@ class MultinomialProblem(FiniteSumProblem):
         Xw = X.multiply(weights[:, None]).tocsr() if sp.issparse(X) else X * weights[:, None]
         G = np.asarray(safe_sparse_dot(X.T, Xw, dense_output=True))
         m = np.asarray(Xw.sum(axis=0)).ravel()
-        total = float(weights.sum())
+        return self._gram_top_from_sums(G, m, float(weights.sum()), n)
+
+    def _gram_top_from_sums(self, G, m, total, n):
+        """:meth:`_scaled_gram_top` from the weighted sums ``X^T diag X`` (``G``), ``X^T w``
+        (``m``) and ``sum w`` (``total``) of ``n`` rows."""
         A = np.empty((self.d + 1, self.d + 1))
         c, s = self.center, self.scale
         A[: self.d, : self.d] = (G - np.outer(m, c) - np.outer(c, m) + total * np.outer(c, c)) / (
