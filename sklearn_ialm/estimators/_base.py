@@ -33,7 +33,7 @@ from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..solver.ialm import clip_batch_size
 from ._hard_rates import fit_hard_rates
-from ._multiclass import fit_multiclass, forget_multiclass, is_multiclass
+from ._multiclass import fit_multiclass, is_multiclass
 from ._scaling import _standardised
 from ._solve import (
     _MIN_DECREASE,
@@ -453,7 +453,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         the frames up to the user's call."""
         if not (is_dask_collection(X) or is_dask_collection(y)) and is_multiclass(y):
             return fit_multiclass(self, X, y, sample_weight, fit_params)
-        forget_multiclass(self)
         if is_dask_collection(X):
             from ._dask import fit_dask
 

@@ -61,7 +61,6 @@ __all__ = [
     "NOT_YET",
     "binary_max_fpr",
     "fit_multiclass",
-    "forget_multiclass",
     "is_multiclass",
 ]
 
@@ -90,33 +89,6 @@ def is_multiclass(y) -> bool:
             return type_of_target(y, input_name="y") == "multiclass"
     except (ValueError, TypeError):  # (TypeError: labels of mixed types, pd.NA)
         return False  # the binary path's validation names the problem
-
-
-#: Fitted attributes of a multi-class fit only, and of a binary fit only: a stale one of an
-#: earlier fit of the other kind would describe another model.
-_MULTICLASS_ONLY = (
-    "class_offsets_", "train_class_errors_", "max_class_error_", "claim_order_",
-    "claim_thresholds_", "violation_bounds_", "calibration_ranks_",
-    "calibration_class_errors_", "class_certified_",
-)  # fmt: skip
-_BINARY_ONLY = (
-    "train_fpr_", "train_soft_fpr_", "negative_weight_", "max_fpr_", "seeds_",
-    "certificate_", "certified_", "training_bound_", "calibration_indices_",
-    "n_calibration_", "calibration_rank_", "calibration_fpr_", "violation_bound_",
-)  # fmt: skip
-
-
-def forget_multiclass(est) -> None:
-    """Delete the attributes of an earlier multi-class fit (a binary fit is starting)."""
-    for name in _MULTICLASS_ONLY:
-        if hasattr(est, name):
-            delattr(est, name)
-
-
-def _forget_binary(est) -> None:
-    for name in _BINARY_ONLY:
-        if hasattr(est, name):
-            delattr(est, name)
 
 
 def _class_codes(y):
@@ -493,7 +465,6 @@ def fit_multiclass(est, X, y, sample_weight, fit_params, pose=None, conclude=Tru
 
 
 def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
-    _forget_binary(est)
     X, codes, sw, classes, fit_params = _validated(est, X, y, sample_weight, fit_params, pose)
     K = len(classes)
     cons, names, groups, context = _spec(est, codes, sw, classes, fit_params)
