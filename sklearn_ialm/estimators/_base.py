@@ -355,15 +355,18 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """``sample_weight`` checked against the rows of ``X`` (float64, non-negative, one
         weight per row; None: ones), a ValueError naming it."""
         try:
-            return _check_sample_weight(
-                sample_weight, X, dtype=np.float64, ensure_non_negative=True
-            )
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         except ValueError as exc:
             # scikit-learn's "Sample weights must contain at least one non-zero number"
             # does not name the parameter.
             if "sample_weight" in str(exc):
                 raise
             raise ValueError(f"sample_weight: {exc}") from exc
+        if not np.any(sw):  # refused by scikit-learn from 1.7 only (above), here on 1.6 too
+            raise ValueError(
+                "sample_weight: Sample weights must contain at least one non-zero number."
+            )
+        return sw
 
     def _scaled_weights(self, sample_weight):
         """``sample_weight`` times the power of two that brings its largest near 1 when it is
