@@ -613,7 +613,8 @@ def test_n_jobs_does_not_change_the_model_and_seeds_replay(data):
     assert best["selected"] and sum(r["selected"] for r in records) == 1
     assert one.objective_ == best["objective"]
     # A recorded seed replays its run through the solver directly.
-    # The estimator's problem: in standard units, with the penalty of C=1 and its stop rule.
+    # The estimator's problem: in standard units, with the penalty of C=1, its stop rule and
+    # its precision.
     problem = base._standardised(
         neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True),
         X,
@@ -622,7 +623,13 @@ def test_n_jobs_does_not_change_the_model_and_seeds_replay(data):
     )
     dual_tol = min(1e-2, base._MIN_DECREASE * base._initial_dual_residual(problem))
     for record in records:
-        result = stoc_ialm(problem, random_state=record["seed"], max_passes=300, dual_tol=dual_tol)
+        result = stoc_ialm(
+            problem,
+            random_state=record["seed"],
+            max_passes=300,
+            dual_tol=dual_tol,
+            finish_tol=base._FINISH_TOL,
+        )
         assert result.objective == pytest.approx(record["objective"], rel=1e-12)
     # A different random_state gives different seeds; the same one the same model.
     other = NeymanPearsonClassifier(**dict(kw, random_state=1)).fit(X, y)

@@ -131,12 +131,15 @@ def test_calibration_none_is_the_model_of_today(data):
     assert_array_equal(clf.predict(X), clf.raw_decision_function(X) > 0)
     # The model is the solver's, unchanged: replay the run from its seed.
     (seed,) = base.spawn_seeds(0, 1)
-    # The estimator's problem: in standard units, with the penalty of C=1 and its stop rule.
+    # The estimator's problem: in standard units, with the penalty of C=1, its stop rule and
+    # its precision.
     problem = base._standardised(
         neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True), X, np.ones(len(y)), C=1.0
     )
     dual_tol = min(1e-2, base._MIN_DECREASE * base._initial_dual_residual(problem))
-    result = stoc_ialm(problem, random_state=seed, max_passes=50, dual_tol=dual_tol)
+    result = stoc_ialm(
+        problem, random_state=seed, max_passes=50, dual_tol=dual_tol, finish_tol=base._FINISH_TOL
+    )
     coef, intercept = problem.coef(result.x)
     assert_allclose(clf.coef_[0], coef, rtol=1e-12)
     assert clf.intercept_[0] == pytest.approx(intercept, rel=1e-12)

@@ -1,4 +1,5 @@
-"""stoc_ialm against scipy's constrained solver, exact unbiasedness, determinism, errors."""
+"""stoc_ialm against scipy's constrained solver, exact unbiasedness, determinism, errors,
+the verdict at the caller's tolerances."""
 
 import itertools
 
@@ -6,7 +7,10 @@ import numpy as np
 import pytest
 from scipy.optimize import NonlinearConstraint, minimize
 from scipy.special import expit
+from sklearn.datasets import make_classification
 
+from benchmarks.optimum import logistic_regression_like
+from sklearn_ialm import FairLogisticClassifier
 from sklearn_ialm.problems import neyman_pearson_problem
 from sklearn_ialm.solver import FiniteSumProblem, FunctionProblem, stoc_ialm
 from sklearn_ialm.solver.pstorm import AugmentedLagrangianEstimator, Counter
@@ -81,29 +85,69 @@ def test_agrees_with_scipy_trust_constr(equality):
     assert res.kkt_dual_residual <= 2e-2
 
 
-def test_neyman_pearson_point_satisfies_kkt_by_finite_differences():
-    # The sigmoid loss is nonconvex and flat: check the eps-KKT conditions themselves,
-    # with gradients by finite differences, independently of the solver's own residuals.
-    X, y = _logistic_data(1, n=400)
-    X /= np.linalg.norm(X, axis=1, keepdims=True)  # the paper's unit-norm rows
-    pb = neyman_pearson_problem(X, y, max_fpr=0.2)
-    res = stoc_ialm(pb, random_state=1, batch_size=10, sigma=2.0, max_passes=300)
-    assert res.converged
+def _neyman_pearson_kkt(X, y, res, max_fpr=0.2):
+    """The eps-KKT residuals (primal, dual) of the paper's Neyman-Pearson model at ``res``'s
+    point, slack and multiplier, with gradients by finite differences: independent of the
+    solver's own residuals."""
 
     def f0(x):
         return np.mean(expit(-X[y == 1] @ x))
 
     def f1(x):
-        return np.mean(expit(X[y == 0] @ x)) - 0.2
+        return np.mean(expit(X[y == 0] @ x)) - max_fpr
 
     def fd(f, x, h=1e-6):
         return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))])
 
     x, s, lam = res.x, res.slack[0], res.multipliers[0]
-    assert abs(f1(x) + s) <= 1e-2 and s >= 0
+    assert s >= 0
     r = fd(f0, x) + lam * fd(f1, x)
     slack_part = abs(lam) if s > 0 else max(-lam, 0.0)
-    assert np.hypot(np.linalg.norm(r), slack_part) <= 1e-2 + 1e-6
+    return abs(f1(x) + s), np.hypot(np.linalg.norm(r), slack_part)
+
+
+def test_neyman_pearson_point_satisfies_kkt_by_finite_differences():
+    # The sigmoid loss is nonconvex and flat: check the eps-KKT conditions themselves.
+    X, y = _logistic_data(1, n=400)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)  # the paper's unit-norm rows
+    pb = neyman_pearson_problem(X, y, max_fpr=0.2)
+    res = stoc_ialm(pb, random_state=1, batch_size=10, sigma=2.0, max_passes=300)
+    assert res.converged
+    primal, dual = _neyman_pearson_kkt(X, y, res)
+    assert primal <= 1e-2 and dual <= 1e-2 + 1e-6
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_converged_is_judged_at_the_callers_tol(seed):
+    # Issue 40: the finish aimed at 1e-3 tol for every caller; on the paper's nonconvex model
+    # it spent the budget short of that, converged=False with residuals within tol (here
+    # below 5e-4). The finish now aims at tol itself unless asked for more (finish_tol).
+    X, y = make_classification(
+        n_samples=800, n_features=6, n_informative=4, n_redundant=0, random_state=0
+    )
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    res = stoc_ialm(neyman_pearson_problem(X, y, max_fpr=0.2), random_state=seed)
+    assert res.converged, res.message
+    assert res.settings["tol"] == res.settings["dual_tol"] == 1e-2
+    assert res.primal_residual <= 1e-2 and res.dual_residual <= 1e-2
+    primal, dual = _neyman_pearson_kkt(X, y, res)
+    assert primal <= 1e-2 and dual <= 1e-2 + 1e-6
+
+
+def test_estimators_ask_the_finish_for_their_precision():
+    # The estimators pass finish_tol=1e-3: a bound the data meet gives LogisticRegression's
+    # model to its own precision (at the solver's default finish_tol=1 the decision
+    # functions differ by 0.08, and the dual residual is 4e-3).
+    X, y = make_classification(n_samples=1000, n_features=5, n_informative=3, random_state=0)
+    groups = (X[:, 0] > 0).astype(int)
+    clf = FairLogisticClassifier(bound=0.9, random_state=0).fit(X, y, sensitive_features=groups)
+    assert clf.converged_
+    assert clf.primal_residual_ <= 1e-3 * clf.tol and clf.dual_residual_ <= 1e-3 * clf.tol
+    lr, transform = logistic_regression_like(X, y)
+    np.testing.assert_allclose(
+        clf.decision_function(X), lr.decision_function(transform(X)), rtol=0, atol=1e-3
+    )
 
 
 @pytest.mark.parametrize("estimator", ["ustat", "independent"])
@@ -292,6 +336,8 @@ def test_unconstrained_problem_is_plain_pstorm():
         (dict(estimator="two"), "estimator"),
         (dict(momentum="cold"), "momentum"),
         (dict(max_passes=np.nan), "max_passes"),
+        (dict(finish_tol=0.0), "finish_tol"),
+        (dict(finish_tol=1.5), "finish_tol"),
     ],
 )
 def test_bad_settings_raise_naming_the_parameter(kw, match):

@@ -36,6 +36,7 @@ from ._hard_rates import fit_hard_rates
 from ._multiclass import fit_multiclass, is_multiclass
 from ._scaling import _standardised
 from ._solve import (
+    _FINISH_TOL,
     _MIN_DECREASE,
     _initial_dual_residual,
     _joined_history,
@@ -553,6 +554,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             batch_size=clip_batch_size(self.batch_size, problem, stacklevel=6),
             max_passes=self.max_passes,
             verbose=self.verbose,
+            finish_tol=_FINISH_TOL,
         )
         first = {}
 
@@ -898,7 +900,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """
         pres, dres, beta = (finish[k] for k in ("primal_residual", "dual_residual", "beta"))
         settings = result.settings
-        share = settings.get("finish_tol", 1e-3)
+        share = settings["finish_tol"]
         # Each residual over its tolerance: the larger one stands between the finish and
         # its end.
         gap = np.maximum(pres / (share * settings["tol"]), dres / (share * settings["dual_tol"]))

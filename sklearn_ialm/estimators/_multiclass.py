@@ -49,6 +49,7 @@ from ..problems.multinomial import MultinomialProblem, Rate, cell_codes
 from ..solver.ialm import clip_batch_size
 from ._scaling import _feature_scaling
 from ._solve import (
+    _FINISH_TOL,
     _MIN_DECREASE,
     _initial_dual_residual,
     _joined_history,
@@ -476,7 +477,7 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
         x0=x0, tol=est.tol, dual_tol=min(est.tol, _MIN_DECREASE * null_dual) or est.tol,
         preset=est.preset, **est._penalty_schedule(),
         batch_size=clip_batch_size(est.batch_size, problem, stacklevel=5),
-        max_passes=est.max_passes, verbose=est.verbose,
+        max_passes=est.max_passes, verbose=est.verbose, finish_tol=_FINISH_TOL,
     )  # fmt: skip
     base = problem.offset.copy()
     if context["kind"] == "np" and est.rate == "hard":

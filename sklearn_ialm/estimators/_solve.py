@@ -22,6 +22,11 @@ __all__ = ["calibration_seed", "spawn_seeds"]
 # Lagrangian far stricter: 6000 x 300 Neyman-Pearson did not finish its first one in 100
 # passes, and its constraint was never enforced.
 _MIN_DECREASE = 0.1
+# The estimators' precision: the finish takes the residuals to this share of the stop test's
+# tolerances (``stoc_ialm``'s ``finish_tol``; its own default aims at the tolerances). With
+# tol=1e-2 and the dual tolerance a tenth of the null model's gradient, the dual residual ends
+# 1e-4 of it: the precision of LogisticRegression's default tol=1e-4.
+_FINISH_TOL = 1e-3
 
 
 def _initial_dual_residual(problem) -> float:

@@ -465,7 +465,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
     seeds_ : list of dict
         When ``n_seeds > 1``: one record per run with ``seed``, ``converged``,
         ``primal_residual``, ``dual_residual``, ``n_data_passes``, ``objective`` and
-        ``selected``. ``stoc_ialm(problem, random_state=seed)`` replays a run.
+        ``selected``. ``stoc_ialm(problem, random_state=seed)`` with the fit's settings
+        (its ``tol``, ``dual_tol``, ``finish_tol=1e-3``, ...) replays a run.
 
     See Also
     --------

@@ -68,8 +68,9 @@ class IALMResult:
     constraint_values : ndarray of shape (n_constraints,)
         ``c(x)`` on the evaluation batch.
     converged : bool
-        Both residuals ``<= tol`` (``dual_tol``); with the finish (the ``"default"``
-        preset), within the finish's tolerances (``finish_tol`` of those).
+        Both residuals ``<= tol`` (``dual_tol``), on all rows for a finite sum. With the
+        finish (the ``"default"`` preset), within ``finish_tol`` times those: by default
+        the same tolerances; the estimators ask for ``finish_tol=1e-3``.
     n_iter, n_outer_iter : int
         Inner (PStorm) and outer iterations.
     n_data_passes : float
@@ -229,7 +230,9 @@ def stoc_ialm(
     x0, y0, slack0 : array-like, optional
         Starting point (zeros by default, as in the paper), multipliers and slacks.
     tol : float, default=1e-2
-        The ``eps`` of the eps-KKT stopping rule.
+        The ``eps`` of the eps-KKT stopping rule: ``converged`` says both residuals are
+        within it (and ``dual_tol``). The knob ``finish_tol`` asks the finish for a share
+        of it.
     dual_tol : float, optional
         The threshold of the dual residual alone (``None``: ``tol``); the estimators set it
         relative to the dual residual at ``x = 0``.
