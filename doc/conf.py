@@ -36,6 +36,8 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     # The user guide's code runs in the build: its outputs, numbers and figures are generated.
     "live_code",
+    # Benchmark figures are read from benchmarks/results/ in the build, never typed in.
+    "bench_figures",
 ]
 
 templates_path = ["_templates"]

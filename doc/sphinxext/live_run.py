@@ -14,8 +14,11 @@ import io
 import re
 import warnings
 
-#: ``.. live-code::`` and its indented content (options, then the code).
-_BLOCK = re.compile(r"^\.\. live-code::[^\n]*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)+)", re.MULTILINE)
+#: ``.. live-code::`` and its content, indented deeper than the directive (which may itself
+#: be indented, in a definition list say): options, then the code.
+_BLOCK = re.compile(
+    r"^([ \t]*)\.\. live-code::[^\n]*\n((?:\1[ \t]+[^\n]*\n|[ \t]*\n)+)", re.MULTILINE
+)
 #: The ``:live:`` role and its f-string body.
 _ROLE = re.compile(r":live:`([^`]+)`")
 
@@ -61,7 +64,7 @@ def page_blocks(rst: str) -> list[str]:
     """The code of every ``live-code`` block of an rst page, in order (options dropped)."""
     blocks = []
     for match in _BLOCK.finditer(rst):
-        lines = match.group(1).splitlines()
+        lines = match.group(2).splitlines()
         if lines and re.match(r"^\s+:[\w-]+:", lines[0]):
             # The options block (which may wrap) ends at the first blank line.
             lines = lines[next((i for i, s in enumerate(lines) if not s.strip()), len(lines)) :]
