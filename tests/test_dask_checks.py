@@ -97,6 +97,21 @@ def test_y_one_row_short_is_refused_naming_y():
         )
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", ["y", "sample_weight", "sensitive_features"])
+def test_an_in_memory_input_one_row_short_is_refused_naming_it(name, n_classes):
+    """With X on dask and the other inputs in memory, one row short: dask's "Chunks do not
+    add up to shape" named nothing; the message names the input and both lengths."""
+    X, y, groups = _data()
+    y = y + (X[:, 2] > 1) * (n_classes - 2)  # a third class where asked
+    kw = {"sample_weight": np.ones(len(y)), "sensitive_features": groups, "y": y}
+    kw[name] = kw[name][:-1]
+    Xd = da.from_array(X, chunks=(500, -1))
+    match = rf"^{name} must have shape \(2000,\) \(one value per row of X\), got \(1999,\)"
+    with pytest.raises(ValueError, match=match):
+        _fair().fit(Xd, **kw)
+
+
 @pytest.mark.filterwarnings("ignore:max_fpr=0.2 holds on the 144 training negatives")
 def test_partitions_of_one_row_are_joined_and_the_fit_is_the_one_on_joined_rows():
     """300 partitions of one row: the fit rechunks them (verbose says so) and its model is

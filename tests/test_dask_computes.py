@@ -104,6 +104,35 @@ def test_a_dask_fit_sends_few_computes_and_verbose_counts_them(kind, client, cap
     assert float(total.group(2)) == pytest.approx(clf.n_data_passes_, rel=1e-2)
 
 
+@pytest.mark.filterwarnings("ignore:Port 8787 is already in use:UserWarning")
+@pytest.mark.parametrize("kind", ["fair", "np"])
+def test_a_multiclass_dask_fit_says_its_computes_as_a_binary_one(kind, client, capsys):
+    """verbose on three classes: the computes so far on each line of the finish and the
+    fit's total, the count made here (the multi-class fit printed neither)."""
+    X, y = make_classification(4000, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               random_state=0)  # fmt: skip
+    groups = (X[:, 0] > 0).astype(int)
+    Xd, yd = da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000)
+    if kind == "fair":
+        clf = FairLogisticClassifier(bound=0.05, random_state=0, verbose=1)
+        kw = {"sensitive_features": da.from_array(groups, chunks=1000)}
+    else:
+        clf, kw = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0, verbose=1), {}
+    capsys.readouterr()
+    with _Computes() as computes:
+        clf.fit(Xd, yd, **kw)
+    out = capsys.readouterr().out
+    finish = [line for line in out.splitlines() if line.startswith("[finish]")]
+    assert finish and all(re.search(r" computes=\d+$", line) for line in finish)
+    so_far = [int(line.rsplit("computes=", 1)[1]) for line in finish]
+    assert so_far == sorted(so_far) and so_far[-1] < computes.n
+    total = re.search(r"\[dask\] fitted in (\d+) computes and ([\d.]+) data passes", out)
+    assert total and int(total.group(1)) == computes.n
+    assert float(total.group(2)) == pytest.approx(clf.n_data_passes_, rel=1e-2)
+    # Each solve is announced, as in a binary fit.
+    assert out.count("[steering] solve ") == clf.n_rounds_
+
+
 def _grid_search_reference(z_in, z_out, W, n, offset, units, grid=64, passes=3):
     """The segment search as the first Dask fits ran it: a reduction per pass, each scoring
     ``grid + 1`` points of the segment on every row."""

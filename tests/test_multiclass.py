@@ -337,7 +337,7 @@ def test_np_binary_max_class_error_is_max_fpr():
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.intercept_, b.intercept_)
     assert a.threshold_ == b.threshold_ and b.max_fpr_ == 0.1
-    assert b.get_params()["max_class_error"] == {"no": 0.1} and b.max_fpr == 0.2
+    assert b.get_params()["max_class_error"] == {"no": 0.1} and b.max_fpr is None
     with pytest.raises(ValueError, match="negative class"):
         NeymanPearsonClassifier(max_class_error={"yes": 0.1}).fit(X, y)
     with pytest.raises(ValueError, match="either max_fpr or max_class_error"):
@@ -364,14 +364,13 @@ def test_np_binary_max_class_error_leaves_the_parameters_alone(monkeypatch):
     assert seen == [(given, given, 0.1)]
     assert clf.get_params() == given and clf.max_fpr_ == 0.1 and clf.bound_met_
     assert clf.train_fpr_ <= 0.1
-    # max_fpr at its default gives way to max_class_error, whether written or not (the
-    # documented rule); any other value is refused before any state changes.
-    explicit = NeymanPearsonClassifier(max_fpr=0.2, max_class_error={0: 0.1}, random_state=0)
-    np.testing.assert_array_equal(explicit.fit(X, y).coef_, clf.coef_)
+    # Any max_fpr set beside max_class_error is refused before any state changes, the
+    # value of the unset default (0.2) included: a bound the user writes is never dropped.
     before = dict(clf.__dict__)
-    with pytest.raises(ValueError, match=r"not both \(got max_fpr=0.3"):
-        clf.set_params(max_fpr=0.3).fit(X, y)
-    assert clf.__dict__.keys() == before.keys() and clf.coef_ is before["coef_"]
+    for max_fpr in (0.3, 0.2):
+        with pytest.raises(ValueError, match=rf"not both \(got max_fpr={max_fpr}"):
+            clf.set_params(max_fpr=max_fpr).fit(X, y)
+        assert clf.__dict__.keys() == before.keys() and clf.coef_ is before["coef_"]
 
 
 def test_np_binary_max_class_error_with_umbrella_and_dask():
@@ -381,7 +380,7 @@ def test_np_binary_max_class_error_with_umbrella_and_dask():
     a = NeymanPearsonClassifier(max_fpr=0.1, calibration="umbrella", random_state=0).fit(X, y)
     b = NeymanPearsonClassifier(max_class_error={0: 0.1}, calibration="umbrella", random_state=0)
     b.fit(X, y)
-    assert b.threshold_ == a.threshold_ and b.max_fpr_ == 0.1 and b.max_fpr == 0.2
+    assert b.threshold_ == a.threshold_ and b.max_fpr_ == 0.1 and b.max_fpr is None
     assert b.violation_bound_ == a.violation_bound_
     assert b.bound_report(X, y).to_dict()["fit"]["umbrella"]["max_fpr"] == 0.1
     da = pytest.importorskip("dask.array")
@@ -393,7 +392,7 @@ def test_np_binary_max_class_error_with_umbrella_and_dask():
 def test_np_validation(data):
     X, y, *_ = data
     cases = [
-        ({7: 0.1}, r"max_class_error: 7 is not one of the classes"),
+        ({7: 0.1}, r"max_class_error key 7 \(int\) is not one of the classes"),
         ({0: 0.0}, r"max_class_error\[0\] must be a number in \(0, 1\)"),
         ({0: 1.5}, r"max_class_error\[0\] must be a number in \(0, 1\)"),
         ({}, "max_class_error must be a non-empty dict"),
@@ -401,7 +400,7 @@ def test_np_validation(data):
     for spec, match in cases:
         with pytest.raises(ValueError, match=match):
             NeymanPearsonClassifier(max_class_error=spec).fit(X, y)
-    with pytest.raises(ValueError, match="bounds class 1, which has no row of positive"):
+    with pytest.raises(ValueError, match=r"sample_weight is 0 on every row of class 1 \(int\)"):
         NeymanPearsonClassifier(max_class_error={1: 0.1}).fit(X, y, sample_weight=y != 1)
     with pytest.raises(ValueError, match="The 'max_class_error' parameter"):
         NeymanPearsonClassifier(max_class_error=0.1).fit(X, y)
@@ -414,6 +413,89 @@ def test_np_validation(data):
     with pytest.warns(UserWarning, match="max_class_error is None"):
         clf = NeymanPearsonClassifier().fit(X, y)
     assert clf.converged_ and clf.hard_constraint_values_.shape == (0,)
+
+
+def test_np_a_class_of_zero_weight_is_refused_naming_sample_weight(data):
+    """A class whose rows all weigh 0 has no class error to bound or report: every
+    multi-class fit refuses it naming sample_weight and the class (it raised "Weights sum to
+    zero"; the umbrella, its hold-out's "holds out 0 of the 0 rows")."""
+    X, y, *_ = data
+    w = (y != 1).astype(float)
+    match = r"^sample_weight is 0 on every row of class 1 \(int\) of y: .* Drop those rows"
+    for kw in (
+        {},
+        {"max_class_error": {0: 0.1}},
+        {"max_class_error": {0: 0.1}, "calibration": "umbrella"},
+        {"max_class_error": {1: 0.1}, "calibration": "umbrella"},
+    ):
+        clf = NeymanPearsonClassifier(**kw)
+        with pytest.raises(ValueError, match=match):
+            clf.fit(X, y, sample_weight=w)
+        assert not hasattr(clf, "coef_")
+    # The remedy the message gives works: without the rows, a fit of the other two classes.
+    keep = y != 1
+    clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0)
+    assert clf.fit(X[keep], y[keep]).classes_.tolist() == [0, 2]
+
+
+def test_np_max_class_error_key_of_another_type_says_both_types(data):
+    """'1' (str) against classes 0, 1, 2 (int): the message showed ['0', '1', '2']."""
+    X, y, *_ = data
+    match = r"max_class_error key '1' \(str\) is not one of the classes of y: \[0, 1, 2\] \(int\)"
+    for calibration in (None, "umbrella"):
+        with pytest.raises(ValueError, match=match):
+            NeymanPearsonClassifier(max_class_error={"1": 0.1}, calibration=calibration).fit(X, y)
+    binary = y < 2
+    with pytest.raises(ValueError, match=r"key '1' \(str\) .* y: \[0, 1\] \(int\)"):
+        NeymanPearsonClassifier(max_class_error={"1": 0.1}).fit(X[binary], y[binary])
+    labels = np.array(["a", "b", "c"])[y]
+    with pytest.raises(ValueError, match=r"key 0 \(int\) .* y: \['a', 'b', 'c'\] \(str\)"):
+        NeymanPearsonClassifier(max_class_error={0: 0.1}).fit(X, labels)
+    with pytest.raises(ValueError, match=r"pos_label='1' \(str\) .* y: \[0, 1\] \(int\)"):
+        NeymanPearsonClassifier(pos_label="1").fit(X[binary], y[binary])
+
+
+def test_two_class_parameters_set_on_three_classes_are_refused(data):
+    """A bound or a label the user sets is applied or refused, never dropped: max_fpr (the
+    unconstrained model was fitted, with a warning) and pos_label (ignored) on K = 3."""
+    X, y, g, *_ = data
+    max_fpr = r"^max_fpr=0.1 bounds the false-positive rate of two classes, but y has 3 .*"
+    max_fpr += r"max_class_error=\{class label: alpha"
+    for kw in (
+        {},
+        {"max_class_error": {0: 0.1}},
+        {"max_class_error": {0: 0.1}, "calibration": "umbrella"},
+    ):
+        clf = NeymanPearsonClassifier(max_fpr=0.1, **kw)
+        with pytest.raises(ValueError, match=max_fpr):
+            clf.fit(X, y)
+        assert not hasattr(clf, "coef_")
+    # Written out at the value None stands for on two classes: refused all the same.
+    with pytest.raises(ValueError, match="^max_fpr=0.2 bounds"):
+        NeymanPearsonClassifier(max_fpr=0.2, max_class_error={0: 0.1}).fit(X, y)
+    pos_label = r"^pos_label=2 names the positive class of a two-class fit, but y has 3"
+    with pytest.raises(ValueError, match=pos_label):
+        NeymanPearsonClassifier(max_class_error={0: 0.1}, pos_label=2).fit(X, y)
+    with pytest.raises(ValueError, match=pos_label):
+        NeymanPearsonClassifier(max_class_error={0: 0.1}, calibration="umbrella", pos_label=2).fit(
+            X, y
+        )
+    with pytest.raises(ValueError, match=pos_label):
+        FairLogisticClassifier(bound=0.05, pos_label=2).fit(X, y, sensitive_features=g)
+
+
+def test_np_max_fpr_none_is_the_two_class_default_of_0_2():
+    """max_fpr=None (the default, so that a value set can be told from it) fits two classes
+    at 0.2, the model of max_fpr=0.2 written out, bit for bit."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1500, 3))
+    y = (X[:, 0] + rng.normal(size=1500) > 0).astype(int)
+    default = NeymanPearsonClassifier(random_state=0).fit(X, y)
+    written = NeymanPearsonClassifier(max_fpr=0.2, random_state=0).fit(X, y)
+    assert default.get_params()["max_fpr"] is None and default.max_fpr_ == 0.2
+    np.testing.assert_array_equal(default.coef_, written.coef_)
+    assert default.threshold_ == written.threshold_
+    assert default.train_fpr_ == written.train_fpr_ <= 0.2
 
 
 # -- the rest of the API ----------------------------------------------------------------------
@@ -522,6 +604,25 @@ def test_np_bound_report_per_bounded_class(digits):
     one = by_group[by_group["rate"] == "class_error[class 1]"].set_index("group")
     assert one.loc[["a", "b"], "n"].sum() == one.loc["overall", "n"] == cm[1].sum()
     assert one.loc[["a", "b"], "k"].sum() == one.loc["overall", "k"]
+
+
+def test_bound_report_refuses_a_baseline_of_other_classes(data):
+    """A baseline fitted on labels "a", "b", "c" never predicts a class of y: the report
+    refuses it as the binary report does (it gave baseline accuracy 0.0 and class errors
+    1.0, the price of the bound read off a model of other labels)."""
+    X, y, g, X_test, y_test, g_test = data
+    other = LogisticRegression().fit(X, np.array(["a", "b", "c"])[y])
+    match = r"baseline has classes_ \['a', 'b', 'c'\], not the estimator's \[0, 1, 2\]"
+    np_clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=match):
+        np_clf.bound_report(X_test, y_test, baseline=other)
+    fair = FairLogisticClassifier(bound=0.05, random_state=0).fit(X, y, sensitive_features=g)
+    with pytest.raises(ValueError, match=match):
+        fair.bound_report(X_test, y_test, sensitive_features=g_test, baseline=other)
+    # A baseline of y's labels is reported: its accuracy, counted here.
+    lr = LogisticRegression().fit(X, y)
+    (accuracy,) = np_clf.bound_report(X_test, y_test, baseline=lr).summary
+    assert accuracy["baseline_value"] == pytest.approx(np.mean(lr.predict(X_test) == y_test))
 
 
 def test_warm_start_refits_from_the_previous_model(data):

@@ -132,6 +132,22 @@ def test_nan_is_refused_as_for_two_classes():
         )
 
 
+def test_refusals_name_the_parameter_as_in_memory():
+    """A class of zero total weight (it raised "Weights sum to zero"), max_fpr and pos_label
+    on three classes (dropped, ignored): refused on dask with the in-memory messages."""
+    X, y, _ = _data(1000)
+    Xd, yd = da.from_array(X, chunks=(250, -1)), da.from_array(y, chunks=250)
+    w = da.from_array((y != 1).astype(float), chunks=250)
+    with pytest.raises(ValueError, match=r"^sample_weight is 0 on every row of class 1 \(int\)"):
+        NeymanPearsonClassifier(max_class_error={0: 0.1}).fit(Xd, yd, sample_weight=w)
+    with pytest.raises(ValueError, match=r"^sample_weight is 0 on every row of class 1 \(int\)"):
+        NeymanPearsonClassifier().fit(Xd, yd, sample_weight=w)
+    with pytest.raises(ValueError, match=r"^max_fpr=0.1 bounds the false-positive rate"):
+        NeymanPearsonClassifier(max_fpr=0.1).fit(Xd, yd)
+    with pytest.raises(ValueError, match=r"^pos_label=2 names the positive class"):
+        NeymanPearsonClassifier(max_class_error={0: 0.1}, pos_label=2).fit(Xd, yd)
+
+
 def test_minibatch_presets_are_refused_on_dask():
     X, y, _ = _data(1000)
     clf = NeymanPearsonClassifier(max_class_error={0: 0.1}, preset="paper")

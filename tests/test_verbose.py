@@ -49,6 +49,24 @@ def test_fairness_steering_names_the_constraint_values(capsys):
     assert re.search(r"solve 2: on predictions the constraints are \[.*\].*moving", out)
 
 
+def test_multiclass_steering_says_which_solve_and_why(capsys):
+    """On three classes each solve is announced as on two: the first, then each further
+    one with the constraint values on predictions that call for it."""
+    X, y = make_classification(
+        n_samples=1500, n_features=6, n_informative=4, n_redundant=0, n_classes=3,
+        random_state=0,
+    )  # fmt: skip
+    clf = NeymanPearsonClassifier(max_class_error={0: 0.05}, random_state=0, verbose=1)
+    clf.fit(X, y)
+    out = capsys.readouterr().out
+    steering = re.findall(r"\[steering\] solve (\d+): (.*)", out)
+    assert [int(n) for n, _ in steering] == list(range(1, clf.n_rounds_ + 1))
+    assert clf.n_rounds_ == 2
+    # The second solve is called for by a miss of the bound on the first's predictions.
+    (values,) = re.findall(r"on predictions the constraints are \[(.*?)\]", steering[1][1])
+    assert float(values) > 0
+
+
 def test_stop_tests_print_progress_when_time_passes(capsys, monkeypatch):
     """Time-based: with the interval at 0 every stop test prints, so a long outer iteration
     is never one silent line (no timing assertion: the clock threshold is patched)."""

@@ -33,7 +33,7 @@ from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..solver.ialm import clip_batch_size
 from ._hard_rates import fit_hard_rates
-from ._multiclass import fit_multiclass, is_multiclass
+from ._multiclass import fit_multiclass, is_multiclass, typed, typed_classes
 from ._scaling import _standardised
 from ._solve import (
     _FINISH_TOL,
@@ -316,8 +316,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             hits = [i for i, c in enumerate(classes.tolist()) if c == pos_label]
             if len(hits) != 1:
                 raise ValueError(
-                    f"pos_label={pos_label!r} is not one of the classes of y: "
-                    f"{[_label(c) for c in classes]}."
+                    f"pos_label={typed(pos_label)} is not one of the classes of y: "
+                    f"{typed_classes(classes)}."
                 )
             if hits[0] == 0:
                 # classes_[1] is the positive class everywhere (decision_function > 0, the

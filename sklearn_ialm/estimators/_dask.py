@@ -41,14 +41,16 @@ def as_rows(X, *, name: str = "X"):
 
 def like_rows(value, X, *, name: str):
     """A per-row ``value`` (dask or in memory) as a 1-D dask array chunked like ``X``."""
-    if dask.is_dask_collection(value):
-        value = as_rows(value, name=name)
-    else:
-        value = da.from_array(np.asarray(value), chunks=(X.chunks[0],))
+    on_dask = dask.is_dask_collection(value)
+    value = as_rows(value, name=name) if on_dask else np.asarray(value)
+    # Checked before an in-memory value is chunked like X: dask's "Chunks do not add up to
+    # shape" would name neither.
     if value.ndim != 1 or value.shape[0] != X.shape[0]:
         raise ValueError(
             f"{name} must have shape ({X.shape[0]},) (one value per row of X), got {value.shape}."
         )
+    if not on_dask:
+        return da.from_array(value, chunks=(X.chunks[0],))
     return value.rechunk((X.chunks[0],)) if value.chunks[0] != X.chunks[0] else value
 
 
@@ -308,7 +310,21 @@ def _fit_multiclass_dask(est, X, labels, sample_weight, fit_params):
     sample_weight = values.pop(0) if sample_weight is not None else None
     if sf is not None:
         fit_params = dict(fit_params, sensitive_features=values.pop(0))
-    return fit_multiclass(est, X, y, sample_weight, fit_params, pose_multinomial)
+    posed = []  # the problem, for its count of computes
+
+    def pose(*args, **kwargs):
+        posed.append(pose_multinomial(*args, **kwargs))
+        return posed[-1]
+
+    verdict = fit_multiclass(est, X, y, sample_weight, fit_params, pose, conclude=False)
+    if est.verbose:
+        print(
+            f"[dask] fitted in {posed[-1].rows.n_computes} computes and "
+            f"{est.n_data_passes_:.3g} data passes",
+            flush=True,
+        )
+    verdict()
+    return est
 
 
 def pose_multinomial(est, X, cells, sw, **kwargs):
@@ -323,7 +339,9 @@ def pose_multinomial(est, X, cells, sw, **kwargs):
     w_d = da.from_array(sw, chunks=chunks)
     cell_d, w_d, X = dask.persist(cell_d, w_d, X) if keep else (*dask.persist(cell_d, w_d), X)
     _wait(cell_d, w_d, X)
-    rows = DaskRows(X, cell_d, w_d, n_computes=2)  # the labels' pass and the persist
+    # Counted from the set-up's three computes: the labels' pass, the labels brought to the
+    # client (_fit_multiclass_dask) and the persist above.
+    rows = DaskRows(X, cell_d, w_d, n_computes=3)
     total = float(sw.sum())
     moments = column_moments(rows, total)
     scale, center, live = _feature_scaling(None, None, est.fit_intercept, moments=moments)

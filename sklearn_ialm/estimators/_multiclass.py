@@ -47,6 +47,7 @@ from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..problems.multinomial import MultinomialProblem, Rate, cell_codes
 from ..solver.ialm import clip_batch_size
+from ._hard_rates import _say
 from ._scaling import _feature_scaling
 from ._solve import (
     _FINISH_TOL,
@@ -61,6 +62,8 @@ from ._solve import (
 __all__ = [
     "NOT_YET",
     "binary_max_fpr",
+    "check_every_class_weighted",
+    "check_two_class_params",
     "fit_multiclass",
     "is_multiclass",
 ]
@@ -106,6 +109,23 @@ def _label(value):
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
+def typed(value) -> str:
+    """``value``'s repr and its type, ``'1' (str)``: a label the classes do not hold may
+    look like one of them in another type."""
+    value = _python(value)
+    return f"{value!r} ({type(value).__name__})"
+
+
+def typed_classes(classes) -> str:
+    """The classes as a list with their type, ``[0, 1, 2] (int)`` (each one's type if they
+    differ)."""
+    values = [_python(c) for c in classes]
+    kinds = {type(v).__name__ for v in values}
+    if len(kinds) == 1:
+        return f"{values!r} ({kinds.pop()})"
+    return "[" + ", ".join(typed(v) for v in values) + "]"
+
+
 def _class_bounds(est, classes):
     """``{class code: alpha}`` of ``max_class_error`` (validated against ``classes``)."""
     spec = est.max_class_error
@@ -120,8 +140,8 @@ def _class_bounds(est, classes):
         hits = [i for i, c in enumerate(listed) if c == label]
         if len(hits) != 1:
             raise ValueError(
-                f"max_class_error: {label!r} is not one of the classes of y: "
-                f"{[_label(c) for c in classes]}."
+                f"max_class_error key {typed(label)} is not one of the classes of y: "
+                f"{typed_classes(classes)}."
             )
         ok = isinstance(alpha, Real) and not isinstance(alpha, bool) and 0 < alpha < 1
         if not ok:
@@ -132,17 +152,17 @@ def _class_bounds(est, classes):
     return out
 
 
-def binary_max_fpr(est, classes, default_max_fpr: float) -> float:
+def binary_max_fpr(est, classes) -> float:
     """The ``max_fpr`` of a two-class fit given ``max_class_error={negative: alpha}``.
 
     ``classes`` are the two classes in the fit's order (negative first, see ``pos_label``);
-    ``max_fpr`` must be at its default ``default_max_fpr`` (they are two forms of one bound).
+    ``max_fpr`` must not be set (they are two forms of one bound).
     """
-    if est.max_fpr != default_max_fpr:
+    if est.max_fpr is not None:
         raise ValueError(
             f"Set either max_fpr or max_class_error, not both (got max_fpr={est.max_fpr!r} and "
             f"max_class_error={est.max_class_error!r}); max_class_error={{negative: alpha}} "
-            f"is max_fpr=alpha (leave max_fpr at its default, {default_max_fpr!r})."
+            "is max_fpr=alpha (leave max_fpr at its default, None)."
         )
     bounds = _class_bounds(est, classes)
     if list(bounds) != [0]:
@@ -152,6 +172,38 @@ def binary_max_fpr(est, classes, default_max_fpr: float) -> float:
             f"{est.max_class_error!r}: the binary model keeps max_fpr's form."
         )
     return bounds[0]
+
+
+def check_two_class_params(est, K):
+    """Refuse the two-class parameters set on ``K > 2`` classes: a bound or a label the user
+    sets is applied or refused, never dropped."""
+    pos_label = getattr(est, "pos_label", None)
+    if pos_label is not None:
+        raise ValueError(
+            f"pos_label={pos_label!r} names the positive class of a two-class fit, but y "
+            f"has {K} classes, none of them positive: leave pos_label=None."
+        )
+    if hasattr(est, "max_class_error") and est.max_fpr is not None:
+        raise ValueError(
+            f"max_fpr={est.max_fpr!r} bounds the false-positive rate of two classes, but y "
+            f"has {K} classes: bound class errors with max_class_error={{class label: alpha, "
+            "...}, and leave max_fpr=None."
+        )
+
+
+def check_every_class_weighted(est, totals, classes):
+    """Refuse a class of zero total weight (``totals``, by class): a Neyman-Pearson fit bounds
+    and reports each class's error, a share of its weight, undefined for that class."""
+    if np.all(totals > 0):
+        return
+    none = classes[totals <= 0]
+    which = f"class {typed(none[0])}" if len(none) == 1 else f"classes {typed_classes(none)}"
+    raise ValueError(
+        f"sample_weight is 0 on every row of {which} of y: the error of a class, which "
+        f"{type(est).__name__} bounds and reports (train_class_errors_), is a share of its "
+        "weight, undefined without any. Drop those rows from X and y to fit the other "
+        "classes, or give them a positive weight."
+    )
 
 
 # -- the constraints ----------------------------------------------------------------------
@@ -217,6 +269,7 @@ def _validated(est, X, y, sample_weight, fit_params, pose=None):
         X.sum_duplicates()
     classes, codes = _class_codes(y)
     K = len(classes)
+    check_two_class_params(est, K)
     sw = est._checked_sample_weight(sample_weight, np.empty((X.shape[0], 0)) if on_dask else X)
     sw = est._scaled_weights(sw)  # weights far from 1 brought near it, C scaled (_problem)
     class_weight = getattr(est, "class_weight", None)
@@ -234,6 +287,8 @@ def _validated(est, X, y, sample_weight, fit_params, pose=None):
             f"{type(est).__name__} needs samples of 2 classes with positive weight; "
             f"sample_weight leaves only {np.count_nonzero(totals > 0)}."
         )
+    if hasattr(est, "max_class_error"):
+        check_every_class_weighted(est, totals, classes)
     fit_params = est._check_fit_params(fit_params, X.shape[0])
     X, codes, sw, fit_params = est._without_zero_weight(X, codes, sw, fit_params)
     return X, codes, sw, classes, fit_params
@@ -262,13 +317,6 @@ def _spec(est, codes, sw, classes, fit_params):
                 "loss='logistic' (the defaults)."
             )
         bounds = _class_bounds(est, classes)
-        weight = np.bincount(codes, weights=sw, minlength=K)
-        for k in bounds:
-            if not weight[k] > 0:
-                raise ValueError(
-                    f"max_class_error bounds class {_label(classes[k])}, which has no row of "
-                    "positive weight (sample_weight, class_weight)."
-                )
         cons, names = _np_constraints(bounds, K)
         groups = np.zeros(len(codes), np.intp)
         return cons, names, groups, dict(kind="np", bounds=bounds)
@@ -418,6 +466,14 @@ def _steer(est, problem, results, kwargs, seed, passes, x_const, tol, base, roun
         moving = (hard > 0) | (active & (hard < -tol))
         soft = problem.rate_constraints(softmax(scores, axis=1), zero)
         problem.offset = np.where(moving, -(soft - hard - 0.5 * tol), problem.offset)
+        _say(
+            est.verbose,
+            f"solve {len(results) + 1}: on predictions the constraints are "
+            f"{np.round(hard, 4).tolist()} (a value > 0 misses the bound, an active one below "
+            f"-{tol:g} leaves it unused; {passes:.3g} of {est.max_passes:g} passes spent): "
+            f"the surrogate's bounds of constraints {np.flatnonzero(moving).tolist()} set to "
+            f"the bound + {(np.round(base - problem.offset, 4)[moving] + 0.0).tolist()}",
+        )
         last = results[-1]
         more = dict(kwargs, x0=x, y0=last.multipliers, slack0=None, search=False)
         more["max_passes"] = est.max_passes - passes
@@ -493,13 +549,21 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
         # parameters) the search spent 500 of 630 passes where this spent 132, to the same
         # objective (to 1e-9) and multipliers (to 1e-4).
         kwargs["search"] = False
+    steered = bool(cons) and getattr(est, "rate", "hard") == "hard"
+    if steered:
+        first = {
+            "np": "the multinomial model, every soft bound loose (class offsets then meet the "
+            "bounds on predictions)",
+            "fair": "the surrogate (soft rates) at the bound itself",
+        }
+        _say(est.verbose, f"solve 1: {first[context['kind']]}")
     runs = est._run_seeds(problem, seeds, kwargs)
     best = _select(runs)
     results = [runs[best]]
     passes = float(sum(r.n_data_passes for r in runs))
     x = results[0].x
     offsets, toward_constant = np.zeros(K), None
-    if cons and getattr(est, "rate", "hard") == "hard":
+    if steered:
         if context["kind"] == "np":
             # One re-solve, where predict misses a bound: the soft bound at the soft error
             # reached less the excess (a cost-sensitive model); the offsets then meet it.

@@ -49,7 +49,14 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from ._multiclass import _class_bounds, _class_codes, _python, fit_multiclass
+from ._multiclass import (
+    _class_bounds,
+    _class_codes,
+    _python,
+    check_every_class_weighted,
+    check_two_class_params,
+    fit_multiclass,
+)
 from ._solve import calibration_seed
 from ._umbrella import umbrella_min_calibration_size, umbrella_rank
 
@@ -217,9 +224,15 @@ def fit_multiclass_umbrella(est, X, y, sample_weight):
     X, y = validate_data(est, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
     feature_names = getattr(est, "feature_names_in_", None)
     classes, codes = _class_codes(y)
+    # (The multi-class fit checks these too, after the hold-out: checked first, they are
+    # not hidden by a message of the hold-out.)
+    check_two_class_params(est, len(classes))
     bounds = _class_bounds(est, classes)
     delta_each = float(est.delta) / len(bounds)
     sw = est._checked_sample_weight(sample_weight, X)
+    check_every_class_weighted(
+        est, np.bincount(codes, weights=sw, minlength=len(classes)), classes
+    )
     held_out = _held_out(est, codes, sw, bounds, delta_each, classes)
     train_weight = sw.copy()
     train_weight[held_out] = 0.0  # a row of weight 0 is a row removed for the fit

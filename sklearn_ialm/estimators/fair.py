@@ -323,7 +323,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         The positive class (``classes_[1]``). ``None`` takes the larger label in sorted
         order (``1`` of ``{0, 1}``, ``"yes"`` of ``{"no", "yes"}``); name it when the
         sorted order is not the meaning (e.g. ``{"bad", "good"}`` with ``"bad"`` positive).
-        ``classes_`` is then ordered ``[other, pos_label]``.
+        ``classes_`` is then ordered ``[other, pos_label]``. Two classes only: set with
+        more than two, it raises a ``ValueError``.
     tol : float, default=1e-2
         The ``eps`` of the eps-KKT stopping rule: the run stops when the primal and dual
         residuals of the slack reformulation, evaluated on all training rows, are both

@@ -39,8 +39,7 @@ __all__ = ["NeymanPearsonClassifier"]
 #: score overfitting on top), 2000 give 1.12, 600 give 1.22.
 _SMALL_SAMPLE_EXCESS = 1.25
 
-#: The default of ``max_fpr``; with two classes, ``max_class_error`` may only be given when
-#: ``max_fpr`` has this value (see the parameter's description).
+#: The bound of a two-class fit when neither ``max_fpr`` nor ``max_class_error`` is set.
 _DEFAULT_MAX_FPR = 0.2
 
 
@@ -79,11 +78,14 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
 
     Parameters
     ----------
-    max_fpr : float in (0, 1), default=0.2
+    max_fpr : float in (0, 1) or None, default=None
         Bound on the false-positive rate of :meth:`predict` on the training negatives
         (``train_fpr_``; with ``rate="soft"``, on the soft rate). With
         ``calibration="umbrella"``, also the bound ``alpha`` of the guarantee on the
-        population false-positive rate.
+        population false-positive rate. ``None``: 0.2 (``max_fpr_``), unless
+        ``max_class_error`` sets the bound. A two-class bound: with more than two classes
+        a ``max_fpr`` set raises a ``ValueError`` (bound class errors with
+        ``max_class_error``).
     max_class_error : dict or None, default=None
         Bounds on class errors, ``{class label: alpha}`` with ``alpha`` in (0, 1): the share
         of the training rows of that class that :meth:`predict` assigns to another class is
@@ -92,9 +94,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         ``y`` has more than two classes (a multinomial model; see the user guide's
         "More than two classes"). With two classes, ``{negative label: alpha}`` is
         ``max_fpr=alpha`` (the same model, ``max_fpr_ == alpha``); ``max_fpr`` must then be
-        at its default, 0.2. A fit cannot tell ``max_fpr=0.2`` given explicitly from the
-        default, so with ``max_class_error`` set that value gives way to ``alpha``; any
-        other ``max_fpr`` with ``max_class_error`` raises a ``ValueError``.
+        left at ``None`` (set with ``max_class_error``, it raises a ``ValueError``).
     calibration : {None, "umbrella"}, default=None
         ``None``: train on every row; the bound holds on the training negatives
         (``threshold_`` spends ``max_fpr`` on them with ``rate="hard"``; 0 with
@@ -141,7 +141,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         The positive class (``classes_[1]``). ``None`` takes the larger label in sorted
         order (``1`` of ``{0, 1}``, ``"yes"`` of ``{"no", "yes"}``); name it when the
         sorted order is not the meaning (e.g. ``{"bad", "good"}`` with ``"bad"`` positive).
-        ``classes_`` is then ordered ``[other, pos_label]``.
+        ``classes_`` is then ordered ``[other, pos_label]``. Two classes only: set with
+        more than two, it raises a ``ValueError``.
     loss : {"logistic", "sigmoid"}, default="logistic"
         The model of the score: a weighted logistic regression, or the paper's sigmoid-loss
         model under a soft false-positive bound (see above).
@@ -267,9 +268,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     train_fpr_ : float
         ``hard_constraint_values_[0]``.
     max_fpr_ : float
-        The false-positive-rate bound the model was fitted with: ``max_fpr``, or ``alpha``
-        of ``max_class_error={negative label: alpha}``. Steering, threshold, umbrella rule,
-        warnings and the bound report read it; the parameters are left as given.
+        The false-positive-rate bound the model was fitted with: ``max_fpr`` (0.2 when
+        None), or ``alpha`` of ``max_class_error={negative label: alpha}``. Steering,
+        threshold, umbrella rule, warnings and the bound report read it; the parameters are
+        left as given.
     objective_ : float
         The soft false-negative rate on the training positives at the returned point.
     primal_residual_, dual_residual_ : float
@@ -358,7 +360,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
 
     _parameter_constraints: dict = {
         **BaseIALMClassifier._parameter_constraints,
-        "max_fpr": [Interval(Real, 0, 1, closed="neither")],
+        "max_fpr": [Interval(Real, 0, 1, closed="neither"), None],
         "max_class_error": [dict, None],
         "calibration": [StrOptions({"umbrella"}), None],
         "rate": [StrOptions({"hard", "soft"})],
@@ -373,7 +375,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     def __init__(
         self,
         *,
-        max_fpr=_DEFAULT_MAX_FPR,
+        max_fpr=None,
         max_class_error=None,
         calibration=None,
         rate="hard",
@@ -431,7 +433,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             more than two classes, a multinomial model (see the user guide's "More than two
             classes").
         sample_weight : array-like of shape (n_samples,), default=None
-            Nonnegative row weights; both soft rates become weighted means.
+            Nonnegative row weights; both soft rates become weighted means. On more than two
+            classes every class needs a row of positive weight (its class error is a share
+            of its weight): a class whose rows all weigh 0 raises a ``ValueError``.
 
         Pandas inputs are paired with the rows of ``X`` by their index when ``X`` is a
         DataFrame (put in the order of ``X``'s index when they hold its labels in another
@@ -562,16 +566,18 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         """The classes (ordered by ``pos_label``) and the bound this fit fits, ``max_fpr_``.
 
         ``max_fpr_`` is read from the parameters once, here, by every fit path (in memory,
-        umbrella, dask) and is what every later step reads: ``max_fpr``, or with
-        ``max_class_error={negative label: alpha}`` that ``alpha``. The parameters are
+        umbrella, dask) and is what every later step reads: ``max_fpr`` (0.2 when None),
+        or with ``max_class_error={negative label: alpha}`` that ``alpha``. The parameters are
         never changed by a fit, and the attribute is set on the fit's working copy, so it
         is published with the rest of the model.
         """
         classes, y01 = super()._check_target(y)
-        if self.max_class_error is None:
-            self.max_fpr_ = float(self.max_fpr)
+        if self.max_class_error is not None:
+            self.max_fpr_ = binary_max_fpr(self, classes)
+        elif self.max_fpr is None:
+            self.max_fpr_ = _DEFAULT_MAX_FPR
         else:
-            self.max_fpr_ = binary_max_fpr(self, classes, default_max_fpr=_DEFAULT_MAX_FPR)
+            self.max_fpr_ = float(self.max_fpr)
         return classes, y01
 
     def _decision_threshold(self, scores, y01, sample_weight):

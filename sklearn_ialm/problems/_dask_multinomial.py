@@ -201,3 +201,7 @@ class DaskMultinomialProblem(MultinomialProblem):
             return self._back_sums(np.tensordot(v, gW, axes=1), v @ gb)
 
         return f, grad, c, jac_t
+
+    def describe_computes(self) -> str:
+        """`` computes=N``: the graphs the fit has sent so far (``verbose`` lines)."""
+        return f" computes={self.rows.n_computes}"

@@ -231,7 +231,9 @@ class BoundReport:
         weights = _labels_and_predictions(clf, X_last, y, sample_weight, None, X)[3]
         y = column_or_1d(y)
         pred = clf.predict(X_last)
-        base = None if baseline is None else column_or_1d(baseline.predict(X))
+        # A baseline fitted on other labels is refused as in the binary report: its
+        # predictions never equal a class, and would read as errors of every row.
+        base = None if baseline is None else _baseline_predictions(clf, baseline, X)
         codes = labels = None
         if sensitive_features is not None:
             codes, labels = encode_groups(sensitive_features, len(y))
