@@ -358,7 +358,13 @@ def test_second_order_evaluation_is_the_derivative_of_the_full_evaluation(loss):
     dask_pb.loss = LOSSES[loss]()
     x = 0.3 * rng.normal(size=dask_pb.n_params)
     with dask.config.set(scheduler="synchronous"):
-        f, g, c, J, Hf, Hc = dask_pb.second_order_evaluation(x)
+        f, g, c, J, hessian = dask_pb.second_order_evaluation(x)
+        # hessian(mu) is the Hessian of g + mu . c: the objective's at mu = 0, and the
+        # constraints' one by one (formed without a further compute).
+        computes = dask_pb.A_obj.n_computes
+        Hf = hessian(np.zeros(len(c)))
+        Hc = np.array([hessian(e) - Hf for e in np.eye(len(c))])
+        assert dask_pb.A_obj.n_computes == computes
         dask_pb._last_sums = None  # evaluate again, not from the kept sums
         _assert_same_evaluation((f, g, c, lambda v: J.T @ v), dask_pb.full_evaluation(x))
         eps = 1e-5

@@ -137,6 +137,8 @@ def test_loss_derivatives_and_curvature_bound(name):
     np.testing.assert_allclose(loss.derivative(m), fd, rtol=1e-5, atol=1e-8)
     second = np.gradient(loss.derivative(m), m)
     assert np.max(np.abs(second)) <= loss.curvature * 1.001
+    fd2 = (loss.derivative(m + 1e-6) - loss.derivative(m - 1e-6)) / 2e-6
+    np.testing.assert_allclose(loss.second_derivative(m), fd2, rtol=1e-5, atol=1e-8)
     assert np.all(np.isfinite(loss.value(np.array([-1e4, 1e4]))))
 
 
@@ -343,3 +345,132 @@ def test_scaled_and_centred_problem_is_the_same_linear_model(sparse):
     with pytest.raises(ValueError, match="feature_center needs fit_intercept"):
         LinearProblem(X, y, LOSSES["logistic"](), X, np.ones((len(y), 1)), [0.0],
                       feature_center=center)  # fmt: skip
+
+
+def _subset_problem(sparse):
+    """Constraint rows naming some rows three times, centred features (see
+    :func:`test_row_subset_with_repeated_rows_is_the_copied_rows`)."""
+    X, y, groups, rng = _data(n=60)
+    Xs = sp.csr_matrix(X) if sparse else X
+    rows = np.r_[np.arange(60), np.repeat(np.flatnonzero(groups == 0), 3)]
+    W = np.column_stack([groups[rows] == 0, groups[rows] == 1]).astype(float)
+    W /= W.mean(axis=0)
+    return LinearProblem(
+        Xs, np.where(y == 1, 1.0, -1.0), LOSSES["logistic"](), Xs, W, np.zeros(2),
+        rows_constraint=rows, fit_intercept=True, feature_center=rng.standard_normal(X.shape[1]),
+    )  # fmt: skip
+
+
+def _fd_hessian(pb, x, mu, h=1e-5):
+    """Central differences of ``grad g + J^T mu`` from ``full_evaluation``."""
+
+    def grad(u):
+        _, g, _, jac_t = pb.full_evaluation(u)
+        return g + jac_t(mu)
+
+    return np.array([(grad(x + h * e) - grad(x - h * e)) / (2 * h) for e in np.eye(len(x))]).T
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_second_order_evaluation_is_the_derivative_of_the_full_evaluation(sparse):
+    """The finish's Newton oracle: its values are ``full_evaluation``'s, ``J`` is the vjp's
+    matrix, and ``hessian(mu)`` (one weighted Gram matrix) is the central difference of
+    ``grad g + J^T mu`` (an independent truth), for every loss, scale, centre and row
+    subset."""
+    rng = np.random.default_rng(11)
+    for pb in [*_problems(sparse), _subset_problem(sparse)]:
+        for name in sorted(LOSSES):
+            pb.loss = LOSSES[name]()
+            x = 0.3 * rng.standard_normal(pb.n_params)
+            f, g, c, J, hessian = pb.second_order_evaluation(x)
+            f0, g0, c0, jac_t = pb.full_evaluation(x)
+            np.testing.assert_allclose(f, f0, rtol=1e-12)
+            np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(c, c0, rtol=1e-12, atol=1e-15)
+            for k, e in enumerate(np.eye(pb.n_constraints)):
+                np.testing.assert_allclose(J[k], jac_t(e), rtol=1e-10, atol=1e-14)
+            mu = rng.standard_normal(pb.n_constraints)
+            H = hessian(mu)
+            np.testing.assert_allclose(H, _fd_hessian(pb, x, mu), rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(H, H.T, rtol=1e-12, atol=1e-15)
+
+
+def test_hessian_of_many_parameters_is_an_operator_of_the_same_products(monkeypatch):
+    """Above ``_GRAM_MAX_PARAMS`` parameters the Hessian is a LinearOperator: its products
+    are the central differences of the gradient along the same directions."""
+    from scipy.sparse.linalg import LinearOperator
+
+    from sklearn_ialm.problems import linear
+
+    rng = np.random.default_rng(12)
+    problems = [*_problems(True), _subset_problem(True)]
+    monkeypatch.setattr(linear, "_GRAM_MAX_PARAMS", 2)
+    for pb in problems:
+        x = 0.3 * rng.standard_normal(pb.n_params)
+        mu = rng.standard_normal(pb.n_constraints)
+        H = pb.second_order_evaluation(x)[4](mu)
+        assert isinstance(H, LinearOperator)
+        assert pb.curvature_passes == 1.0  # the rows' scores; each product is a pass more
+        V = rng.standard_normal((pb.n_params, 3))
+        np.testing.assert_allclose(
+            np.column_stack([H @ v for v in V.T]), _fd_hessian(pb, x, mu) @ V,
+            rtol=1e-5, atol=1e-7,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["fairness", "neyman_pearson"])
+def test_hessian_of_many_rows_reads_a_fixed_sample_of_them(monkeypatch, kind):
+    """Past ``_hessian_rows`` rows the Gram matrix reads a fixed random sample (weights
+    scaled up): within 15 % of the Gram matrix of every row, the same on every
+    call, and counted as the rows it reads: the sample alone where the problem's rows are
+    the matrix's, else the scores of every row too (Neyman-Pearson's row subsets); every
+    row twice (scores, then the Gram matrix) without a sample."""
+    from sklearn_ialm.problems import linear
+
+    rng = np.random.default_rng(13)
+    n = 30_000
+    X = rng.standard_normal((n, 20))  # (rows of 16 entries or fewer: all read to 4 * limit)
+    y = (X[:, 0] + rng.logistic(size=n) > 0).astype(int)
+    if kind == "fairness":
+        groups = (X[:, 1] > 0.5).astype(int)
+        pb = fairness_problem(X, y, X, groups, bound=0.02, loss="logistic", fit_intercept=True)
+    else:
+        pb = neyman_pearson_problem(X, y, max_fpr=0.1, fit_intercept=True)
+    x = 0.5 * rng.standard_normal(pb.n_params)
+    mu = np.abs(rng.standard_normal(pb.n_constraints))
+    hessian = pb.second_order_evaluation(x)[4]
+    sampled = hessian(mu)
+    np.testing.assert_array_equal(hessian(mu), sampled)
+    limit = linear._hessian_rows(pb.n_params)
+    drawn = len(pb._hessian_sample(pb.A_obj.A)[0])
+    assert limit < n and drawn == pytest.approx(limit, rel=0.05)
+    scores = 0 if kind == "fairness" else n
+    assert pb.curvature_passes == pytest.approx((drawn + scores) / n)
+    monkeypatch.setattr(linear, "_HESSIAN_MIN_ROWS", n)
+    every = hessian(mu)
+    assert pb.curvature_passes == 2.0
+    np.testing.assert_allclose(every, _fd_hessian(pb, x, mu), rtol=1e-5, atol=1e-7)
+    assert np.linalg.norm(sampled - every, 2) <= 0.15 * np.linalg.norm(every, 2)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_weighted_gram_of_csr_rows_is_the_dense_product(compiled):
+    """The finish's weighted Gram matrix of CSR rows (compiled: each row's pairs of
+    non-zeros once) against the dense product, with a column named twice in a row (a
+    non-canonical CSR matrix, whose two entries add up)."""
+    from sklearn_ialm.problems.linear import _weighted_gram
+
+    X, _, _, rng = _data(n=50)
+    A = sp.csr_matrix(X)
+    # Row 0 gets its first stored entry again, as a second entry of the same column.
+    data = np.r_[A.data[:1], A.data]
+    indices = np.r_[A.indices[:1], A.indices]
+    indptr = np.r_[0, A.indptr[1:] + 1]
+    B = sp.csr_matrix((data, indices, indptr), shape=A.shape)
+    dense = B.toarray()
+    assert not B.has_canonical_format and dense[0, indices[0]] == 2 * A.data[0]
+    r = rng.standard_normal(50)
+    G, s, t = _weighted_gram(B, r, compiled)
+    np.testing.assert_allclose(G, dense.T @ (r[:, None] * dense), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(s, r @ dense, rtol=1e-12, atol=1e-14)
+    assert t == pytest.approx(r.sum())

@@ -107,6 +107,11 @@ class _Units:
         return np.array([np.any(multipliers[rows] > 0) for rows in self.members])
 
 
+#: A shift of the surrogate's bounds by less than this share of ``bound_tol`` leaves the next
+#: solve where the last one ended (:func:`fit_hard_rates`).
+_SAME_SHIFT = 0.1
+
+
 def _secant_slope(trace, default, low, high):
     """Slope of the last two ``(argument, value)`` points of ``trace``, clipped to
     ``[low, high]``; ``default`` until there are two distinct points."""
@@ -261,10 +266,22 @@ def fit_hard_rates(
                 "tightest bound the surrogate allows",
             )
             break
+        before = shift.copy()
         misses = _move_bounds(
             problem, units, scores, hard, active, base, column_means, shift, capped, misses,
             trace, bound_tol,
         )  # fmt: skip
+        if np.all(np.abs(shift - before) <= _SAME_SHIFT * bound_tol):
+            # The surrogate's bounds would not move (each that misses is at the tightest
+            # bound the surrogate allows): the next solve would repeat this one. (Error-rate
+            # parity on Adult by race: six such solves, none nearer the bound.)
+            _say(
+                verbose,
+                f"no further solve: on predictions the constraints are "
+                f"{np.round(hard, 4).tolist()}, and the surrogate's bounds are already the "
+                "tightest it allows",
+            )
+            break
         _say(
             verbose and rnd + 1 < max_rounds and passes < budget,
             f"solve {rnd + 2}: on predictions the constraints are "

@@ -31,7 +31,6 @@ from scipy.special import expit
 
 from ._numeric import BOUND_EPS, ROUNDING_SPREAD, check_not_subnormal
 from .linear import _GRAM_MAX_PARAMS, LinearProblem, _Rows
-from .losses import Logistic, SigmoidLoss, TruncatedLogistic
 
 __all__ = ["DaskRows", "DaskLinearProblem", "column_moments"]
 
@@ -219,19 +218,6 @@ def _full_block(X, cell, w, v, b0, loss, B, U, H):
     return tuple(out)
 
 
-def _loss_curvature(loss, m):
-    """The second derivative of ``loss`` at the margins ``m`` (see :mod:`.losses`)."""
-    if isinstance(loss, Logistic):
-        return expit(m) * expit(-m)
-    if isinstance(loss, SigmoidLoss):
-        p = expit(m)
-        return -p * (1.0 - p) * (1.0 - 2.0 * p)
-    # TruncatedLogistic: alpha log(1 + L / alpha) of the logistic loss L.
-    L, d1, d2 = np.logaddexp(0.0, -m), -expit(-m), expit(m) * expit(-m)
-    inner = 1.0 + L / loss.alpha
-    return d2 / inner - d1 * d1 / (loss.alpha * inner * inner)
-
-
 def _second_block(X, cell, w, v, b0, loss, B, U, H):
     """:func:`_full_block`'s sums and the weighted Gram matrices of ``[X, 1]`` of the
     objective's and each constraint's second derivative in the score."""
@@ -239,7 +225,7 @@ def _second_block(X, cell, w, v, b0, loss, B, U, H):
     A = np.asarray(X, dtype=np.float64)
     z = A @ v + b0
     b, u = B[cell], w * U[cell]
-    cols = [u * _loss_curvature(loss, b * z)]
+    cols = [u * loss.second_derivative(b * z)]
     if H.shape[1]:
         p = expit(z)
         d2 = p * (1.0 - p) * (1.0 - 2.0 * p)
@@ -679,14 +665,18 @@ feature_center
 
         return f, grad, c, jac_t
 
-    def second_order_available(self) -> bool:
-        """Whether :meth:`second_order_evaluation` knows the loss's second derivative."""
-        return type(self.loss) in (Logistic, SigmoidLoss, TruncatedLogistic)
+    #: The Hessians come in the evaluation's own compute (see :meth:`second_order_evaluation`).
+    curvature_passes = 0
 
     def second_order_evaluation(self, x):
-        """``(f0, grad, c, J, H_f, H_c)`` over all rows in one pass: :meth:`full_evaluation`'s
-        values, the Jacobian ``J`` (``m x p``), the objective's Hessian (``p x p``) and each
-        constraint's (``m x p x p``), for the finish's Newton steps (one compute each)."""
+        """``(f0, grad, c, J, hessian)`` over all rows in one pass: :meth:`full_evaluation`'s
+        values, the Jacobian ``J`` (``m x p``) and ``hessian(mu)``, the Hessian of
+        ``g + mu . c``, for the finish's Newton steps (one compute each).
+
+        On a cluster a compute costs more than its arithmetic: the objective's and each
+        constraint's Hessian (``m + 1`` Gram matrices of ``d + 1`` columns) come in the
+        evaluation's compute, before ``mu`` (which depends on the constraint values) is
+        known, and ``hessian`` combines them without a further compute."""
         v, b0 = self._effective(x)
         out = self.A_obj.reduce(_second_block, v, float(b0), self.loss, self.B, self.u, self.H)
         *sums, grams = out
@@ -700,7 +690,7 @@ feature_center
         Hs = np.einsum("pi,kij,qj->kpq", Mt, grams, Mt) / n
         m = self.n_constraints
         J = np.vstack([jac_t(e) for e in np.eye(m)]) if m else np.zeros((0, p))
-        return f, grad, c, J, Hs[0], Hs[1:]
+        return f, grad, c, J, lambda mu: Hs[0] + np.tensordot(mu, Hs[1:], axes=1)
 
     def describe_computes(self) -> str:
         """`` computes=N``: the graphs the fit has sent so far (``verbose`` lines)."""

@@ -79,8 +79,20 @@ class _Subset:
 
     def rmatvec(self, r):
         # A row named several times counts as many times (an assignment would keep one).
-        full = np.bincount(self.rows, weights=r, minlength=self.A.shape[0])
-        return self.A.T @ full
+        if r.ndim == 1:
+            return self.A.T @ np.bincount(self.rows, weights=r, minlength=self.A.shape[0])
+        return self.A.T @ (self._spreader() @ r)
+
+    def _spreader(self):
+        """The ``(n_rows of A, len(rows))`` 0/1 matrix that spreads values of the subset's
+        rows over ``A``'s rows (formed once: per-column ``bincount`` took 13 ms a call for
+        ten columns of a9a's rows)."""
+        if getattr(self, "_spread_matrix", None) is None:
+            k = len(self.rows)
+            self._spread_matrix = sp.csr_matrix(
+                (np.ones(k), (self.rows, np.arange(k))), shape=(self.A.shape[0], k)
+            )
+        return self._spread_matrix
 
 
 class _Rows:
@@ -221,6 +233,69 @@ def _product(b, u):
     if np.all(b == 1.0):
         return u
     return b * u
+
+
+#: Rows of a dense block of the weighted Gram matrix: blocks of about 1 MB.
+_GRAM_BLOCK_BYTES = 1 << 20
+#: The finish's Hessians read up to this many rows per parameter, at least
+#: ``_HESSIAN_MIN_ROWS`` (see :meth:`LinearProblem._hessian_sample`).
+_HESSIAN_ROWS_PER_PARAM = 100
+_HESSIAN_MIN_ROWS = 10_000
+#: Rows of at most this many entries (columns, or CSR non-zeros) are sampled only past four
+#: times that many rows (see :meth:`LinearProblem._hessian_sample`).
+_GRAM_NARROW = 16
+
+
+def _draw_chances(importance, size):
+    """Chances ``min(1, lam * importance)`` summing to ``size`` (rows of no importance are
+    not drawn): ``lam`` by fixed-point steps, each setting it for the rows not yet capped."""
+    capped = np.zeros(len(importance), bool)
+    for _ in range(100):
+        free = importance[~capped].sum()
+        lam = (size - capped.sum()) / free if free > 0 else 0.0
+        now = lam * importance >= 1.0
+        if np.array_equal(now, capped):
+            break
+        capped = now
+    return np.minimum(1.0, lam * importance)
+
+
+def _kernels_available():
+    from . import _kernels
+
+    return _kernels.available()
+
+
+def _hessian_rows(n_params):
+    """The most rows a Hessian of the finish reads (see :meth:`LinearProblem._hessian_sample`)."""
+    return max(_HESSIAN_MIN_ROWS, _HESSIAN_ROWS_PER_PARAM * n_params)
+
+
+def _weighted_gram(A, r, compiled):
+    """``(sum_i r_i a_i a_i^T, sum_i r_i a_i, sum_i r_i)`` over the rows ``a_i`` of ``A``, in
+    one read of the rows: a compiled loop over CSR rows (with ``compiled``), else blocks of
+    rows (dense or CSR)."""
+    n, d = A.shape
+    sparse = sp.issparse(A)
+    if sparse and compiled and A.format == "csr" and A.data.dtype == np.float64:
+        from . import _kernels
+
+        G, s = _kernels.csr_gram(A.data, A.indices, A.indptr, np.asarray(r, dtype=float), d)
+        return G, s, float(r.sum())
+    G, s = np.zeros((d, d)), np.zeros(d)
+    width = A.nnz / max(n, 1) if sparse else d
+    step = max(1, int(_GRAM_BLOCK_BYTES // (8 * max(width, 1))))
+    for start in range(0, n, step):
+        B = A[start : start + step]
+        rb = r[start : start + step]
+        if sparse:
+            G += (B.T @ B.multiply(rb[:, None]).tocsr()).toarray()
+            s += np.asarray(B.T @ rb).ravel()
+        else:
+            B = np.asarray(B, dtype=float)
+            G += B.T @ (B * rb[:, None])
+            s += rb @ B
+    return G, s, float(r.sum())
 
 
 def _rmatvec(A, r):
@@ -421,8 +496,19 @@ class LinearProblem(FiniteSumProblem):
         return z
 
     def _grad(self, A, r, n):
-        """Gradient in ``x`` of ``sum_i r_i score_i / n`` over the rows of ``A``."""
+        """Gradient in ``x`` of ``sum_i r_i score_i / n`` over the rows of ``A`` (one column
+        per column of a 2-D ``r``)."""
+        if r.ndim == 2:
+            return self._finish_grads(_rmatvec(A, r), r.sum(axis=0), n)
         return self._finish_grad(_rmatvec(A, r), r.sum() if self.fit_intercept else 0.0, n)
+
+    def _finish_grads(self, G, rsums, n):
+        """:meth:`_finish_grad` of each column of ``G`` with its entry of ``rsums``, as the
+        columns of an ``(n_params, k)`` array."""
+        out = np.empty((self.n_params, G.shape[1]))
+        for k in range(G.shape[1]):
+            out[:, k] = self._finish_grad(G[:, k], float(rsums[k]), n)
+        return out
 
     def _finish_grad(self, g, rsum, n):
         """:meth:`_grad` from ``g = A.T @ r`` and ``rsum = r.sum()``."""
@@ -548,8 +634,9 @@ class LinearProblem(FiniteSumProblem):
         del p
 
         def jac_t(v):
+            # (A 2-D v, one column per vector, gives J^T v of each in one pass.)
             q = self.W @ np.asarray(v, dtype=float)
-            q *= dp
+            q *= dp if q.ndim == 1 else dp[:, None]
             return self._grad(Ac.full, q, 1.0)
 
         return f0, grad, c, jac_t
@@ -626,6 +713,8 @@ class LinearProblem(FiniteSumProblem):
 
         def jac_t(y):
             y = np.asarray(y, dtype=float)
+            if y.ndim == 2:
+                return self._finish_grads(G @ y, gsum @ y, n_c)
             return self._finish_grad(G @ y, float(gsum @ y), n_c)
 
         return float(f) / n_o, grad, csum / n_c + self.offset, jac_t
@@ -669,6 +758,189 @@ class LinearProblem(FiniteSumProblem):
             res = _kernels.full_pass(dense, ro, rc, n_ro, n_rc, shared, *args)
             out = [a + r for a, r in zip(out, res, strict=True)]
         return self._pass_evaluation(x, out, Ao.n_rows, Ac.n_rows)
+
+    # -- second order (the finish's Newton steps) -----------------------------------------------
+    def second_order_available(self) -> bool:
+        """Whether :meth:`second_order_evaluation` applies: the loss is one of this package's
+        (exact types: a subclass may change the maths), whose second derivative is known."""
+        return type(self.loss) in (Logistic, SigmoidLoss, TruncatedLogistic)
+
+    def second_order_evaluation(self, x):
+        """``(f0, grad, c, J, hessian)`` on all rows: :meth:`full_evaluation`'s values, the
+        Jacobian ``J`` (``m x n_params``) from the same pass, and ``hessian(mu)``, the Hessian
+        of ``g + mu . c`` at ``x`` for ``m`` weights ``mu`` (the finish's Newton steps).
+
+        Every score is linear in ``x``, so that Hessian is one Gram matrix of the rows, each
+        weighted by its second derivatives: ``u_i loss''(b_i z_i) / n_o`` on an objective row
+        plus ``sigmoid''(z_j) (W_j . mu) / n_c`` on a constraint row. One weighted Gram matrix
+        whatever the number of constraints (the constraints differ only in the rows' weights
+        ``W_j``), formed when ``hessian`` is called, from the rows' scores (a read of every
+        row) and, beyond ``_HESSIAN_ROWS`` rows, a fixed random sample of them
+        (:attr:`curvature_passes` counts both). Above ``_GRAM_MAX_PARAMS`` parameters
+        (``8 p**2`` bytes, and a factorisation of order ``p**3``) ``hessian`` returns a
+        :class:`~scipy.sparse.linalg.LinearOperator` of Hessian-vector products instead, each
+        a pass over the rows.
+        """
+        f0, grad, c, jac_t = self.full_evaluation(x)
+        m = self.n_constraints
+        J = jac_t(np.eye(m)).T if m else np.zeros((0, self.n_params))
+        x = np.array(x, dtype=float)
+        return f0, grad, c, J, lambda mu: self._hessian(x, np.asarray(mu, dtype=float))
+
+    @property
+    def curvature_passes(self) -> float:
+        """Reads of every row (in units of :meth:`full_evaluation_cost`) that a
+        ``hessian(mu)`` of :meth:`second_order_evaluation` costs: the scores of the rows it
+        weighs and the rows of its Gram matrix (the weights depend on the constraint values
+        of the evaluation, so the Gram matrix cannot come in its pass)."""
+        rows = 0
+        for A, direct in self._curvature_matrices():
+            if self.n_params > _GRAM_MAX_PARAMS:
+                rows += A.shape[0]  # the scores; each product is a read more
+                continue
+            pick = self._hessian_sample(A)[0]
+            if pick is None:
+                rows += 2 * A.shape[0]
+            else:
+                rows += len(pick) + (0 if direct else A.shape[0])
+        return rows / self.full_evaluation_cost()
+
+    def _curvature_matrices(self):
+        """``[(matrix, direct)]``: each matrix the curvature reads, and whether its rows are
+        the problem's rows as they are (no row subset), so that a sample of them is scored
+        alone."""
+        out = {}
+        for rows in (self.A_obj, self.A_con)[: 1 + bool(self.n_constraints)]:
+            A, direct = out.get(id(rows.A), (rows.A, True))
+            out[id(rows.A)] = (A, direct and rows.rows is None)
+        return list(out.values())
+
+    def _hessian(self, x, mu):
+        """``hessian(mu)`` of :meth:`second_order_evaluation` at ``x``."""
+        if self.n_params > _GRAM_MAX_PARAMS:
+            return self._hessian_operator(self._curvature_weights(x, mu, sample=False))
+        H = np.zeros((self.n_params, self.n_params))
+        compiled = self.use_kernel and _kernels_available()
+        for A, r in self._curvature_weights(x, mu, sample=True):
+            H += self._gram_in_x(*_weighted_gram(A, r, compiled))
+        return H
+
+    def _hessian_sample(self, A):
+        """``(pick, rows, scale)``: the rows of ``A`` the Hessian's Gram matrix reads, all
+        (``pick`` None, ``scale`` 1) or, beyond ``_hessian_rows`` of them, a fixed random
+        sample gathered once per matrix, each row's weight scaled by ``scale`` (one over its
+        chance to be drawn: the sum over the sample is an unbiased estimate of the sum
+        over all rows).
+
+        A row is drawn with a chance in proportion to its objective weight plus its largest
+        constraint weight ``|W_jk|`` (capped at 1), so that the rows of small groups, whose
+        constraint weights are large, are all read: drawn uniformly, the 271 rows of Adult's
+        smallest race group were a hundred in a sample, and the error-rate parity Hessian
+        was indefinite at most Newton steps. A sample costs Newton steps all the same
+        (Adult's error-rate parity: 81 reads in its first finish, 42 with every row): rows
+        of at most ``_GRAM_NARROW`` entries (a9a's 14 non-zeros), whose Gram matrix costs a
+        few passes, are all read up to four times ``_hessian_rows``. A Hessian from 10000 of
+        the anchor task's 30000 rows (101 columns) saves two thirds of each Gram matrix,
+        which costs about as much as eight passes of the compiled evaluation.
+        """
+        limit = _hessian_rows(self.n_params)
+        n = A.shape[0]
+        width = A.nnz / max(n, 1) if sp.issparse(A) else A.shape[1]
+        if n <= limit or (width <= _GRAM_NARROW and n <= 4 * limit):
+            return None, A, 1.0
+        cache = self.__dict__.setdefault("_hessian_rows", {})
+        if id(A) not in cache:
+            chance = _draw_chances(self._row_importance(A), limit)
+            pick = np.flatnonzero(np.random.default_rng(0).random(n) < chance)
+            cache[id(A)] = (A, pick, A[pick], 1.0 / chance[pick])  # A kept: its id stays its own
+        return cache[id(A)][1:]
+
+    def _row_importance(self, A):
+        """The objective weight plus the largest ``|W_jk|`` of each row of ``A`` (summed over
+        the times a row subset names it)."""
+        out = np.zeros(A.shape[0])
+        for rows, weights in ((self.A_obj, self.u), (self.A_con, None)):
+            if rows.A is not A or (weights is None and not self.n_constraints):
+                continue
+            if weights is None:
+                weights = np.concatenate([
+                    np.abs(self.W[i : i + _BLOCK_ROWS]).max(axis=1)
+                    for i in range(0, len(self.W), _BLOCK_ROWS)
+                ])  # fmt: skip
+            out += weights if rows.rows is None else np.bincount(rows.rows, weights, len(out))
+        return out
+
+    def _curvature_weights(self, x, mu, *, sample):
+        """``[(rows, weights)]``: the second derivatives of ``g + mu . c`` in the score of each
+        row of each matrix read (zero off a row subset), on its :meth:`_hessian_sample` rows
+        with ``sample`` (their weights scaled up to the sum over all rows), else on all rows.
+        """
+        Ao, Ac = self.A_obj, self.A_con
+        sources = [(Ao, self._objective_curvature)]
+        if self.n_constraints:
+            sources.append((Ac, lambda z, sel: self._constraint_curvature(z, sel, mu)))
+        out = []
+        for A, direct in self._curvature_matrices():
+            mine = [(rows, weigh) for rows, weigh in sources if rows.A is A]
+            pick, block, scale = self._hessian_sample(A) if sample else (None, A, 1.0)
+            if pick is not None and direct:
+                # Only the sampled rows are scored.
+                z = self._score(block, x)
+                r = sum(weigh(z, pick) for _, weigh in mine)
+            else:
+                z = self._score(A, x)
+                r = np.zeros(A.shape[0])
+                for rows, weigh in mine:
+                    if rows.rows is None:
+                        r += weigh(z, slice(None))
+                    else:
+                        r += np.bincount(
+                            rows.rows, weights=weigh(z[rows.rows], slice(None)),
+                            minlength=A.shape[0],
+                        )  # fmt: skip
+                if pick is not None:
+                    r = r[pick]
+            out.append((block, r * scale))
+        return out
+
+    def _objective_curvature(self, z, sel):
+        """``u_i loss''(b_i z_i) / n_o`` of the objective rows ``sel`` with scores ``z``."""
+        return self.u[sel] * self.loss.second_derivative(self.b[sel] * z) / self.A_obj.n_rows
+
+    def _constraint_curvature(self, z, sel, mu):
+        """``sigmoid''(z_j) (W_j . mu) / n_c`` of the constraint rows ``sel``."""
+        p = expit(z)
+        return p * (1.0 - p) * (1.0 - 2.0 * p) * (self.W[sel] @ mu) / self.A_con.n_rows
+
+    def _gram_in_x(self, G, s, t):
+        """``sum_i r_i grad z_i grad z_i^T`` in the solver's ``x`` from the raw weighted sums
+        of the rows ``[a, 1]``: ``G = sum r a a^T``, ``s = sum r a``, ``t = sum r``.
+
+        ``grad z = (a - feature_center) / feature_scale`` (and 1 for the intercept): the
+        centre and the scale act here, on ``d x d`` numbers, never on the rows.
+        """
+        d = self.n_features
+        if self.feature_center is not None:
+            c = self.feature_center
+            G = G - np.outer(s, c) - np.outer(c, s) + t * np.outer(c, c)
+            s = s - t * c
+        inv = np.broadcast_to(self._inv_scale, (d,))
+        H = np.empty((self.n_params, self.n_params))
+        H[:d, :d] = G * np.outer(inv, inv)
+        if self.fit_intercept:
+            H[:d, d] = H[d, :d] = s * inv
+            H[d, d] = t
+        return H
+
+    def _hessian_operator(self, parts):
+        """The Hessian of :meth:`_hessian` as products with it (wide data)."""
+        from scipy.sparse.linalg import LinearOperator
+
+        def matvec(v):
+            v = np.ravel(v)
+            return sum(self._grad(A, r * self._score(A, v), 1.0) for A, r in parts)
+
+        return LinearOperator((self.n_params, self.n_params), matvec=matvec, dtype=float)
 
     # -- the same minibatch at two points (PStorm's fast path) ---------------------------------
     def _score_pair(self, A, x1, x2):

@@ -1,7 +1,8 @@
 """Per-sample losses of a margin ``m = b * score`` (``b`` in {-1, +1}), with derivatives.
 
-Each loss has ``value(m)``, ``derivative(m)`` and ``curvature``, an upper bound of
-``|loss''|`` used for the step size. All are written to stay finite for any float margin.
+Each loss has ``value(m)``, ``derivative(m)``, ``second_derivative(m)`` (for the Newton steps
+of the finish) and ``curvature``, an upper bound of ``|loss''|`` used for the step size. All
+are written to stay finite for any float margin.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ class Logistic:
     def derivative(self, m):
         return -expit(-m)
 
+    def second_derivative(self, m):
+        # sigmoid(m) sigmoid(-m) with one exponential.
+        e = np.exp(-np.abs(m))
+        return e / (1.0 + e) ** 2
+
 
 class TruncatedLogistic:
     """The paper's truncated logistic loss ``alpha * log(1 + log(1 + exp(-m)) / alpha)``.
@@ -70,6 +76,13 @@ class TruncatedLogistic:
     def derivative(self, m):
         return -expit(-m) / (1.0 + np.logaddexp(0.0, -m) / self.alpha)
 
+    def second_derivative(self, m):
+        # alpha log(1 + L / alpha) of the logistic loss L: L'' / s - L'^2 / (alpha s^2),
+        # s = 1 + L / alpha.
+        inner = 1.0 + np.logaddexp(0.0, -m) / self.alpha
+        d1 = expit(-m)
+        return expit(m) * d1 / inner - d1 * d1 / (self.alpha * inner * inner)
+
 
 class SigmoidLoss:
     """``1 / (1 + exp(m))``, the smooth 0-1 loss of the paper's Neyman-Pearson model.
@@ -90,6 +103,10 @@ class SigmoidLoss:
     def derivative(self, m):
         p = expit(m)
         return -p * (1.0 - p)
+
+    def second_derivative(self, m):
+        p = expit(m)
+        return -p * (1.0 - p) * (1.0 - 2.0 * p)
 
 
 LOSSES = {

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import nnls
 
-__all__ = ["level_shift", "optimal_dual", "original_residuals", "slack_residuals"]
+__all__ = ["level_shift", "level_values", "optimal_dual", "original_residuals", "slack_residuals"]
 
 
 def slack_residuals(x, s, y, grad_g, c, jac_t, h, inequality):
@@ -222,12 +222,15 @@ def level_shift(levels, c, y, beta):
     zero (the root nearest the current level). Returns ``levels @ t``, to add to ``c`` (and
     to the offsets); then ``levels.T @ (y + beta k)`` is zero: the levels are stationary.
     """
-    shift = np.zeros(len(c))
+    return levels @ level_values(levels, c, y, beta)
+
+
+def level_values(levels, c, y, beta):
+    """The free levels ``t`` that minimise the AL given ``x`` (see :func:`level_shift`, which
+    returns ``levels @ t``), from the constraint values ``c`` at ``t = 0``."""
+    t = np.zeros(levels.shape[1])
     for j in range(levels.shape[1]):
         rows = np.flatnonzero(levels[:, j])
-        if not len(rows):
-            continue
-        e = levels[rows, j]
-        t = _level_root(e, y[rows] + beta * c[rows], beta)
-        shift[rows] = e * t
-    return shift
+        if len(rows):
+            t[j] = _level_root(levels[rows, j], y[rows] + beta * c[rows], beta)
+    return t
