@@ -71,7 +71,7 @@ from ..solver.kkt import level_shift
 from ..solver.prox import Ridge
 from ..solver.pstorm import AugmentedLagrangianEstimator, pstorm
 from ..solver.settings import PRESETS
-from ._base import _DTYPES, _check_labels, is_dask_collection
+from ._base import _DTYPES, _check_labels, _label, is_dask_collection
 from ._hard_rates import _secant_slope, rate_threshold
 from ._scaling import _feature_scaling
 from ._solve import spawn_seeds
@@ -83,7 +83,7 @@ PIECE_ROWS = 5000
 #: Rows of the first outer iteration; later ones span OUTER_SHARE of the rows seen, so a
 #: stream of n rows takes about log(n) outer iterations and the last ones measure their
 #: constraint values on many rows.
-FIRST_OUTER_ROWS = 5000
+FIRST_OUTER_ROWS = 2000
 OUTER_SHARE = 0.25
 #: The penalty of a stream when ``beta0`` is None, and its cap (``max(beta0, PENALTY)``).
 PENALTY = 3.0
@@ -136,15 +136,14 @@ class _FairPose(_Pose):
         self.kind, self.form = est.constraint, None if est._form() == "share" else est._form()
         self.bound, self.max_fpr = bound, max_fpr
         self.scale_share = est.constraint == "positive_share"
-        ones = np.ones(self.n_cells)
-        *_, names, levels = self._pose(ones, strict=False)
-        self.names, self.levels = names, levels
-        self.m = len(names)
+        # The constraints' names and free levels do not depend on the weights.
+        *_, self.names, self.levels = self._pose(np.ones(self.n_cells))
+        self.m = len(self.names)
 
     def cells(self, codes, groups):
         return 2 * groups.astype(np.intp) + codes.astype(np.intp)
 
-    def _pose(self, cell_weight, strict=True):
+    def _pose(self, cell_weight):
         cells = np.arange(self.n_cells)
         group, label = cells // 2, cells % 2
         t = np.asarray(cell_weight, dtype=float)
@@ -163,8 +162,8 @@ class _FairPose(_Pose):
             W, offset, names, levels = np.zeros((self.n_cells, 0)), np.zeros(0), [], None
         if self.max_fpr is not None:
             negatives = t * (label == 0)
-            column = self.n_cells * negatives / negatives.sum() if strict else negatives
-            W = np.column_stack([W, column])
+            # fit's _with_fpr_bound: n w 1[y = 0] / sum of the negatives' weights.
+            W = np.column_stack([W, self.n_cells * negatives / negatives.sum()])
             offset = np.append(offset, -float(self.max_fpr))
             names = [*names, "false_positive_rate"]
             if levels is not None:
@@ -724,7 +723,7 @@ def _codes(y, classes):
     if not np.all(found):
         bad = y[~np.asarray(found, bool)][0]
         raise ValueError(
-            f"y holds the label {bad!r}, which is not one of the classes declared on the "
+            f"y holds the label {_label(bad)}, which is not one of the classes declared on the "
             f"first call to partial_fit: {classes.tolist()!r}."
         )
     return order[at].astype(np.intp)
@@ -977,6 +976,8 @@ def _publish(work, state):
         work.running_constraint_values_ = np.array([fpr])
         work.bound_met_ = bool(fpr <= work.max_fpr_)
     else:
+        if not hasattr(work, "constraint"):
+            work.threshold_ = 0.0  # as fit's multinomial model: the arg-max of the scores
         work.running_constraint_values_ = np.zeros(0)
         work.bound_met_ = True
 
