@@ -94,7 +94,7 @@ AVERAGE_MIN = 300
 AVERAGE_SHARE = 0.5
 #: Neyman-Pearson: the threshold flags ``(1 - FPR_MARGIN) * max_fpr`` of the negatives, so
 #: that the running rate's spread keeps it under ``max_fpr``.
-FPR_MARGIN = 0.03
+FPR_MARGIN = 0.02
 #: Neyman-Pearson's negative weight is moved when the boundary ``score = 0`` flags a share of
 #: the negatives off ``max_fpr`` by more than this factor (``fit``'s ``rel_tol``).
 WEIGHT_BAND = 1.25

@@ -487,7 +487,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         estimates to the next call; :meth:`fit` starts afresh. With ``loss="logistic"`` the
         negatives' weight is steered on the running rates as :meth:`fit` steers it, and
         ``threshold_`` is a running quantile of the negatives' scores that flags
-        ``max_fpr`` of them, less a margin of 3 % of it for the spread of the running rate.
+        ``max_fpr`` of them, less a margin of 2 % of it for the spread of the running rate.
         ``coef_`` is an average of the recent iterates. The features' coordinates are fixed
         from the first batch (pass a first batch of a few hundred rows or more). See the
         user guide, "Data seen once". Binary only with a bound (``max_class_error`` is not
