@@ -237,6 +237,31 @@ def report(n, sizes, passes, n_fresh, results, memory, seconds):
     return "\n".join(lines)
 
 
+def figures(n, sizes, n_fresh, results, memory):
+    """The user guide's summary (``doc/user_guide/streams.rst`` includes it), one pass."""
+    mem = memory["scores"]
+    lines = [
+        f"One pass over {_e(n)} rows, the final models scored on {_e(n_fresh)} fresh rows, "
+        "CPU seconds of the calls in one process:",
+        "",
+    ]
+    for size in sizes:
+        res = results[size][0]
+        fair, npf = res["fresh"]["fair"], res["fresh"]["np"]
+        cpu = res["cpu"]
+        lines += [
+            f"* batches of {size:,} rows: demographic parity {BOUND} -- running gap "
+            f"{res['running_gap']:.4f}, the final model's gap {res['seen']['fair']['gap']:.4f} "
+            f"on the rows seen and {fair['gap']:.4f} on fresh rows, accuracy "
+            f"{fair['accuracy']:.4f} (in memory {mem['fair']['accuracy']:.4f}), CPU "
+            f"{cpu['fair'] / cpu['sgd']:.2f} times SGDClassifier's; Neyman-Pearson "
+            f"max_fpr {MAX_FPR} -- running FPR {res['running_fpr']:.4f}, fresh FPR "
+            f"{npf['fpr']:.4f}, FNR {npf['fnr']:.4f} (in memory {mem['np']['fnr']:.4f}), CPU "
+            f"{cpu['np'] / cpu['sgd']:.2f} times SGDClassifier's.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=float, default=1e7, help="rows of the stream")
@@ -264,6 +289,9 @@ def main(argv=None):
                   flush=True)  # fmt: skip
     text = report(n, sizes, args.passes, n_fresh, results, memory, time.time() - start)
     args.out.write_text(text)
+    args.out.with_name(args.out.stem + "_figures.txt").write_text(
+        figures(n, sizes, n_fresh, results, memory)
+    )
     print(text)
 
 
