@@ -6,7 +6,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from fairlearn.metrics import demographic_parity_difference
+import scipy.sparse as sp
+from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
@@ -146,6 +147,35 @@ def test_the_running_gap_is_fairlearns_on_the_predictions_made_and_meets_the_bou
     assert unconstrained > 0.3
     assert running < 0.075 and final < 0.075
     assert clf.bound_met_ == (running <= 0.05)
+
+
+def test_four_groups_stream_as_a_band_and_their_running_value_is_fairlearns():
+    """Four groups: the constraints are bands of free level (fit's, for four or more
+    groups), both rates of equalized odds; the running value is fairlearn's metric."""
+    rng = np.random.default_rng(5)
+    clf = _fair(constraint="equalized_odds")
+    made, labels, groups = [], [], []
+    for i in range(30):
+        X = rng.standard_normal((1000, 5))
+        g = np.digitize(X[:, 0] + rng.normal(size=1000), [-0.7, 0.0, 0.7])
+        y = (X @ _W + rng.logistic(size=1000) > 0).astype(int)
+        made.append(clf.predict(X) if i else np.full(len(y), int(y.mean() > 0.5)))
+        clf.partial_fit(X, y, classes=[0, 1], groups=[0, 1, 2, 3], sensitive_features=g)
+        labels.append(y)
+        groups.append(g)
+    y, g = np.concatenate(labels), np.concatenate(groups)
+    running = equalized_odds_difference(y, np.concatenate(made), sensitive_features=g)
+    np.testing.assert_allclose(clf.running_constraint_values_, [running], rtol=1e-12)
+    assert clf._stream.pose.levels is not None and clf.multipliers_.shape == (16,)
+
+
+def test_sparse_batches_give_the_dense_model():
+    dense, sparse = _fair(), _fair()
+    for X, y, g in _stream(5, 1000, 6):
+        dense.partial_fit(X, y, classes=[0, 1], groups=[0, 1], sensitive_features=g)
+        sparse.partial_fit(sp.csr_matrix(X), y, classes=[0, 1], groups=[0, 1],
+                           sensitive_features=g)  # fmt: skip
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-9, atol=1e-12)
 
 
 def test_weighted_running_gap_is_fairlearns_with_the_weights():

@@ -60,8 +60,10 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -83,7 +85,7 @@ from ._hard_rates import _secant_slope, rate_threshold
 from ._scaling import _feature_scaling
 from ._solve import spawn_seeds
 
-__all__ = ["StreamState", "partial_fit"]
+__all__ = ["GroupCodec", "StreamState", "partial_fit"]
 
 #: Rows of one PStorm call; the measurements of the running estimates are taken between two.
 PIECE_ROWS = 5000
@@ -667,9 +669,11 @@ def partial_fit(est, X, y, *, classes=None, sample_weight=None, groups=None, **f
         state = _new_state(work, est if fitted else None, codes, w, start, groups, fit_params)
         state.text_columns = list(fit_params.get("text_group_columns") or [])
     elif groups is not None:
-        _check_same_groups(state, groups)
+        _check_same_groups(fit_params["codec"], state, groups)
     w = _class_weighted(work, state, codes, w)
-    batch_groups = _batch_groups(state, fit_params.get("sensitive_features"), X.shape[0])
+    batch_groups = _batch_groups(
+        fit_params.get("codec"), state, fit_params.get("sensitive_features"), X.shape[0]
+    )
     keep = w > 0
     if not keep.all():
         X, codes, w = X[keep], codes[keep], w[keep]
@@ -796,6 +800,15 @@ def _fitted_model(fitted, kind, pose):
     )
 
 
+class GroupCodec(NamedTuple):
+    """How a fairness stream reads group labels (the estimator's own functions, passed in
+    by ``FairLogisticClassifier.partial_fit``): ``encode(values, n) -> (codes, labels)`` and
+    ``key(label)``, a hashable key equal for a label's spellings."""
+
+    encode: Callable
+    key: Callable
+
+
 # -- the groups of a fairness stream --------------------------------------------------------------
 def _fair_pose(work, classes, K, codes, w, groups, fit_params):
     """The fairness pose of a new stream: the declared groups, the protected ones, the
@@ -821,15 +834,14 @@ def _fair_pose(work, classes, K, codes, w, groups, fit_params):
             "classes, since a batch may hold only some of them and the constraints are posed "
             "once for all."
         )
-    from .fair import encode_groups
-
+    codec = fit_params["codec"]
     declared = np.asarray(groups, dtype=object if _is_tuples(groups) else None)
-    _, labels = encode_groups(declared, len(declared))
+    _, labels = codec.encode(declared, len(declared))
     if len(labels) < 2:
         _warn_void(work, f"groups declares a single group ({labels[0]!r})")
         return _Pose(K)
-    batch = _group_codes(labels, sf, len(codes))
-    protected = _protected(work, labels, batch, w)
+    batch = _group_codes(codec, labels, sf, len(codes))
+    protected = _protected(work, codec, labels, batch, w)
     bound = work._check_bound()
     if work.constraint == "positive_share" and len(protected) * bound > 1 + 1e-12:
         raise ValueError(
@@ -852,44 +864,40 @@ def _warn_void(work, why):
     )
 
 
-def _group_codes(labels, sensitive_features, n):
+def _group_codes(codec, labels, sensitive_features, n):
     """Each row's position among the declared group ``labels``; a group not declared is an
     error naming sensitive_features."""
-    from .fair import _group_key, encode_groups
-
-    codes, present = encode_groups(sensitive_features, n)
-    lookup = {_group_key(label): i for i, label in enumerate(labels)}
+    codes, present = codec.encode(sensitive_features, n)
+    lookup = {codec.key(label): i for i, label in enumerate(labels)}
     where = np.empty(len(present), dtype=np.intp)
     for i, label in enumerate(present):
-        key = _group_key(label)
+        key = codec.key(label)
         if key not in lookup:
             raise ValueError(
                 f"sensitive_features holds the group {key!r}, which is not one of the groups "
                 f"declared on the first call to partial_fit: "
-                f"{[_group_key(g) for g in labels]!r}."
+                f"{[codec.key(g) for g in labels]!r}."
             )
         where[i] = lookup[key]
     return where[codes]
 
 
-def _protected(work, labels, batch, w):
+def _protected(work, codec, labels, batch, w):
     """The protected groups' positions: ``protected_groups``, else (as fit's rule) with two
     groups the one of less weight in the first batch (a tie: the first), else all."""
-    from .fair import _group_key
-
     if work.protected_groups is None:
         if len(labels) == 2:
             weight = np.bincount(batch, weights=w, minlength=2)
             return np.array([int(np.argmin(weight))])
         return np.arange(len(labels))
-    lookup = {_group_key(label): i for i, label in enumerate(labels)}
+    lookup = {codec.key(label): i for i, label in enumerate(labels)}
     chosen = []
     for label in list(work.protected_groups):
-        key = _group_key(label)
+        key = codec.key(label)
         if key not in lookup:
             raise ValueError(
                 f"protected_groups: group {key!r} is not one of the declared groups "
-                f"{[_group_key(g) for g in labels]!r}."
+                f"{[codec.key(g) for g in labels]!r}."
             )
         if lookup[key] not in chosen:
             chosen.append(lookup[key])
@@ -900,12 +908,10 @@ def _protected(work, labels, batch, w):
     return np.array(chosen)
 
 
-def _check_same_groups(state, groups):
-    from .fair import encode_groups
-
+def _check_same_groups(codec, state, groups):
     labels = getattr(state.pose, "labels", None)
     declared = np.asarray(groups, dtype=object if _is_tuples(groups) else None)
-    _, given = encode_groups(declared, len(declared))
+    _, given = codec.encode(declared, len(declared))
     if (
         labels is None
         or len(given) != len(labels)
@@ -918,7 +924,7 @@ def _check_same_groups(state, groups):
         )
 
 
-def _batch_groups(state, sensitive_features, n):
+def _batch_groups(codec, state, sensitive_features, n):
     """The batch's group positions (None for a stream without groups)."""
     labels = getattr(state.pose, "labels", None)
     if labels is None:
@@ -934,7 +940,7 @@ def _batch_groups(state, sensitive_features, n):
             "sensitive_features is None: every batch of this stream needs the group of each "
             "row (its constraints read them)."
         )
-    return _group_codes(labels, sensitive_features, n)
+    return _group_codes(codec, labels, sensitive_features, n)
 
 
 def _class_weighted(work, state, codes, w):

@@ -26,6 +26,7 @@ from ._multiclass import NOT_YET, is_multiclass
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
+from ._stream import GroupCodec
 from ._stream import partial_fit as stream_partial_fit
 
 __all__ = ["FairLogisticClassifier"]
@@ -665,8 +666,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
         to the next call; :meth:`fit` starts afresh. The group rates are running rates over
         every row seen, and the soft constraint's bound is steered so that the *hard* rates
         of the predictions meet ``bound`` (``rate="hard"``). ``coef_`` is an average of the
-        recent iterates. The features' coordinates are fixed from the first batch (pass a
-        first batch of a few hundred rows or more). See the user guide, "Data seen once".
+        recent iterates. The features' standard units are fixed from the first batch's
+        column moments, not updated: the iterate and the momentum estimate live in them, the
+        model does not depend on them, and a first batch of a few hundred rows or more gets
+        the conditioning they are for. See the user guide, "Data seen once".
         Binary only with a bound; more than two classes stream without one (no groups).
         ``calibration`` must be None.
 
@@ -708,6 +711,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return stream_partial_fit(
             self, X, y, classes=classes, sample_weight=sample_weight, groups=groups,
             sensitive_features=sensitive_features, text_group_columns=text,
+            codec=GroupCodec(encode_groups, _group_key),
         )  # fmt: skip
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
