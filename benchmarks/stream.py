@@ -182,8 +182,8 @@ def report(n, sizes, passes, n_fresh, results, memory, seconds):
         f"Command: `OMP_NUM_THREADS=1 python -m benchmarks.stream --n {_e(n)} --batches "
         f"{','.join(_e(s) for s in sizes)} --passes {passes} --fresh {_e(n_fresh)}` "
         "(module docstring: the stream and what is timed). Demographic parity bound "
-        f"{BOUND}, Neyman-Pearson max_fpr {MAX_FPR}; fresh rows: {n_fresh:g} rows the "
-        f"stream never showed; in-memory fits on the first {IN_MEMORY_ROWS:g} rows of the "
+        f"{BOUND}, Neyman-Pearson max_fpr {MAX_FPR}; fresh rows: {_e(n_fresh)} rows the "
+        f"stream never showed; in-memory fits on the first {_e(IN_MEMORY_ROWS)} rows of the "
         "stream. CPU ratios are measured in one process over the same batches.",
         "",
         "## Fairness: FairLogisticClassifier(bound=0.02)",
@@ -224,7 +224,7 @@ def report(n, sizes, passes, n_fresh, results, memory, seconds):
         "",
         "SGDClassifier CPU seconds per pass: "
         + ", ".join(f"batches of {size:g}: {results[size][0]['cpu']['sgd']:.2f}" for size in sizes)
-        + f". In-memory fits on {IN_MEMORY_ROWS:g} rows: FairLogisticClassifier "
+        + f". In-memory fits on {_e(IN_MEMORY_ROWS)} rows: FairLogisticClassifier "
         f"{memory['cpu']['fair']:.1f} s, NeymanPearsonClassifier {memory['cpu']['np']:.1f} s.",
         "",
         "The running gap (FPR) counts each row as the model of its time predicted it, before "
