@@ -90,7 +90,7 @@ def _by_rows(scores, fn):
 # The fitted state whose name does not end with "_" (see BaseIALMClassifier._working_copy).
 _PRIVATE_FIT_STATE = frozenset(
     {"_slack", "_constant_fallback", "_null_dual_residual", "_n_effective_negatives", "_C_scale"}
-)
+) | {"_stream"}  # partial_fit's state: a fit starts afresh without it
 
 
 def _is_fit_state(name: str) -> bool:

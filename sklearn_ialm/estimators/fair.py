@@ -26,6 +26,8 @@ from ._multiclass import NOT_YET, is_multiclass
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
+from ._stream import GroupCodec
+from ._stream import partial_fit as stream_partial_fit
 
 __all__ = ["FairLogisticClassifier"]
 
@@ -504,6 +506,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
     """
 
     __metadata_request__fit = {"sensitive_features": True}
+    __metadata_request__partial_fit = {"sensitive_features": True}
 
     # The paper preset keeps the paper's schedule (the solver's 1 and 2.5).
     _default_schedule = {"default": (0.3, 1.25)}
@@ -647,6 +650,71 @@ class FairLogisticClassifier(BaseIALMClassifier):
         work.text_group_columns_ = text
         self._publish(work)
         return self
+
+    def partial_fit(
+        self,
+        X: MatrixLike,
+        y: ArrayLike,
+        classes: ArrayLike | None = None,
+        *,
+        groups: ArrayLike | None = None,
+        sensitive_features: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> FairLogisticClassifier:
+        """Learn from one batch of a stream, each row seen once (the paper's expectation setting).
+
+        Each call runs Stoc-iALM + PStorm steps on the batch and carries the iterate, the
+        multipliers, the penalty, the momentum estimate and the running constraint estimates
+        to the next call; :meth:`fit` starts afresh. The group rates are running rates over
+        every row seen, and the soft constraint's bound is steered so that the *hard* rates
+        of the predictions meet ``bound`` (``rate="hard"``). ``coef_`` is an average of the
+        recent iterates. The features' standard units are fixed from the first batch's
+        column moments, not updated: the iterate and the momentum estimate live in them, the
+        model does not depend on them, and a first batch of a few hundred rows or more gets
+        the conditioning they are for. See the user guide, "Data seen once".
+        Binary only with a bound; more than two classes stream without one (no groups).
+        ``calibration`` must be None.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            One batch.
+        y : array-like of shape (n_samples,)
+            Its labels, each one of ``classes``.
+        classes : array-like, default=None
+            Every class label of the stream: needed on the first call (a batch may hold
+            only some of them), checked on later ones.
+        groups : array-like, default=None
+            Every group label of the stream (tuples for intersections of several columns):
+            needed on the first call with ``sensitive_features``, checked on later ones. The
+            constraints are posed on these groups for the whole stream.
+        sensitive_features : array-like or str, default=None
+            The group of each row of the batch, as for :meth:`fit`; needed on every call of
+            a stream that has groups. None on the first call (and no ``groups``): the
+            unconstrained model is streamed, with a warning.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Nonnegative row weights (``class_weight="balanced"`` reads the classes' weights
+            over the rows seen so far).
+
+        Returns
+        -------
+        self : FairLogisticClassifier
+            With ``n_samples_seen_`` (rows of nonzero weight seen), ``running_constraint_values_``
+            (the constrained metric, as ``hard_constraint_values_`` is, of the predictions
+            made on the rows as they came: each batch predicted by the model before the call
+            that learnt it), ``bound_met_`` (whether those meet ``bound``; with ``max_fpr``,
+            ``running_fpr_`` too) and the fitted attributes of the model.
+        """
+        sensitive_features, names = _columns_of_x(X, sensitive_features)
+        X, text = _without_text_groups(X, names)
+        y, sample_weight, sensitive_features = align_rows(
+            X, y=y, sample_weight=sample_weight, sensitive_features=sensitive_features
+        )
+        return stream_partial_fit(
+            self, X, y, classes=classes, sample_weight=sample_weight, groups=groups,
+            sensitive_features=sensitive_features, text_group_columns=text,
+            codec=GroupCodec(encode_groups, _group_key),
+        )  # fmt: skip
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
         """Score ``X @ coef_.T + intercept_`` of each row; positive means ``classes_[1]``.

@@ -25,6 +25,7 @@ from ._multiclass_umbrella import fit_multiclass_umbrella, predict_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
+from ._stream import partial_fit as stream_partial_fit
 from ._umbrella import (
     training_fpr_upper_limit,
     umbrella_min_calibration_size,
@@ -476,6 +477,51 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             work._fit_umbrella(X, y, sample_weight)
         self._publish(work)
         return self
+
+    def partial_fit(
+        self,
+        X: MatrixLike,
+        y: ArrayLike,
+        classes: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> NeymanPearsonClassifier:
+        """Learn from one batch of a stream, each row seen once (the paper's expectation setting).
+
+        Each call runs PStorm steps on the batch (Stoc-iALM's, with multipliers, for
+        ``loss="sigmoid"``) and carries the iterate, the momentum estimate and the running
+        estimates to the next call; :meth:`fit` starts afresh. With ``loss="logistic"`` the
+        negatives' weight is steered on the running rates as :meth:`fit` steers it, and
+        ``threshold_`` is a running quantile of the negatives' scores that flags
+        ``max_fpr`` of them, less a margin of 2 % of it for the spread of the running rate.
+        ``coef_`` is an average of the recent iterates. The features' standard units are
+        fixed from the first batch's column moments, not updated: the iterate and the
+        momentum estimate live in them, the model does not depend on them, and a first batch
+        of a few hundred rows or more gets the conditioning they are for. See the user
+        guide, "Data seen once". Binary only with a bound (``max_class_error`` is not
+        streamed); ``calibration`` must be None.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            One batch.
+        y : array-like of shape (n_samples,)
+            Its labels, each one of ``classes``.
+        classes : array-like, default=None
+            Every class label of the stream: needed on the first call (a batch may hold
+            only some of them), checked on later ones.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Nonnegative row weights.
+
+        Returns
+        -------
+        self : NeymanPearsonClassifier
+            With ``n_samples_seen_`` (rows of nonzero weight seen), ``running_constraint_values_``
+            (the false-positive rate of the predictions made on the negatives as they came:
+            each batch predicted by the model before the call that learnt it), ``bound_met_``
+            (whether it is at most ``max_fpr``) and the fitted attributes of the model.
+        """
+        y, sample_weight = align_rows(X, y=y, sample_weight=sample_weight)
+        return stream_partial_fit(self, X, y, classes=classes, sample_weight=sample_weight)
 
     def _fit_umbrella(self, X, y, sample_weight):
         """The fit with ``calibration="umbrella"``: validate everything once, on all rows, then

@@ -1,0 +1,299 @@
+"""Data seen once: ``partial_fit`` on a stream, beside SGDClassifier and the in-memory fit.
+
+(Issue 43.)
+Usage (from the repository root, one thread)::
+
+    OMP_NUM_THREADS=1 python -m benchmarks.stream --n 1e7      # the acceptance run, ~15 min
+    OMP_NUM_THREADS=1 python -m benchmarks.stream --n 1e6      # small, ~2 min
+
+The stream: 20 standard-normal features, ``y = 1[x.w + logistic noise > 0]``, a group (31 %
+of the rows) a noisy threshold of the feature the label leans on most, so that a
+demographic-parity bound binds (LogisticRegression's gap is about 0.28). It is generated in
+chunks of 10000 rows from their own seeds, cut into batches (the same rows whatever the batch
+size) and never held in memory; the rows seen are generated again to score the final models.
+
+For each batch size, over the same batches, in one process (CPU seconds of the
+``partial_fit`` calls alone, a warm-up call first so that numba's cache loads outside them):
+
+* ``SGDClassifier(loss="log_loss").partial_fit`` (no bound);
+* ``FairLogisticClassifier(bound=0.02).partial_fit``: the running gap (the predictions made
+  as the rows came), the final model's gap on every row seen and on fresh rows, its accuracy,
+  after one pass and after a second pass over the same batches;
+* ``NeymanPearsonClassifier(max_fpr=0.05).partial_fit``: the running false-positive rate, and
+  the final model's FPR and FNR on fresh rows;
+
+and the in-memory ``fit`` of both estimators on a 1e6-row sample (the first rows of the
+stream), scored on the same fresh rows. Writes ``benchmarks/results/stream.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import SGDClassifier
+
+from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+
+RESULTS = Path(__file__).parent / "results"
+D, CHUNK, SEED = 20, 10_000, 0
+BOUND, MAX_FPR = 0.02, 0.05
+#: The fresh rows start at this chunk, past any stream the benchmark runs.
+FRESH_CHUNK = 10**6
+IN_MEMORY_ROWS = 1_000_000
+
+
+def _weights():
+    return np.random.default_rng(SEED).standard_normal(D) / np.sqrt(D) * 2
+
+
+def chunk(i):
+    """Rows ``i * CHUNK`` to ``(i + 1) * CHUNK`` of the stream: ``(X, y, group)``."""
+    w = _weights()
+    j = int(np.argmax(np.abs(w)))
+    rng = np.random.default_rng([SEED, i])
+    X = rng.standard_normal((CHUNK, D))
+    y = (X @ w + rng.logistic(size=CHUNK) > 0).astype(int)
+    g = (np.sign(w[j]) * X[:, j] + rng.normal(size=CHUNK) > 0.7).astype(int)
+    return X, y, g
+
+
+def batches(n, size, first_chunk=0):
+    """The first ``n`` rows from ``first_chunk`` on, in batches of ``size`` rows."""
+    parts, held, i, done = [], 0, first_chunk, 0
+    while done < n:
+        while held < min(size, n - done):
+            parts.append(chunk(i))
+            held += CHUNK
+            i += 1
+        X, y, g = (np.concatenate(p) for p in zip(*parts, strict=True))
+        start = 0
+        while held - start >= size or (done + held - start >= n and start < held):
+            take = min(size, n - done)
+            yield X[start : start + take], y[start : start + take], g[start : start + take]
+            start, done = start + take, done + take
+            if done >= n:
+                return
+        parts, held = [(X[start:], y[start:], g[start:])], held - start
+
+
+def _gap_counts(pred, y, g):
+    """Per group: rows and positive predictions (demographic parity reads these)."""
+    return np.array([[np.sum(g == k), np.sum(pred[g == k])] for k in (0, 1)], dtype=float)
+
+
+def _gap(counts):
+    rates = counts[:, 1] / counts[:, 0]
+    return float(abs(rates[1] - rates[0]))
+
+
+def score_rows(models, n, first_chunk=0):
+    """Each model's gap, accuracy, FPR and FNR over ``n`` rows, generated again."""
+    out = {name: dict(counts=np.zeros((2, 2)), right=0, fp=0, neg=0, fn=0, pos=0)
+           for name in models}  # fmt: skip
+    for X, y, g in batches(n, 100_000, first_chunk):
+        for name, model in models.items():
+            pred = model.predict(X)
+            o = out[name]
+            o["counts"] += _gap_counts(pred, y, g)
+            o["right"] += int(np.sum(pred == y))
+            o["fp"] += int(np.sum(pred[y == 0]))
+            o["neg"] += int(np.sum(y == 0))
+            o["fn"] += int(np.sum(1 - pred[y == 1]))
+            o["pos"] += int(np.sum(y == 1))
+    return {
+        name: dict(gap=_gap(o["counts"]), accuracy=o["right"] / n, fpr=o["fp"] / o["neg"],
+                   fnr=o["fn"] / o["pos"])
+        for name, o in out.items()
+    }  # fmt: skip
+
+
+def _warm_up():
+    """One call of each estimator, so that the compiled kernels load outside the timing."""
+    X, y, g = chunk(FRESH_CHUNK + 10**5)
+    FairLogisticClassifier(bound=BOUND).partial_fit(
+        X, y, classes=[0, 1], groups=[0, 1], sensitive_features=g
+    )
+    NeymanPearsonClassifier(max_fpr=MAX_FPR).partial_fit(X, y, classes=[0, 1])
+    SGDClassifier(loss="log_loss").partial_fit(X, y, classes=[0, 1])
+
+
+def stream(n, size, passes):
+    """The three streams over the same batches; CPU seconds and the models after each pass."""
+    sgd = SGDClassifier(loss="log_loss", random_state=0)
+    fair = FairLogisticClassifier(bound=BOUND, random_state=0)
+    npc = NeymanPearsonClassifier(max_fpr=MAX_FPR, random_state=0)
+    cpu = dict(sgd=0.0, fair=0.0, np=0.0)
+    after = []
+    for _ in range(passes):
+        for X, y, g in batches(n, size):
+            t = time.process_time()
+            sgd.partial_fit(X, y, classes=[0, 1])
+            t1 = time.process_time()
+            fair.partial_fit(X, y, classes=[0, 1], groups=[0, 1], sensitive_features=g)
+            t2 = time.process_time()
+            npc.partial_fit(X, y, classes=[0, 1])
+            t3 = time.process_time()
+            cpu["sgd"] += t1 - t
+            cpu["fair"] += t2 - t1
+            cpu["np"] += t3 - t2
+        after.append(dict(
+            fair=_frozen(fair), np=_frozen(npc), sgd=_frozen(sgd), cpu=dict(cpu),
+            running_gap=float(fair.running_constraint_values_[0]),
+            running_fpr=float(npc.running_constraint_values_[0]),
+        ))  # fmt: skip
+    return after
+
+
+def _frozen(model):
+    """A copy of the model as it is now (the stream goes on learning)."""
+    return copy.deepcopy(model)
+
+
+def in_memory():
+    X, y, g = next(batches(IN_MEMORY_ROWS, IN_MEMORY_ROWS))
+    t = time.process_time()
+    fair = FairLogisticClassifier(bound=BOUND, random_state=0).fit(X, y, sensitive_features=g)
+    t_fair = time.process_time() - t
+    t = time.process_time()
+    npc = NeymanPearsonClassifier(max_fpr=MAX_FPR, random_state=0).fit(X, y)
+    t_np = time.process_time() - t
+    return dict(fair=fair, np=npc, cpu=dict(fair=t_fair, np=t_np))
+
+
+def _e(count):
+    """``1e6`` for 1000000 (the command line's spelling)."""
+    exponent = int(np.log10(count))
+    return f"1e{exponent}" if count == 10**exponent else str(count)
+
+
+def _fmt(x, digits=4):
+    return f"{x:.{digits}f}"
+
+
+def report(n, sizes, passes, n_fresh, results, memory, seconds):
+    lines = [
+        "# Data seen once: partial_fit on a stream",
+        "",
+        f"Command: `OMP_NUM_THREADS=1 python -m benchmarks.stream --n {_e(n)} --batches "
+        f"{','.join(_e(s) for s in sizes)} --passes {passes} --fresh {_e(n_fresh)}` "
+        "(module docstring: the stream and what is timed). Demographic parity bound "
+        f"{BOUND}, Neyman-Pearson max_fpr {MAX_FPR}; fresh rows: {_e(n_fresh)} rows the "
+        f"stream never showed; in-memory fits on the first {_e(IN_MEMORY_ROWS)} rows of the "
+        "stream. CPU ratios are measured in one process over the same batches.",
+        "",
+        "## Fairness: FairLogisticClassifier(bound=0.02)",
+        "",
+        "| batch | pass | running gap | gap on rows seen | gap on fresh rows | fresh accuracy "
+        "| in-memory fresh accuracy (gap) | SGD fresh accuracy (gap) | CPU s | CPU / SGD |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    mem = memory["scores"]
+    for size in sizes:
+        for k, res in enumerate(results[size]):
+            seen, fresh = res["seen"]["fair"], res["fresh"]["fair"]
+            sgd = res["fresh"]["sgd"]
+            lines.append(
+                f"| {size:g} | {k + 1} | {_fmt(res['running_gap'])} | {_fmt(seen['gap'])} | "
+                f"{_fmt(fresh['gap'])} | {_fmt(fresh['accuracy'])} | "
+                f"{_fmt(mem['fair']['accuracy'])} ({_fmt(mem['fair']['gap'])}) | "
+                f"{_fmt(sgd['accuracy'])} ({_fmt(sgd['gap'])}) | {res['cpu']['fair']:.2f} | "
+                f"{res['cpu']['fair'] / res['cpu']['sgd']:.2f} |"
+            )
+    lines += [
+        "",
+        "## Neyman-Pearson: NeymanPearsonClassifier(max_fpr=0.05)",
+        "",
+        "| batch | pass | running FPR | fresh FPR | fresh FNR | in-memory fresh FPR / FNR "
+        "| CPU s | CPU / SGD |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for size in sizes:
+        for k, res in enumerate(results[size]):
+            fresh = res["fresh"]["np"]
+            lines.append(
+                f"| {size:g} | {k + 1} | {_fmt(res['running_fpr'])} | {_fmt(fresh['fpr'])} | "
+                f"{_fmt(fresh['fnr'])} | {_fmt(mem['np']['fpr'])} / {_fmt(mem['np']['fnr'])} | "
+                f"{res['cpu']['np']:.2f} | {res['cpu']['np'] / res['cpu']['sgd']:.2f} |"
+            )
+    lines += [
+        "",
+        "SGDClassifier CPU seconds per pass: "
+        + ", ".join(f"batches of {size:g}: {results[size][0]['cpu']['sgd']:.2f}" for size in sizes)
+        + f". In-memory fits on {_e(IN_MEMORY_ROWS)} rows: FairLogisticClassifier "
+        f"{memory['cpu']['fair']:.1f} s, NeymanPearsonClassifier {memory['cpu']['np']:.1f} s.",
+        "",
+        "The running gap (FPR) counts each row as the model of its time predicted it, before "
+        "learning from it; the gap on the rows seen and on fresh rows is the final model's. "
+        "CPU seconds are cumulative over the passes.",
+        "",
+        f"Total time {seconds / 60:.1f} min.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def figures(n, sizes, n_fresh, results, memory):
+    """The user guide's summary (``doc/user_guide/streams.rst`` includes it), one pass."""
+    mem = memory["scores"]
+    lines = [
+        f"One pass over {_e(n)} rows, the final models scored on {_e(n_fresh)} fresh rows, "
+        "CPU seconds of the calls in one process:",
+        "",
+    ]
+    for size in sizes:
+        res = results[size][0]
+        fair, npf = res["fresh"]["fair"], res["fresh"]["np"]
+        cpu = res["cpu"]
+        lines += [
+            f"* batches of {size:,} rows: demographic parity {BOUND} -- running gap "
+            f"{res['running_gap']:.4f}, the final model's gap {res['seen']['fair']['gap']:.4f} "
+            f"on the rows seen and {fair['gap']:.4f} on fresh rows, accuracy "
+            f"{fair['accuracy']:.4f} (in memory {mem['fair']['accuracy']:.4f}), CPU "
+            f"{cpu['fair'] / cpu['sgd']:.2f} times SGDClassifier's; Neyman-Pearson "
+            f"max_fpr {MAX_FPR} -- running FPR {res['running_fpr']:.4f}, fresh FPR "
+            f"{npf['fpr']:.4f}, FNR {npf['fnr']:.4f} (in memory {mem['np']['fnr']:.4f}), CPU "
+            f"{cpu['np'] / cpu['sgd']:.2f} times SGDClassifier's.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=float, default=1e7, help="rows of the stream")
+    parser.add_argument("--batches", default="1e4,1e3", help="batch sizes, comma-separated")
+    parser.add_argument("--passes", type=int, default=2)
+    parser.add_argument("--fresh", type=float, default=1e6, help="fresh rows to score on")
+    parser.add_argument("--out", type=Path, default=RESULTS / "stream.md")
+    args = parser.parse_args(argv)
+    n, n_fresh = int(args.n), int(args.fresh)
+    sizes = [int(float(s)) for s in args.batches.split(",")]
+    start = time.time()
+    warnings.simplefilter("ignore")
+    memory = in_memory()
+    memory["scores"] = score_rows({"fair": memory["fair"], "np": memory["np"]}, n_fresh,
+                                  FRESH_CHUNK)  # fmt: skip
+    _warm_up()
+    results = {}
+    for size in sizes:
+        results[size] = stream(n, size, args.passes)
+        for res in results[size]:
+            models = {key: res[key] for key in ("fair", "np", "sgd")}
+            res["seen"] = score_rows({"fair": models["fair"]}, n)
+            res["fresh"] = score_rows(models, n_fresh, FRESH_CHUNK)
+            print(size, res["running_gap"], res["seen"]["fair"], res["fresh"], res["cpu"],
+                  flush=True)  # fmt: skip
+    text = report(n, sizes, args.passes, n_fresh, results, memory, time.time() - start)
+    args.out.write_text(text)
+    args.out.with_name(args.out.stem + "_figures.txt").write_text(
+        figures(n, sizes, n_fresh, results, memory)
+    )
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
