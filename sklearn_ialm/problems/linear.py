@@ -854,7 +854,7 @@ class LinearProblem(FiniteSumProblem):
         plus ``sigmoid''(z_j) (W_j . mu) / n_c`` on a constraint row. One weighted Gram matrix
         whatever the number of constraints (the constraints differ only in the rows' weights
         ``W_j``), formed when ``hessian`` is called, from the rows' scores (a read of every
-        row) and, beyond ``_HESSIAN_ROWS`` rows, a fixed random sample of them
+        row) and, beyond :func:`_hessian_rows` rows, a fixed random sample of them
         (:attr:`curvature_passes` counts both). Above ``_GRAM_MAX_PARAMS`` parameters
         (``8 p**2`` bytes, and a factorisation of order ``p**3``) ``hessian`` returns a
         :class:`~scipy.sparse.linalg.LinearOperator` of Hessian-vector products instead, each
@@ -919,20 +919,20 @@ class LinearProblem(FiniteSumProblem):
         A row is drawn with a chance in proportion to its objective weight plus its largest
         constraint weight ``|W_jk|`` (capped at 1), so that the rows of small groups, whose
         constraint weights are large, are all read: drawn uniformly, the 271 rows of Adult's
-        smallest race group were a hundred in a sample, and the error-rate parity Hessian
-        was indefinite at most Newton steps. A sample costs Newton steps all the same
-        (Adult's error-rate parity: 81 reads in its first finish, 42 with every row): rows
-        of at most ``_GRAM_NARROW`` entries (a9a's 14 non-zeros), whose Gram matrix costs a
-        few passes, are all read up to four times ``_hessian_rows``. A Hessian from 10000 of
-        the anchor task's 30000 rows (101 columns) saves two thirds of each Gram matrix,
-        which costs about as much as eight passes of the compiled evaluation.
+        smallest race group were a hundred in a sample of 12600, and the error-rate parity
+        finish spent its budget (633 reads, unconverged). A sample costs Newton steps all
+        the same (there: 70 reads in the first finish, 46 with every row), so rows of at most
+        ``_GRAM_NARROW`` entries (a9a's 14 non-zeros), whose Gram matrix costs a few passes,
+        are all read up to four times ``_hessian_rows``. On the anchor task's 30000 rows (101
+        columns) a Hessian from 10100 of them took 4.8 ms, from every row 13.8 ms, where an
+        evaluation (the compiled pass) takes 2.3 ms.
         """
         limit = _hessian_rows(self.n_params)
         n = A.shape[0]
         width = A.nnz / max(n, 1) if sp.issparse(A) else A.shape[1]
         if n <= limit or (width <= _GRAM_NARROW and n <= 4 * limit):
             return None, A, 1.0
-        cache = self.__dict__.setdefault("_hessian_rows", {})
+        cache = self.__dict__.setdefault("_hessian_cache", {})
         if id(A) not in cache:
             chance = _draw_chances(self._row_importance(A), limit)
             pick = np.flatnonzero(np.random.default_rng(0).random(n) < chance)
