@@ -271,31 +271,87 @@ def _hessian_rows(n_params):
     return max(_HESSIAN_MIN_ROWS, _HESSIAN_ROWS_PER_PARAM * n_params)
 
 
-def _weighted_gram(A, r, compiled):
+def _weighted_gram(A, r, compiled, low):
     """``(sum_i r_i a_i a_i^T, sum_i r_i a_i, sum_i r_i)`` over the rows ``a_i`` of ``A``, in
     one read of the rows: a compiled loop over CSR rows (with ``compiled``), else blocks of
-    rows (dense or CSR)."""
+    rows (dense or CSR), see :func:`_block_gram` (``low``: dense blocks in float32 where
+    their products stay finite)."""
     n, d = A.shape
     sparse = sp.issparse(A)
     if sparse and compiled and A.format == "csr" and A.data.dtype == np.float64:
-        from . import _kernels
-
-        G, s = _kernels.csr_gram(A.data, A.indices, A.indptr, np.asarray(r, dtype=float), d)
+        G, s = _block_gram(A, r, compiled)
         return G, s, float(r.sum())
     G, s = np.zeros((d, d)), np.zeros(d)
     width = A.nnz / max(n, 1) if sparse else d
     step = max(1, int(_GRAM_BLOCK_BYTES // (8 * max(width, 1))))
     for start in range(0, n, step):
-        B = A[start : start + step]
-        rb = r[start : start + step]
-        if sparse:
-            G += (B.T @ B.multiply(rb[:, None]).tocsr()).toarray()
-            s += np.asarray(B.T @ rb).ravel()
-        else:
-            B = np.asarray(B, dtype=float)
-            G += B.T @ (B * rb[:, None])
-            s += rb @ B
+        B, rb = A[start : start + step], r[start : start + step]
+        g, m = _block_gram(_scaled_block(B, None, low and not sparse), rb, compiled)
+        if not np.isfinite(g).all():
+            g, m = _block_gram(_scaled_block(B, None, False), rb, compiled)
+        G += g
+        s += m
     return G, s, float(r.sum())
+
+
+def _block_gram(B, r, compiled):
+    """``(sum_i r_i a_i a_i^T, sum_i r_i a_i)`` over the rows of the block ``B`` (``r`` None:
+    weights one), the sums in float64.
+
+    A float32 block (see :func:`_scaled_block`) is multiplied in float32: a Gram matrix for
+    a step size or a Newton step needs no more than its seven digits, and it took 9 ms
+    where float64 took 14 ms (the anchor task's 30000 x 100 rows, one thread). Not where a
+    column centre is subtracted from the sums afterwards: a mean many times the spread
+    would cancel those digits. CSR rows go to the compiled loop (``compiled``), else to
+    scipy.
+    """
+    if sp.issparse(B):
+        B = B.tocsr()
+        if compiled and B.data.dtype == np.float64:
+            from . import _kernels
+
+            w = np.ones(B.shape[0]) if r is None else np.asarray(r, dtype=float)
+            return _kernels.csr_gram(B.data, B.indices, B.indptr, w, B.shape[1])
+        Bw = B if r is None else B.multiply(r[:, None]).tocsr()
+        return (B.T @ Bw).toarray(), np.asarray(Bw.sum(axis=0)).ravel()
+    w = np.ones(len(B), B.dtype) if r is None else r.astype(B.dtype)
+    if r is None:
+        G = (B.T @ B).astype(float)  # one array: a symmetric product, half the arithmetic
+    else:
+        G = (B.T @ (B * w[:, None])).astype(float)
+        G = 0.5 * (G + G.T)  # (the two triangles' float32 rounding differs)
+    return G, np.asarray(w @ B, dtype=float)
+
+
+def _class_sums(B, Wb, classes, live, weighted, compiled):
+    """``[(G, s, t)]`` of the rows ``B`` (weights ``Wb``) for each class ``live`` of the
+    smoothness bound's sweep: the unweighted sums of the rows whose weights are the class's,
+    or (``weighted``: too many classes) the sums weighted by each column."""
+    out = []
+    for k in live:
+        if weighted:
+            out.append((*_block_gram(B, Wb[:, k], compiled), Wb[:, k].sum()))
+        else:
+            Bk = B if len(classes) == 1 else B[np.all(Wb == classes[k], axis=1)]
+            out.append((*_block_gram(Bk, None, compiled), Bk.shape[0]))
+    return out
+
+
+def _scaled_block(B, inv, low):
+    """A block of rows of the smoothness bound's sweep in the solver's units (columns times
+    ``inv``, None: as they are), formed in one pass: with ``low``, dense rows in float32
+    (see :func:`_block_gram`; beyond its range they become inf)."""
+    if sp.issparse(B):
+        return B if inv is None else B.multiply(inv[None, :]).tocsr()
+    if not low:
+        return np.asarray(B, dtype=float) if inv is None else B * inv
+    out = np.empty(B.shape, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        if inv is None:
+            out[...] = B
+        else:
+            np.multiply(B, inv, out=out, casting="unsafe")
+    return out
 
 
 def _rmatvec(A, r):
@@ -426,6 +482,9 @@ class LinearProblem(FiniteSumProblem):
         self.levels = levels
         self.stratify_constraints(constraint_strata)
         self.h = NoProx() if h is None else h
+        # (Set again below once checked; the set-up sweep needs to know whether a centre is
+        # subtracted from its sums.)
+        self.feature_center = feature_center
         sums = None
         if isinstance(feature_scale, str) and feature_scale == "auto":
             if smoothness is None and self.n_params <= _GRAM_MAX_PARAMS:
@@ -599,6 +658,13 @@ class LinearProblem(FiniteSumProblem):
         compiled = self._full_evaluation_compiled(x)
         if compiled is not None:
             return compiled
+        return self._numpy_evaluation(x)[:4]
+
+    def _numpy_evaluation(self, x, jacobian=False):
+        """:meth:`full_evaluation` by numpy's (and scipy's) products, and with ``jacobian``
+        ``J`` as a fifth entry (else None): where the objective and the constraints read
+        one matrix, the gradient and ``J`` come from one backward product with ``1 + m``
+        columns instead of two (on CSR 2e5 x 1e4, a third of an evaluation)."""
         Ao, Ac = self.A_obj, self.A_con
         shared = self.n_constraints and Ao.A is Ac.A
         zc = None
@@ -619,10 +685,11 @@ class LinearProblem(FiniteSumProblem):
         del values
         r = self.loss.derivative(m_obj)
         del m_obj, zo
-        grad = self._grad(Ao.full, np.multiply(r, self.bu, out=r if own else None), Ao.n_rows)
-        del r
+        r = np.multiply(r, self.bu, out=r if own else None)
+        fused = jacobian and shared
+        grad = None if fused else self._grad(Ao.full, r, Ao.n_rows)
         if not self.n_constraints:
-            return f0, grad, np.zeros(0), lambda v: np.zeros_like(x)
+            return f0, grad, np.zeros(0), lambda v: np.zeros_like(x), np.zeros((0, len(x)))
         if not shared:
             zc = self._score(Ac.full, x)
         p = expit(zc, out=zc)
@@ -639,7 +706,19 @@ class LinearProblem(FiniteSumProblem):
             q *= dp if q.ndim == 1 else dp[:, None]
             return self._grad(Ac.full, q, 1.0)
 
-        return f0, grad, c, jac_t
+        if not jacobian:
+            return f0, grad, c, jac_t, None
+        if not fused:
+            return f0, grad, c, jac_t, jac_t(np.eye(self.n_constraints)).T
+        # Both cotangents as columns over the rows of the one matrix.
+        Q = np.empty((Ao.A.shape[0], 1 + self.n_constraints))
+        Q[:, 0] = r / Ao.n_rows if Ao.rows is None else np.bincount(
+            Ao.rows, weights=r / Ao.n_rows, minlength=Ao.A.shape[0]
+        )  # fmt: skip
+        cot = self.W * dp[:, None]
+        Q[:, 1:] = cot if Ac.rows is None else Ac.full._spreader() @ cot
+        G = self._grad(Ao.A, Q, 1.0)
+        return f0, G[:, 0], c, jac_t, G[:, 1:].T
 
     def gather(self, batches):
         """The rows of ``batches`` (objective rows, constraint rows) copied in order, as an
@@ -775,15 +854,19 @@ class LinearProblem(FiniteSumProblem):
         plus ``sigmoid''(z_j) (W_j . mu) / n_c`` on a constraint row. One weighted Gram matrix
         whatever the number of constraints (the constraints differ only in the rows' weights
         ``W_j``), formed when ``hessian`` is called, from the rows' scores (a read of every
-        row) and, beyond ``_HESSIAN_ROWS`` rows, a fixed random sample of them
+        row) and, beyond :func:`_hessian_rows` rows, a fixed random sample of them
         (:attr:`curvature_passes` counts both). Above ``_GRAM_MAX_PARAMS`` parameters
         (``8 p**2`` bytes, and a factorisation of order ``p**3``) ``hessian`` returns a
         :class:`~scipy.sparse.linalg.LinearOperator` of Hessian-vector products instead, each
         a pass over the rows.
         """
-        f0, grad, c, jac_t = self.full_evaluation(x)
         m = self.n_constraints
-        J = jac_t(np.eye(m)).T if m else np.zeros((0, self.n_params))
+        compiled = self._full_evaluation_compiled(x)
+        if compiled is not None:
+            f0, grad, c, jac_t = compiled
+            J = jac_t(np.eye(m)).T if m else np.zeros((0, self.n_params))
+        else:
+            f0, grad, c, _, J = self._numpy_evaluation(x, jacobian=True)
         x = np.array(x, dtype=float)
         return f0, grad, c, J, lambda mu: self._hessian(x, np.asarray(mu, dtype=float))
 
@@ -821,8 +904,9 @@ class LinearProblem(FiniteSumProblem):
             return self._hessian_operator(self._curvature_weights(x, mu, sample=False))
         H = np.zeros((self.n_params, self.n_params))
         compiled = self.use_kernel and _kernels_available()
+        low = self.feature_center is None
         for A, r in self._curvature_weights(x, mu, sample=True):
-            H += self._gram_in_x(*_weighted_gram(A, r, compiled))
+            H += self._gram_in_x(*_weighted_gram(A, r, compiled, low))
         return H
 
     def _hessian_sample(self, A):
@@ -835,20 +919,20 @@ class LinearProblem(FiniteSumProblem):
         A row is drawn with a chance in proportion to its objective weight plus its largest
         constraint weight ``|W_jk|`` (capped at 1), so that the rows of small groups, whose
         constraint weights are large, are all read: drawn uniformly, the 271 rows of Adult's
-        smallest race group were a hundred in a sample, and the error-rate parity Hessian
-        was indefinite at most Newton steps. A sample costs Newton steps all the same
-        (Adult's error-rate parity: 81 reads in its first finish, 42 with every row): rows
-        of at most ``_GRAM_NARROW`` entries (a9a's 14 non-zeros), whose Gram matrix costs a
-        few passes, are all read up to four times ``_hessian_rows``. A Hessian from 10000 of
-        the anchor task's 30000 rows (101 columns) saves two thirds of each Gram matrix,
-        which costs about as much as eight passes of the compiled evaluation.
+        smallest race group were a hundred in a sample of 12600, and the error-rate parity
+        finish spent its budget (633 reads, unconverged). A sample costs Newton steps all
+        the same (there: 70 reads in the first finish, 46 with every row), so rows of at most
+        ``_GRAM_NARROW`` entries (a9a's 14 non-zeros), whose Gram matrix costs a few passes,
+        are all read up to four times ``_hessian_rows``. On the anchor task's 30000 rows (101
+        columns) a Hessian from 10100 of them took 4.8 ms, from every row 13.8 ms, where an
+        evaluation (the compiled pass) takes 2.3 ms.
         """
         limit = _hessian_rows(self.n_params)
         n = A.shape[0]
         width = A.nnz / max(n, 1) if sp.issparse(A) else A.shape[1]
         if n <= limit or (width <= _GRAM_NARROW and n <= 4 * limit):
             return None, A, 1.0
-        cache = self.__dict__.setdefault("_hessian_rows", {})
+        cache = self.__dict__.setdefault("_hessian_cache", {})
         if id(A) not in cache:
             chance = _draw_chances(self._row_importance(A), limit)
             pick = np.flatnonzero(np.random.default_rng(0).random(n) < chance)
@@ -863,10 +947,11 @@ class LinearProblem(FiniteSumProblem):
             if rows.A is not A or (weights is None and not self.n_constraints):
                 continue
             if weights is None:
-                weights = np.concatenate([
-                    np.abs(self.W[i : i + _BLOCK_ROWS]).max(axis=1)
-                    for i in range(0, len(self.W), _BLOCK_ROWS)
-                ])  # fmt: skip
+                # Column by column (a maximum along rows of a few entries took ten times as
+                # long: 43 ms on 1e6 x 2).
+                weights = np.abs(self.W[:, 0])
+                for k in range(1, self.n_constraints):
+                    np.maximum(weights, np.abs(self.W[:, k]), out=weights)
             out += weights if rows.rows is None else np.bincount(rows.rows, weights, len(out))
         return out
 
@@ -1299,6 +1384,9 @@ class LinearProblem(FiniteSumProblem):
         # The sums are taken in the solver's units (columns divided by feature_scale), block
         # by block: raw sums of a column of 1e200 would overflow.
         inv = np.broadcast_to(self._inv_scale, (self.n_features,)) if self._scaled else None
+        compiled = self.use_kernel and _kernels_available()
+        # (A centre is subtracted from these sums: not in float32, see _block_gram.)
+        low = self.feature_center is None
         for A, weights_of, J in groups:
             n, d = A.shape
             # The arithmetic grows like rows * d**2 per weight column: past about 2e10 flops an
@@ -1312,7 +1400,7 @@ class LinearProblem(FiniteSumProblem):
             # the weight columns then combine, reads each row into one product instead of J
             # (the estimators' weights take a few values: ones, a group's constant). Beyond a
             # few classes (e.g. sample weights), one weighted product per column.
-            step = max(1, min(4096, (1 << 15) // max(d, 1)))  # blocks of about 256 kB
+            step = max(1, min(16384, (1 << 17) // max(d, 1)))  # blocks of about 1 MB
             blocks = range(0, len(order), step)
             # The classes are found block by block, and each block's labels in the sweep:
             # the weights and labels of all rows read would be J + 1 more n-vectors.
@@ -1325,24 +1413,20 @@ class LinearProblem(FiniteSumProblem):
             K = len(classes)
             g, m_, t_ = np.zeros((K, d, d)), np.zeros((K, d)), np.zeros(K)
             live = [k for k in range(K) if np.any(classes[k])]  # all-zero weights add nothing
+
             for start in blocks:
                 sel = order[start : start + step]
                 B = A[sel[0] : sel[-1] + 1] if len(order) == n else A[sel]
-                if inv is not None:
-                    B = B.multiply(inv[None, :]).tocsr() if sp.issparse(B) else B * inv
                 Wb = weights_of(sel)
-                for k in live:
-                    if weighted:
-                        w = Wb[:, k]
-                        Bk = B
-                        Bw = B.multiply(w[:, None]).tocsr() if sp.issparse(B) else w[:, None] * B
-                        t_[k] += w.sum()
-                    else:
-                        Bk = Bw = B if K == 1 else B[np.all(Wb == classes[k], axis=1)]
-                        t_[k] += Bk.shape[0]
-                    prod = Bk.T @ Bw
-                    g[k] += prod.toarray() if sp.issparse(prod) else prod
-                    m_[k] += np.asarray(Bw.sum(axis=0)).ravel()
+                how = (classes, live, weighted, compiled)
+                sums = _class_sums(_scaled_block(B, inv, low), Wb, *how)
+                if low and not all(np.isfinite(gk).all() for gk, _, _ in sums):
+                    # Beyond float32's range: this block again in float64.
+                    sums = _class_sums(_scaled_block(B, inv, False), Wb, *how)
+                for k, (gk, mk, tk) in zip(live, sums, strict=True):
+                    g[k] += gk
+                    m_[k] += mk
+                    t_[k] += tk
             g = np.tensordot(classes.T, g, axes=1)
             m_, t_ = classes.T @ m_, classes.T @ t_
             self.setup_evaluations += len(order)

@@ -119,8 +119,9 @@ class IALMResult:
     settings : dict
         Every setting the run used.
     n_finish_passes : float
-        The part spent by the deterministic finish (a pass per evaluation of its L-BFGS
-        solves), without its closing test on all rows (a stop test).
+        The part spent by the deterministic finish (a pass per evaluation of its inner
+        solves, and the reads of its Newton steps' curvature), without its closing test on
+        all rows (a stop test).
     finish_history : dict of ndarray or None
         The finish's outer iterations (``primal_residual``, ``dual_residual``, ``beta``,
         ``evaluations`` and ``passes`` so far); None when no finish ran.

@@ -136,7 +136,7 @@ class Settings(Mapping):
     finish : bool, default=True
         End the run with the deterministic finish (:func:`~sklearn_ialm.solver.finish.alm_finish`):
         the stochastic phase then only looks for the multipliers (its stop test on ``tol``
-        for both residuals), and the augmented Lagrangian method with L-BFGS inner solves on
+        for both residuals), and the augmented Lagrangian method with Newton inner solves on
         all rows takes the point and the multipliers from there to the finish's tolerances
         (``finish_tol``); ``converged`` is its verdict. For finite sums whose ``h`` is smooth
         or a box (else off). ``"paper"`` and ``"theory"``: off, the paper's algorithm as
