@@ -63,6 +63,35 @@ def _check_count(name, value, minimum, why=""):
     return int(value)
 
 
+def _realigned(value, memo):
+    """``value`` with every NumPy array it holds at an address aligned for its dtype (see
+    :meth:`Problem.__setstate__`): an unaligned array is copied, once (``memo``, by ``id``,
+    keeps an array that several attributes share shared); this package's objects,
+    scipy.sparse matrices, dicts and lists are updated in place, a tuple is rebuilt if an
+    item changed. Anything else is kept as it is.
+    """
+    key = id(value)
+    if key in memo:
+        return memo[key][1]
+    # Before the items (a cycle ends here); value kept: its id names no other object.
+    memo[key] = (value, value)
+    if isinstance(value, np.ndarray):
+        if not value.flags.aligned:
+            memo[key] = (value, np.require(value, requirements="A"))  # a copy, same layout
+    elif isinstance(value, tuple):
+        items = [_realigned(v, memo) for v in value]
+        if any(a is not b for a, b in zip(items, value, strict=True)):
+            new = type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+            memo[key] = (value, new)
+    else:
+        own = type(value).__module__.startswith(("sklearn_ialm.", "scipy.sparse."))
+        if isinstance(value, list | dict) or (own and hasattr(value, "__dict__")):
+            items = value if isinstance(value, list | dict) else vars(value)
+            for k, v in items.items() if isinstance(items, dict) else enumerate(items):
+                items[k] = _realigned(v, memo)
+    return memo[key][1]
+
+
 def _check_callable(name, value, signature):
     if not callable(value):
         raise TypeError(f"{name} must be a callable {signature}, got {value!r}.")
@@ -184,6 +213,27 @@ class Problem:
     h: Prox = NoProx()
     smoothness: tuple[float, float] | None = None
     finite: bool = True
+
+    def __setstate__(self, state):
+        """Restore a pickled problem with its arrays at aligned addresses.
+
+        Dask rebuilds a pickled array in place in the message it received, at whatever
+        offset the parts before it leave: ``X`` arrived in a worker at an address of 2 mod 8,
+        not aligned for float64. The last bits of a result then depended on where the
+        problem ran, through NumPy: ``A.T @ r`` with an unaligned ``A`` first copies ``A.T``
+        into an aligned C-ordered buffer and calls BLAS on that transposed layout (another
+        order of the sums: a few units in the last place of the finish's Gram matrix, 1e-14
+        on the coefficients), a sum over an unaligned array is taken in buffered chunks
+        (another pairwise order), and numba compiles another specialisation for unaligned
+        arrays. An unaligned array is copied here (once, where several attributes share
+        it); aligned ones, as every array made in the process is, are kept as they are.
+        """
+        # (A subclass with __slots__ pickles (dict, slots), as object.__getstate__ does.)
+        attrs, slots = state if isinstance(state, tuple) else (state, None)
+        memo = {}
+        vars(self).update({k: _realigned(v, memo) for k, v in (attrs or {}).items()})
+        for k, v in (slots or {}).items():
+            setattr(self, k, _realigned(v, memo))
 
     # --- sampling -------------------------------------------------------------------------
     def sample(self, rng: np.random.Generator, size: int, kind: str) -> Any:
