@@ -265,6 +265,10 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     report is computed the same way: each rate the estimators report is a weighted mean of
     the predictions over a label and a group, hence of the cells' weighted means.
     """
+    if est.max_passes <= STREAM_PASSES:
+        from ._dask_stream import fit_dask_stream
+
+        return fit_dask_stream(est, X, y, sample_weight, fit_params)
     X = _validated_rows(est, X)
     labels = _checked_labels(X, y, sample_weight, fit_params)
     if len(labels[4]) > 2:
@@ -386,6 +390,8 @@ def _validated_rows(est, X):
     return X
 
 
+#: ``fit`` on dask input streams X (:mod:`._dask_stream`) when ``max_passes`` is at most this.
+STREAM_PASSES = 3
 #: Partitions of fewer rows than this (on average) are joined into blocks of
 #: ``_BLOCK_BYTES``: each partition is a task of every pass.
 _MIN_BLOCK_ROWS = 512

@@ -1010,7 +1010,21 @@ def _publish_fair(work, state):
         return
     work.bound_, work.groups_ = pose.bound, labels
     work.protected_groups_ = labels[pose.protected]
-    t, positive = state.cell_weight, state.cell_positive
+    values, met, fpr = cell_rates(work, state, state.cell_weight, state.cell_positive)
+    work.running_constraint_values_ = values
+    if fpr is not None:
+        work.running_fpr_ = fpr
+    work.bound_met_ = met
+
+
+def cell_rates(work, state, t, positive):
+    """``(values, met, fpr)``: the constrained metric of predictions whose weight per cell
+    is ``positive`` among the cells' weights ``t``, whether it meets the bound, and (with
+    ``max_fpr``, else None) the false-positive rate."""
+    pose = state.pose
+    if state.kind != "fair":
+        fpr = _share(positive[0], t[0])
+        return np.array([fpr]), bool(fpr <= pose.max_fpr), None
     live = np.flatnonzero(t > 0)
     context = {"codes": live // 2, "protected": pose.protected}
     try:
@@ -1018,10 +1032,10 @@ def _publish_fair(work, state):
     except ValueError:  # a protected group not seen yet
         values = np.full(1 if pose.kind not in ("positive_share", "disparate_impact")
                          else len(pose.protected), np.nan)  # fmt: skip
-    work.running_constraint_values_ = np.asarray(values, dtype=float)
     met = work._meets(values, {"bound": pose.bound})
+    fpr = None
     if pose.max_fpr is not None:
         negatives = live[live % 2 == 0]
-        work.running_fpr_ = _share(positive[negatives].sum(), t[negatives].sum())
-        met = met and work.running_fpr_ <= pose.max_fpr + 1e-12
-    work.bound_met_ = bool(met)
+        fpr = _share(positive[negatives].sum(), t[negatives].sum())
+        met = met and fpr <= pose.max_fpr + 1e-12
+    return np.asarray(values, dtype=float), bool(met), fpr

@@ -1,0 +1,217 @@
+"""``fit`` on a dask collection within a budget of one to three passes over ``X``.
+
+A full fit reads ``X`` tens of times (its stochastic phase, the finish's Newton steps, the
+report). With ``max_passes <= 3`` (:data:`STREAM_PASSES`) the fit is out of core instead:
+
+1. **The stream** (one pass): the blocks of ``X`` come to the client one group at a time
+   (consecutive blocks up to :data:`GROUP_BYTES`, with their labels, groups and weights in
+   the same compute), and each block is one ``partial_fit`` call: the same Stoc-iALM +
+   PStorm state (:mod:`._stream`). Each block is computed once.
+2. **The measure** (``max_passes >= 2``): one pass scores every training row with the
+   published model and counts the rates the bound is on, exactly (the report attributes of
+   a full fit: ``constraint_values_``, ``hard_constraint_values_``, ``bound_met_``).
+   Without it, those attributes are the stream's running rates (each block predicted by the
+   model as it was before it learnt from it), and the warning says so.
+3. **The threshold** (``max_passes >= 3``, Neyman-Pearson with ``rate="hard"``): one pass
+   sets ``threshold_`` on the training negatives as a full fit does, the lowest of a grid of
+   4096 over the scores' range that flags at most ``max_fpr`` of them. A fairness bound has
+   no step that one pass over ``X`` makes, so its third pass is left unspent (said in
+   ``n_data_passes_``).
+
+``converged_`` is False: a stream is an estimate, not a solve to ``tol``; the warning says
+what was reached and that a full fit needs more passes.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+from scipy.special import expit
+from sklearn.exceptions import ConvergenceWarning
+
+from ..problems._dask_rows import DaskRows
+from ._dask import STREAM_PASSES, _checked_labels, _rate_threshold, _validated_rows
+from ._stream import GroupCodec, _codes, _group_codes, _utc_now, cell_rates
+
+#: The blocks of one compute of the stream: consecutive blocks up to this many bytes of X
+#: (at least one block), held on the client together.
+GROUP_BYTES = 256 << 20
+
+
+def fit_dask_stream(est, X, y, sample_weight, fit_params):
+    """The fit of ``est`` on dask input in one to three passes over ``X`` (module docstring)."""
+    budget = float(est.max_passes)
+    if budget < 1:
+        raise ValueError(
+            f"max_passes={est.max_passes!r} on dask input: the least a fit reads is one pass "
+            "over X (the stream). Use max_passes >= 1."
+        )
+    columns = getattr(X, "columns", None)
+    X = _validated_rows(est, X)
+    names = est.__dict__.get("feature_names_in_")
+    y, g, w, sf, y_values, g_values, table, n = _checked_labels(X, y, sample_weight, fit_params)
+    if len(y_values) > 2:
+        raise NotImplementedError(
+            f"max_passes={est.max_passes:g} on dask input streams X (binary only), and y "
+            f"holds {len(y_values)} classes: raise max_passes above {STREAM_PASSES} for the "
+            "full multi-class fit."
+        )
+    computes = [1]  # the labels' pass
+    _stream(est, X, y, g if sf is not None else None,
+            w if sample_weight is not None else None, y_values, g_values, computes)  # fmt: skip
+    state = est._stream
+    n_features = X.shape[1]
+    est.n_features_in_ = n_features
+    if names is not None and columns is not None:
+        est.feature_names_in_ = names
+    measured = budget >= 2
+    passes = 1.0
+    if measured:
+        passes += _measure(est, state, X, y, g if sf is not None else None, w, budget, computes)
+    est.n_data_passes_ = passes
+    est.n_samples_fit_ = int(n)
+    est.n_computes_ = computes[0]
+    est.converged_ = False
+    # Kish's effective number of negatives (Neyman-Pearson's warning on too few of them),
+    # from the labels' pass.
+    negative = np.searchsorted(y_values, state.classes[0])
+    S, S2 = (v.reshape(len(y_values), -1)[negative].sum() for v in table[:2])
+    est._n_effective_negatives = int(S**2 / S2 + 1e-9) if S2 > 0 else 0
+    est.fitted_at_ = _utc_now()
+    est._constant_fallback = None
+    if est.verbose:
+        print(f"[dask] streamed in {computes[0]} computes and {passes:g} data passes", flush=True)
+    _warn(est, measured)
+    return est
+
+
+def _stream(est, X, y, g, w, y_values, g_values, computes):
+    """``partial_fit`` on each block of ``X`` in order, a group of blocks per compute."""
+    fair = hasattr(est, "constraint")
+    parts = [X.to_delayed().ravel(), y.to_delayed().ravel()]
+    if g is not None:
+        parts.append(g.to_delayed().ravel())
+    if w is not None:
+        parts.append(w.to_delayed().ravel())
+    blocks = list(zip(*parts, strict=True))
+    row_bytes = X.dtype.itemsize * X.shape[1]
+    sizes = [c * row_bytes for c in X.chunks[0]]
+    start, first = 0, True
+    while start < len(blocks):
+        end, held = start + 1, sizes[start]
+        while end < len(blocks) and held + sizes[end] <= GROUP_BYTES:
+            held += sizes[end]
+            end += 1
+        (values,) = dask.compute(blocks[start:end])
+        computes[0] += 1
+        for block in values:
+            Xb, yb, rest = block[0], block[1], list(block[2:])
+            kw = {"sample_weight": rest.pop() if w is not None else None}
+            if first:
+                kw["classes"] = y_values
+            if fair:
+                kw["sensitive_features"] = rest.pop() if g is not None else None
+                if first and g is not None:
+                    kw["groups"] = g_values
+            est.partial_fit(Xb, yb, **kw)
+            first = False
+        start = end
+
+
+def _cells_block(y, g, classes, codec, labels, pose):
+    """The stream's cell of each row of a block (its label, and its group if any)."""
+    codes = _codes(y, classes)
+    groups = None if g is None else _group_codes(codec, labels, g, len(codes))
+    return pose.cells(codes, groups)
+
+
+def _measure_block(X, cell, w, coef, intercept, n_cells, threshold):
+    """Per cell, the weight of the block's rows, of their sigmoid scores and of their
+    positive predictions (``score > threshold``); the scores' smallest and largest."""
+    z = np.asarray(X, dtype=np.float64) @ coef + intercept
+    return (
+        np.bincount(cell, weights=w, minlength=n_cells),
+        np.bincount(cell, weights=w * expit(z), minlength=n_cells),
+        np.bincount(cell, weights=w * (z > threshold), minlength=n_cells),
+        np.array([z.min(initial=np.inf), -z.max(initial=-np.inf)]),
+    )
+
+
+def _measure(est, state, X, y, g, w, budget, computes):
+    """The rates of the published model on every training row (one pass), and with a third
+    pass Neyman-Pearson's threshold on the training negatives; the passes spent."""
+    pose = state.pose
+    labels = getattr(pose, "labels", None)
+    codec = None
+    if labels is not None:
+        from .fair import _group_key, encode_groups
+
+        codec = GroupCodec(encode_groups, _group_key)
+    meta = np.zeros(0, np.intp)
+    if labels is None:
+        cell = y.map_blocks(_cells_block, None, state.classes, codec, labels, pose,
+                            dtype=np.intp, meta=meta)  # fmt: skip
+    else:
+        cell = da.map_blocks(_cells_block, y, g, state.classes, codec, labels, pose,
+                             dtype=np.intp, meta=meta)  # fmt: skip
+    # Each row's weight as the stream weighs it: its sample weight times its class weight
+    # (with "balanced", of the classes' weights over all the rows, as the stream ends).
+    factor = _class_factor(est, state)[np.arange(pose.n_cells) % len(state.classes)]
+    row_w = da.map_blocks(lambda c, w: w * factor[c], cell, w, dtype=np.float64)
+    rows = DaskRows(X, cell, row_w)
+    coef, intercept = est.coef_[0].copy(), float(est.intercept_[0])
+    threshold = float(getattr(est, "threshold_", 0.0) or 0.0)
+    parts = rows.blockwise(_measure_block, coef, intercept, pose.n_cells, threshold)
+    computes[0] += 1
+    t, soft, hard = (np.sum([p[i] for p in parts], axis=0) for i in range(3))
+    passes = 1.0
+    if budget >= 3 and state.kind.startswith("np") and state.steer:
+        extremes = np.min([p[3] for p in parts], axis=0)
+        negatives = np.arange(pose.n_cells) == 0
+        est.threshold_, hard = _rate_threshold(
+            rows, coef, intercept, negatives, est.max_fpr_, (soft, hard, extremes), passes=1
+        )
+        computes[0] += 1
+        passes += 1.0
+    est.constraint_values_ = cell_rates(est, state, t, soft)[0]
+    est.hard_constraint_values_, est.bound_met_, fpr = cell_rates(est, state, t, hard)
+    if fpr is not None:
+        est.train_fpr_ = fpr
+    return passes
+
+
+def _class_factor(est, state):
+    """Each class's weight per unit of sample weight, from the stream's final totals."""
+    class_weight = getattr(est, "class_weight", None)
+    totals = state.class_totals
+    if class_weight is None:
+        return np.ones(len(totals))
+    if isinstance(class_weight, str):
+        with np.errstate(divide="ignore"):
+            return np.where(totals > 0, totals.sum() / (len(totals) * totals), 0.0)
+    return np.array([float(class_weight.get(c, 1.0)) for c in state.classes.tolist()])
+
+
+def _warn(est, measured):
+    """What the stream reached, on which rows it was measured, and the remedy."""
+    values = est.hard_constraint_values_ if measured else est.running_constraint_values_
+    where = (
+        "on the training rows (measured in one more pass)"
+        if measured
+        else "as the stream's running rates (each block predicted before it was learnt; "
+        "max_passes >= 2 measures them on the training rows)"
+    )
+    rounded = ", ".join(f"{v:.4g}" for v in np.atleast_1d(values)) or "none"
+    verdict = "met" if est.bound_met_ else "not met"
+    warnings.warn(
+        f"max_passes={est.max_passes:g} on dask input: X was streamed once "
+        f"({est.n_samples_seen_} rows, {est.n_data_passes_:g} data passes, "
+        f"{est.n_computes_} computes), a stream's estimate, not a solve to tol. The bound is "
+        f"{verdict} {where}: {rounded}. A full fit needs more passes: raise max_passes above "
+        f"{STREAM_PASSES} (default 300).",
+        ConvergenceWarning,
+        stacklevel=7,  # the user's fit: _fit, _fit_or_raise, fit_dask, here
+    )
