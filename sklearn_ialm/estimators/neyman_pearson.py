@@ -178,6 +178,12 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         :class:`~sklearn.exceptions.ConvergenceWarning`. Every row the fit reads counts:
         the set-up, the minibatches, the stop tests and (``rate="hard"``) each further solve.
         The default leaves room: the data sets of the benchmarks converge in 10 to 80.
+        On a dask collection, ``max_passes <= 3`` streams ``X`` instead (binary ``y``): each
+        block read once through :meth:`partial_fit`'s state, then with ``max_passes >= 2``
+        one pass measuring the bound on the training rows, and with ``>= 3`` one setting
+        ``threshold_`` on the training negatives; ``converged_`` is False, with a
+        warning of what was reached (user guide, "Within one to three passes"). Below 1 is
+        refused there.
     preset : {"default", "paper"}, default="default"
         Named solver settings (:data:`sklearn_ialm.solver.PRESETS`): ``"default"`` is the
         best measured, ``"paper"`` the paper's Section 5 reading.
