@@ -10,7 +10,9 @@ import pytest
 from fairlearn.metrics import MetricFrame, selection_rate
 from sklearn.datasets import make_classification
 
+import sklearn_ialm.problems.multinomial as multinomial
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+from sklearn_ialm.problems.multinomial import MultinomialProblem, Rate, cell_codes
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -179,3 +181,46 @@ def test_a_fit_on_dask_counts_its_computes():
             dask.compute = original
     # n_data_passes_ counts the reads of all rows; the set-up adds a handful of computes.
     assert len(sent) <= clf.n_data_passes_ + 12
+
+
+@pytest.mark.parametrize("matrix", [True, False])
+def test_second_order_evaluation_on_dask_is_the_in_memory_one(matrix, monkeypatch):
+    """The finish's Newton oracle on dask rows: the in-memory values, Jacobian and Hessian
+    (a matrix from one compute, or products with it, a compute each)."""
+    from sklearn_ialm.problems._dask_multinomial import DaskMultinomialProblem
+    from sklearn_ialm.problems._dask_rows import DaskRows
+
+    if not matrix:
+        monkeypatch.setattr(multinomial, "_HESSIAN_MAX_PARAMS", 0)
+    X, y, groups = _data(900)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
+    cells = cell_codes(groups, y, 3)
+    group_cells = [list(range(3 * g, 3 * g + 3)) for g in (0, 1)]
+    cons = [
+        ([(1.0, Rate(c, group_cells[a])), (-1.0, Rate(c, group_cells[1 - a]))], -0.05)
+        for c in range(3)
+        for a in (0, 1)
+    ]
+    kw = dict(C=1.0, scale=np.full(8, 1.3), center=np.linspace(-0.1, 0.1, 8), n_cells=6)
+    memory = MultinomialProblem(X, y, 3, w, cells, cons, **kw)
+    rows = DaskRows(
+        da.from_array(X, chunks=(300, -1)), da.from_array(cells, chunks=300),
+        da.from_array(w, chunks=300),
+    )  # fmt: skip
+    on_dask = DaskMultinomialProblem(rows, y, 3, w, cells, cons, **kw)
+    rng = np.random.default_rng(0)
+    x = rng.normal(scale=0.5, size=memory.n_params)
+    mu = rng.uniform(0.0, 3.0, size=len(cons))
+    ours, theirs = on_dask.second_order_evaluation(x), memory.second_order_evaluation(x)
+    for a, b in zip(ours[:4], theirs[:4], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+    before = rows.n_computes
+    H, ref = ours[4](mu), theirs[4](mu)
+    E = np.eye(memory.n_params)
+    if matrix:
+        assert rows.n_computes == before + 1
+    else:
+        H, ref = (np.column_stack([op @ e for e in E]) for op in (H, ref))
+        assert rows.n_computes == before + memory.n_params
+    np.testing.assert_allclose(H, ref, rtol=1e-10, atol=1e-13)
+    assert on_dask.curvature_passes == memory.curvature_passes == (1.0 if matrix else 0.0)

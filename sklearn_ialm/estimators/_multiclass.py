@@ -22,10 +22,15 @@ steering to the bound on predictions:
   that meets its bound given the others, until all hold (exact on the training rows, a
   weighted quantile of margins, no data pass).
 * Fairness: offsets shared by all groups cannot close a gap between groups, so the soft
-  bounds are tightened by the hard violation and the problem solved again from the last
-  solution (at most :data:`_MAX_ROUNDS` solves); if none meets the bound, the model is moved
-  along the segment towards the constant model (every row predicted the majority class,
-  which meets every parity bound) until it does, and the fit says so.
+  bounds are moved by the hard violation (a secant on the last two solves) and the problem
+  solved again from the last solution (at most :data:`_MAX_ROUNDS` solves, within the
+  budget). A move stops short of asking for the empty set (:func:`_relaxation_room`), and a
+  bound that no longer binds goes back to the bound itself. Once a converged solve meets
+  the bound and another misses it, the model is the point of the segment between them
+  nearest the one that missed that meets it (the scores are linear in the parameters: no
+  read of the rows). If none meets the bound, the model is moved along the segment towards
+  the constant model (every row predicted the majority class, which meets every parity
+  bound) until it does, and the fit says so.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.optimize import linprog
 from scipy.special import log_softmax, softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
@@ -69,7 +75,13 @@ __all__ = [
 ]
 
 #: The most solves of a fairness fit's steering (the first included).
-_MAX_ROUNDS = 6
+_MAX_ROUNDS = 10
+#: The secant of the steering (see _move_bounds): from soft values this far apart, its
+#: slope within [1 / _SECANT_MAX, _SECANT_MAX].
+_SECANT_MIN_STEP = 1e-4
+_SECANT_MAX = 4.0
+#: Bisections of a move of the soft bounds that would leave no room (see _move_bounds).
+_ROOM_BISECTIONS = 12
 
 #: The parity kinds that have a one-vs-rest form, and the label sets of their rates.
 _KINDS = {
@@ -423,13 +435,39 @@ def _np_offsets(problem, scores, sw, bounds, max_sweeps=50):
     return None
 
 
-def _segment_to_constant(problem, x, x_const, bound_ok):
-    """The point of the segment from ``x`` to ``x_const`` nearest ``x`` that meets the bound
-    (a grid of 64 steps, then bisection between the last miss and the first hit)."""
-    ts = np.linspace(0.0, 1.0, 65)
+def _relaxation_room(problem, offset):
+    """The largest ``delta`` such that some cell means (a point of the simplex per cell, as
+    if the model could tell every cell apart) meet every constraint with ``offset`` within
+    ``delta``: ``< 0`` where the bounds ask for the empty set (a linear programme)."""
+    n_cells, K, m = problem.M.shape
+    # Variables: the cell means R (n_cells x K, row by row), then delta (maximised).
+    A_ub = sp.hstack([sp.csr_matrix(problem.M.reshape(n_cells * K, m).T), np.ones((m, 1))])
+    A_eq = sp.hstack([sp.kron(sp.eye(n_cells), np.ones((1, K))), sp.csr_matrix((n_cells, 1))])
+    cost = np.zeros(n_cells * K + 1)
+    cost[-1] = -1.0
+    out = linprog(
+        cost, A_ub=A_ub, b_ub=-np.asarray(offset, dtype=float), A_eq=A_eq,
+        b_eq=np.ones(n_cells), bounds=[(0.0, 1.0)] * (n_cells * K) + [(None, 1.0)],
+        method="highs",
+    )  # fmt: skip
+    return float(-out.fun) if out.status == 0 else -np.inf
+
+
+def _meets(problem, scores, base):
+    """Whether the predictions of ``scores`` meet every bound (offsets ``base``)."""
+    hard = problem.rate_constraints(problem.hard_predictions(scores), base)
+    return bool(np.all(hard <= BOUND_EPS))
+
+
+def _segment(problem, base, Z0, Z1):
+    """The least ``t`` in ``(0, 1]`` whose scores ``(1 - t) Z0 + t Z1`` meet the bound, or
+    None: a grid of 64 steps, then bisection between the last miss and the first hit. The
+    scores are linear in the parameters, so these are the scores of the point ``(1 - t) x0
+    + t x1`` of the segment between the models of ``Z0`` and ``Z1`` (no read of the rows)."""
+    ok = lambda t: _meets(problem, (1 - t) * Z0 + t * Z1, base)  # noqa: E731
     lo = 0.0
-    for t in ts[1:]:
-        if bound_ok((1 - t) * x + t * x_const):
+    for t in np.linspace(0.0, 1.0, 65)[1:]:
+        if ok(t):
             hi = t
             break
         lo = t
@@ -437,69 +475,119 @@ def _segment_to_constant(problem, x, x_const, bound_ok):
         return None
     for _ in range(30):
         mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if bound_ok((1 - mid) * x + mid * x_const) else (mid, hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
     return hi
 
 
 def _steer(est, problem, results, kwargs, seed, passes, x_const, tol, base, rounds):
     """Re-solve at soft bounds moved by the hard violation until the bound holds on the
-    training predictions (offsets ``base``), each active constraint within ``tol`` of it
-    (see the module docstring); ``(x, results, passes, toward_constant)``. ``x_const``: the
-    constant model to move towards if no solve meets the bound (None: the caller meets it
-    otherwise)."""
-    x = results[-1].x
-    zero = np.zeros_like(base)
-    met = None  # the last solution that met the bound, with its results
-    for _ in range(rounds - 1):
-        scores = problem.scores(x)
+    training predictions (offsets ``base``), each active constraint within ``tol`` of it, or
+    until a converged solve on each side of the bound is found (see the module docstring).
+
+    Returns ``(x, results, chosen, passes, toward_constant)``: the model, every solve, the
+    solve whose verdict is the fit's, the passes so far and the share of the way to the
+    constant model ``x_const`` (None: not moved). ``x_const`` None: no segment is searched
+    (Neyman-Pearson's class offsets meet the bound instead).
+    """
+    # (solve, its scores): the converged solve of least objective that met the bound, and
+    # the last converged one that missed it.
+    met = missed = None
+    seen = None  # the soft and hard values of the last converged solve
+    while True:
+        last = results[-1]
+        scores = problem.scores(last.x)
+        passes += 1.0
         hard = problem.rate_constraints(problem.hard_predictions(scores), base)
-        active = results[-1].multipliers > 0
-        if np.all(hard <= BOUND_EPS) and results[-1].converged:
-            met = (x, list(results))
+        soft = problem.rate_constraints(softmax(scores, axis=1), np.zeros_like(base))
+        active = last.multipliers > 0
+        if last.converged and np.all(hard <= BOUND_EPS):
+            if met is None or last.objective < met[0].objective:
+                met = (last, scores)
             if not np.any(active & (hard < -tol)):
                 break
-        if passes >= est.max_passes:
+        elif last.converged:
+            missed = (last, scores)
+        bracket = met is not None and missed is not None and x_const is not None
+        if bracket or len(results) >= rounds or passes >= est.max_passes - 1:
             break
-        # Aim at the middle of the band [-tol, 0]: a soft bound at the soft value reached,
-        # moved by the hard value's distance from there; for the violated constraints (a
-        # tighter bound) and the active ones met with room to spare (a looser one).
-        moving = (hard > 0) | (active & (hard < -tol))
-        soft = problem.rate_constraints(softmax(scores, axis=1), zero)
-        problem.offset = np.where(moving, -(soft - hard - 0.5 * tol), problem.offset)
-        _say(
-            est.verbose,
-            f"solve {len(results) + 1}: on predictions the constraints are "
-            f"{np.round(hard, 4).tolist()} (a value > 0 misses the bound, an active one below "
-            f"-{tol:g} leaves it unused; {passes:.3g} of {est.max_passes:g} passes spent): "
-            f"the surrogate's bounds of constraints {np.flatnonzero(moving).tolist()} set to "
-            f"the bound + {(np.round(base - problem.offset, 4)[moving] + 0.0).tolist()}",
-        )
-        last = results[-1]
-        more = dict(kwargs, x0=x, y0=last.multipliers, slack0=None, search=False)
-        more["max_passes"] = est.max_passes - passes
+        _move_bounds(est, problem, (soft, hard), seen, active, tol, base, passes, len(results))
+        if last.converged:
+            seen = (soft, hard)
+        more = dict(kwargs, x0=last.x, y0=last.multipliers, slack0=None, search=False)
+        # (the last pass: the training report's)
+        more["max_passes"] = est.max_passes - passes - 1
         if last.finish_history is not None and len(last.finish_history["beta"]):
             more["beta0"] = float(last.finish_history["beta"][-1])
         results.append(_solve(problem, seed + [len(results)], more))
         passes += results[-1].n_data_passes
-        x = results[-1].x
     problem.offset = base
-    # A converged solve that meets the bound before one that meets it unconverged (a
-    # re-solve that loosened a soft bound and ran out of passes).
     if met is not None:
-        return met[0], met[1], passes, None
-    hard = problem.rate_constraints(problem.hard_predictions(problem.scores(x)), base)
-    if np.all(hard <= BOUND_EPS):
-        return x, results, passes, None
-    if x_const is None:
-        return x, results, passes, None
-    t = _segment_to_constant(
-        problem, x, x_const,
-        lambda v: bool(np.all(problem.rate_constraints(
-            problem.hard_predictions(problem.scores(v)), base) <= BOUND_EPS)),
-    )  # fmt: skip
+        x = met[0].x
+        if x_const is not None and missed is not None and missed[0].objective < met[0].objective:
+            # The point nearest the solve that missed on the segment to the one that met:
+            # the loss is convex, so below the met solve's along the segment.
+            t = _segment(problem, base, missed[1], met[1])
+            x = (1 - t) * missed[0].x + t * x
+        return x, results, met[0], passes, None
+    if x_const is None or _meets(problem, scores, base):
+        return last.x, results, last, passes, None
+    passes += 1.0
+    t = _segment(problem, base, scores, problem.scores(x_const))
     if t is None:
-        return x, results, passes, None
-    return (1 - t) * x + t * x_const, results, passes, t
+        return last.x, results, last, passes, None
+    return (1 - t) * last.x + t * x_const, results, last, passes, t
+
+
+def _move_bounds(est, problem, values, seen, active, tol, base, passes, done):
+    """Set the soft bounds for the next solve (see :func:`_steer`): of the violated
+    constraints (tighter) and of the active ones met with room to spare (looser).
+
+    ``values``: the soft (no offset) and hard values the last solve reached; ``seen``: those
+    of the converged solve before it (None: none).
+    """
+    soft, hard = values
+    moving = (hard > 0) | (active & (hard < -tol))
+    # Aim at the middle of the band [-tol, 0]: a soft bound at the soft value reached, moved
+    # by the hard value's distance from there times the soft value's change per change of
+    # the hard one, from the last two solves (a secant; 1 until known, or where the hard
+    # value moved against the soft one, by other constraints' moves). On wine the hard gap
+    # moved twice as far as the soft one, and the moves overshot from side to side.
+    slope = np.ones_like(soft)
+    if seen is not None:
+        ds, dh = soft - seen[0], hard - seen[1]
+        known = (np.abs(ds) > _SECANT_MIN_STEP) & (dh * ds > 0)
+        slope[known] = np.clip(dh[known] / ds[known], 1 / _SECANT_MAX, _SECANT_MAX)
+    target = np.where(moving, -(soft - (hard + 0.5 * tol) / slope), problem.offset)
+    # An inactive bound that an earlier move tightened goes back to the bound itself: it
+    # does not shape the solution, and kept it left no room for the moves of the others
+    # (wine: the gap g0 - g1 of class 0 held below -0.025 while its reverse was tightened).
+    target = np.where(~moving & ~active & (target > base), base, target)
+    # Bounds moved one by one can ask for the empty set: the gaps g - h and h - g of one
+    # class tightened in turn, or three classes' gaps whose sum is 0 (each group's rates
+    # sum to 1); on wine at 0.02 such re-solves spent their budget raising the penalty to
+    # 1e15. So the move stops halfway to where no cell means meet the bounds at all (the
+    # room of :func:`_relaxation_room`, concave along the move: halfway keeps half of the
+    # room the last bounds had, which their solve's cell means met).
+    step = target - problem.offset
+    if _relaxation_room(problem, target) < 0:
+        lo, hi = 0.0, 1.0
+        for _ in range(_ROOM_BISECTIONS):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (
+                (mid, hi)
+                if _relaxation_room(problem, problem.offset + mid * step) >= 0
+                else (lo, mid)
+            )
+        step = 0.5 * lo * step
+    problem.offset = problem.offset + step
+    _say(
+        est.verbose,
+        f"solve {done + 1}: on predictions the constraints are "
+        f"{np.round(hard, 4).tolist()} (a value > 0 misses the bound, an active one below "
+        f"-{tol:g} leaves it unused; {passes:.3g} of {est.max_passes:g} passes spent): "
+        f"the surrogate's bounds of constraints {np.flatnonzero(moving).tolist()} set to "
+        f"the bound + {(np.round(base - problem.offset, 4)[moving] + 0.0).tolist()}",
+    )
 
 
 def fit_multiclass(est, X, y, sample_weight, fit_params, pose=None, conclude=True):
@@ -561,7 +649,7 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
     best = _select(runs)
     results = [runs[best]]
     passes = float(sum(r.n_data_passes for r in runs))
-    x = results[0].x
+    x, chosen = results[0].x, results[0]
     offsets, toward_constant = np.zeros(K), None
     if steered:
         if context["kind"] == "np":
@@ -571,10 +659,9 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
         else:
             band, x_const = est.bound_tol, _null_point(problem, codes, sw, K)
             rounds = _MAX_ROUNDS
-        x, results, passes, toward_constant = _steer(
+        x, results, chosen, passes, toward_constant = _steer(
             est, problem, results, kwargs, [seeds[best]], passes, x_const, band, base, rounds
         )
-        problem.offset = base
     scores = problem.scores(x)
     if context["kind"] == "np":
         found = _np_offsets(problem, scores, sw, context["bounds"])
@@ -583,13 +670,17 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
         offsets = found if found is not None else offsets
         scores = scores + offsets
     passes += 1.0  # the training report below reads every row once more
-    _set_fitted(est, problem, x, offsets, classes, results, runs, best, seeds, passes)
+    objective = float(chosen.objective)
+    if x is not chosen.x:  # a point between solves: its own loss, a read of the rows more
+        objective = problem.objective_value(x, slice(None)) + problem.h.value(x)
+        passes += 1.0
+    _set_fitted(est, problem, x, offsets, classes, results, chosen, runs, best, seeds, passes)
+    est.objective_ = objective
     _report(est, problem, scores, codes, sw, groups, names, context)
-    return functools.partial(_conclude, est, results[-1], toward_constant, context)
+    return functools.partial(_conclude, est, chosen, toward_constant, context)
 
 
-def _set_fitted(est, problem, x, offsets, classes, results, runs, best, seeds, passes):
-    result = results[-1]
+def _set_fitted(est, problem, x, offsets, classes, results, result, runs, best, seeds, passes):
     coef, intercept = problem.coef(x)
     est.classes_ = classes
     est.coef_ = coef.copy()
@@ -604,7 +695,6 @@ def _set_fitted(est, problem, x, offsets, classes, results, runs, best, seeds, p
         setattr(est, name + "_", float(getattr(result, name)))
     est.n_iter_ = int(sum(r.n_iter for r in results))
     est.n_outer_iter_ = int(sum(r.n_outer_iter for r in results))
-    est.objective_ = float(result.objective)
     est.history_ = {k: np.asarray(v).copy() for k, v in _joined_history(results).items()}
     est.n_data_passes_ = float(passes)
     if len(runs) > 1:

@@ -8,8 +8,11 @@ of all rows is one ``dask.compute``: each block's partial sums, computed where t
 and summed on the client:
 
 * a full evaluation (objective value and gradient, constraint values and the sums that give
-  ``J^T v`` for any ``v``): the deterministic finish's L-BFGS-B costs one compute per
-  evaluation;
+  ``J^T v`` for any ``v``, the Jacobian itself): the deterministic finish costs one compute
+  per evaluation;
+* the Hessian of its Newton steps (``K (K + 1) / 2`` weighted Gram matrices of ``d + 1``
+  columns, one compute), or above ``_HESSIAN_MAX_PARAMS`` parameters one compute per
+  Hessian-vector product;
 * the smoothness bound (the weighted Gram matrices of the rows, one pass);
 * the scores of every row at a point (``n x K`` numbers brought to the client, a ``d / K``-th
   of ``X``): the steering to the bound on predictions and the training report read them.
@@ -24,10 +27,17 @@ Imported only for dask input.
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse.linalg import LinearOperator
 from scipy.special import log_softmax, softmax
 
 from ._dask_rows import DaskRows
-from .multinomial import MultinomialProblem
+from .multinomial import (
+    MultinomialProblem,
+    _last_kept,
+    curvature_product,
+    pair_grams,
+    pair_weights,
+)
 
 __all__ = ["DaskMultinomialProblem"]
 
@@ -70,6 +80,29 @@ def _evaluation_block(X, cell, w, W, b, K, M, u_factor, omega_factor):
             gW[j], gb[j] = Gj.T @ A, Gj.sum(axis=0)
         out += [gW, gb]
     return tuple(out)
+
+
+def _curvature_inputs(X, cell, w, W, b, K, M, u_factor, omega_factor, mu):
+    """A block's ``(A, P, u, omega, v)`` for :func:`~.multinomial.pair_weights` (the weights
+    not divided by the rows' count)."""
+    A = np.asarray(X, dtype=np.float64)
+    P = softmax(A @ W.T + b, axis=1)
+    v = (M @ mu)[cell] if M.shape[2] else None
+    return A, P, w * u_factor, w * omega_factor[cell], v
+
+
+def _hessian_block(X, cell, w, *args):
+    """One block's pair Gram matrices of the Hessian (:func:`~.multinomial.pair_grams`)."""
+    A, P, u, om, v = _curvature_inputs(X, cell, w, *args)
+    return (pair_grams(A, pair_weights(P, u, om, v)),)
+
+
+def _hessian_product_block(X, cell, w, Wd, bd, *args):
+    """One block's sums ``T^T A`` and ``T^T 1`` of a Hessian-vector product in the score
+    directions ``A Wd^T + bd`` (:func:`~.multinomial.curvature_product`)."""
+    A, P, u, om, v = _curvature_inputs(X, cell, w, *args)
+    T = curvature_product(P, u, om, v, A @ Wd.T + bd)
+    return T.T @ A, T.sum(axis=0)
 
 
 def _gram_block(X, cell, w, tables):
@@ -201,6 +234,39 @@ class DaskMultinomialProblem(MultinomialProblem):
             return self._back_sums(np.tensordot(v, gW, axes=1), v @ gb)
 
         return f, grad, c, jac_t
+
+    def second_order_evaluation(self, x):
+        """``(f0, grad, c, J, hessian)`` over all rows: :meth:`full_evaluation`'s compute
+        (whose sums hold the Jacobian), and ``hessian(mu)`` one compute more (a matrix, or
+        above ``_HESSIAN_MAX_PARAMS`` parameters an operator, a compute per product); see
+        :meth:`MultinomialProblem.second_order_evaluation`."""
+        W, b = self._split(x)
+        u_factor, omega = self._factors()
+        sums = self.rows.reduce(_evaluation_block, W, b, self.K, self.M, u_factor, omega)
+        n, m = self.rows.n_rows, self.n_constraints
+        f = float(sums[0][0]) / n
+        grad = self._back_sums(sums[1], sums[2]) / n
+        if m:
+            c = sums[3] / n + self.offset
+            J = np.array([self._back_sums(sums[4][j], sums[5][j]) / n for j in range(m)])
+        else:
+            c, J = np.zeros(0), np.zeros((0, self.n_params))
+        curvature = (W, b, self.K, self.M, u_factor, omega)
+        return f, grad, c, J, _last_kept(lambda mu: self._dask_hessian(curvature, mu))
+
+    def _dask_hessian(self, curvature, mu):
+        n = self.rows.n_rows
+        args = (*curvature, mu)
+        if self._operator_hessian():
+
+            def matvec(s):
+                Wd, bd = self._split(np.ravel(s))
+                gW, gb = self.rows.reduce(_hessian_product_block, Wd, bd, *args)
+                return self._back_sums(gW, gb) / n
+
+            return LinearOperator((self.n_params,) * 2, matvec=matvec, dtype=float)
+        (grams,) = self.rows.reduce(_hessian_block, *args)
+        return self.hessian_from_grams(grams / n)
 
     def describe_computes(self) -> str:
         """`` computes=N``: the graphs the fit has sent so far (``verbose`` lines)."""
