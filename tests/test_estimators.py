@@ -339,11 +339,11 @@ def test_infeasible_bound_is_reported_not_hidden():
     with pytest.warns(ConvergenceWarning) as record:
         clf.fit(X, y, sensitive_features=groups)
     (msg,) = [str(w.message) for w in record if issubclass(w.category, ConvergenceWarning)]
-    assert "primal residual" in msg and "dual residual" in msg
-    # Out of reach: the residual falls too slowly for any budget, and the warning says so.
-    assert "Rates reached" in msg and "raising max_passes will hardly help" in msg
+    assert "primal residual" in msg and "dual residual" in msg and "Rates reached" in msg
     # The constraint is scaled by the mean positive rate (the paper's form): predicting
-    # nothing approaches it, so what stays above tol is stationarity, not the violation.
+    # nothing approaches it, so what stays above tol is stationarity, not the violation
+    # (the Newton finish follows that slope, and says how far it still is).
+    assert "the finish on all rows was still converging" in msg
     assert clf.kkt_dual_residual_ > clf.tol and not clf.converged_
     assert clf.constraint_values_[0] < 0.9 - 0.1
 

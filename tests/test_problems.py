@@ -441,7 +441,7 @@ def test_hessian_of_many_rows_reads_a_fixed_sample_of_them(monkeypatch, kind):
     hessian = pb.second_order_evaluation(x)[4]
     sampled = hessian(mu)
     np.testing.assert_array_equal(hessian(mu), sampled)
-    limit = linear._hessian_rows(pb.n_params)
+    limit = linear._hessian_rows(pb.n_params, n)
     drawn = len(pb._hessian_sample(pb.A_obj.A)[0])
     assert limit < n and drawn == pytest.approx(limit, rel=0.05)
     scores = 0 if kind == "fairness" else n

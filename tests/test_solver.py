@@ -218,7 +218,9 @@ def test_same_seed_gives_bit_identical_results():
     r3 = stoc_ialm(pb, random_state=43)
     np.testing.assert_array_equal(r1.x, r2.x)
     np.testing.assert_array_equal(r1.history["dual_residual"], r2.history["dual_residual"])
-    assert not np.array_equal(r1.x, r3.x)
+    # Another seed draws other minibatches (the finish's Newton steps may still end both
+    # runs on the same bits of the optimum).
+    assert not np.array_equal(r1.history["dual_residual"], r3.history["dual_residual"])
 
 
 def test_paper_preset_converges_too():

@@ -665,8 +665,10 @@ feature_center
 
         return f, grad, c, jac_t
 
-    #: The Hessians come in the evaluation's own compute (see :meth:`second_order_evaluation`).
+    #: The Hessians come in the evaluation's own compute (see :meth:`second_order_evaluation`):
+    #: no further read, and no further arithmetic on the client.
     curvature_passes = 0
+    curvature_cost = 0.0
 
     def second_order_evaluation(self, x):
         """``(f0, grad, c, J, hessian)`` over all rows in one pass: :meth:`full_evaluation`'s

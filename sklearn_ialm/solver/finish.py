@@ -142,6 +142,9 @@ _ARMIJO = 1e-4
 _MIN_STEP = 1e-8
 #: A Newton step that shrinks the gradient less than this refreshes the data curvature.
 _NEWTON_CONTRACTION = 0.25
+#: The data curvature is formed at every Newton step when it costs at most this share of an
+#: evaluation's arithmetic (``problem.curvature_cost``).
+_CHEAP_CURVATURE = 0.5
 #: Most Newton iterations of one inner solve.
 _NEWTON_MAX_ITER = 50
 #: Most sides of the constraints' kinks tried for one Newton step (see
@@ -355,6 +358,11 @@ class _AugmentedLagrangian:
         value, g, c, w, Jv = self.point(v, y, beta)
         self.best = (value, v.copy(), c, w, g)
         refresh = False
+        # A curvature that costs a small share of an evaluation (a sample of many rows, or
+        # a cluster's, which comes with each evaluation) is formed at every step: the steps
+        # are then Newton's own (a reweighted logistic fit on 1e6 x 20 rows: 6 evaluations,
+        # 7 with the rule below).
+        cheap = getattr(self.problem, "curvature_cost", 1.0) <= _CHEAP_CURVATURE
         for _ in range(_NEWTON_MAX_ITER):
             if np.linalg.norm(g) <= tol:
                 return
@@ -378,7 +386,11 @@ class _AugmentedLagrangian:
                 t, refresh = min(max(t_min, 0.1 * t), 0.5 * t), True
                 if t < _MIN_STEP:
                     return
-            refresh = refresh or np.linalg.norm(out[1]) > _NEWTON_CONTRACTION * np.linalg.norm(g)
+            refresh = (
+                cheap
+                or refresh
+                or np.linalg.norm(out[1]) > _NEWTON_CONTRACTION * np.linalg.norm(g)
+            )
             v = trial
             value, g, c, w, Jv = out
             self.best = (value, v.copy(), c, w, g)
