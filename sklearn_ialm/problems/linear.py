@@ -430,6 +430,13 @@ class LinearProblem(FiniteSumProblem):
         norm one over the objective rows, whatever their number and scale.
     feature_center : ndarray of shape (n_features,), optional
         Column centre (needs ``fit_intercept=True``).
+    dead_features : array of bool of shape (n_features,), optional
+        Columns known not to move the score (zero, or constant beside the intercept, as the
+        columns' moments tell): :meth:`second_order_evaluation` gives their weights no
+        gradient, Jacobian or data curvature (a unit curvature in its place), so that the
+        finish's Newton steps leave them where they are. The rounding of their centred
+        sums read as a gradient which the Newton steps took in full: a constant column got
+        a weight of 2e-12.
 
     Examples
     --------
@@ -471,6 +478,7 @@ class LinearProblem(FiniteSumProblem):
         rows_constraint=None,
         levels=None,
         constraint_strata=None,
+        dead_features=None,
     ):
         W = np.asarray(W, dtype=float)
         if W.ndim == 1:
@@ -547,6 +555,10 @@ class LinearProblem(FiniteSumProblem):
         self.feature_center = feature_center
         self.smoothness = self.smoothness_bound(sums) if smoothness is None else tuple(smoothness)
         self.constraint_names = constraint_names
+        self._dead = None  # (the parameters of dead_features, if any)
+        if dead_features is not None and np.any(dead_features):
+            dead = np.asarray(dead_features, dtype=bool).reshape(self.n_features)
+            self._dead = np.r_[dead, np.zeros(int(self.fit_intercept), bool)]
 
     def coef(self, x):
         """Split the solver's ``x`` into the model's ``(coef, intercept)``."""
@@ -896,7 +908,31 @@ class LinearProblem(FiniteSumProblem):
         else:
             f0, grad, c, _, J = self._numpy_evaluation(x, jacobian=True)
         x = np.array(x, dtype=float)
-        return f0, grad, c, J, lambda mu: self._hessian(x, np.asarray(mu, dtype=float))
+
+        def hessian(mu):
+            H = self._hessian(x, np.asarray(mu, dtype=float))
+            return H if self._dead is None else self._without_dead(H)
+
+        if self._dead is not None:
+            grad, J = np.where(self._dead, 0.0, grad), np.where(self._dead, 0.0, J)
+        return f0, grad, c, J, hessian
+
+    def _without_dead(self, H):
+        """The Hessian ``H`` with the rows and columns of the dead features' weights those of
+        a unit matrix (see ``dead_features``)."""
+        dead = self._dead
+        if isinstance(H, np.ndarray):
+            H[dead, :] = 0.0
+            H[:, dead] = 0.0
+            H[dead, dead] = 1.0  # (the diagonal entries: a boolean index on both axes)
+            return H
+        from scipy.sparse.linalg import LinearOperator
+
+        def matvec(v):
+            v = np.ravel(v)
+            return np.where(dead, v, H @ np.where(dead, 0.0, v))
+
+        return LinearOperator(H.shape, matvec=matvec, dtype=float)
 
     @property
     def curvature_passes(self) -> float:
