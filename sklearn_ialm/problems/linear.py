@@ -457,6 +457,10 @@ class LinearProblem(FiniteSumProblem):
     array([0., 0., 0.])
     """
 
+    #: The parameters of ``dead_features`` (a mask), or None; a class default for problems
+    #: made without ``__init__`` (the Dask problem's in-memory views of its rows).
+    _dead = None
+
     def __init__(
         self,
         A_objective,
@@ -555,7 +559,6 @@ class LinearProblem(FiniteSumProblem):
         self.feature_center = feature_center
         self.smoothness = self.smoothness_bound(sums) if smoothness is None else tuple(smoothness)
         self.constraint_names = constraint_names
-        self._dead = None  # (the parameters of dead_features, if any)
         if dead_features is not None and np.any(dead_features):
             dead = np.asarray(dead_features, dtype=bool).reshape(self.n_features)
             self._dead = np.r_[dead, np.zeros(int(self.fit_intercept), bool)]
