@@ -88,6 +88,26 @@ def test_finish_counts_and_stops_at_its_budget():
     assert "budget" in fin.message
 
 
+@pytest.mark.parametrize("budget", [2, 3])
+def test_a_finish_too_short_for_a_newton_step_still_moves(budget):
+    # A Newton step reads the rows three times or more (its point, the curvature: two reads
+    # here, a trial point); with fewer reads the Newton finish returned its start unchanged
+    # (a small Neyman-Pearson fit at max_passes=5: the constant model). The augmented
+    # Lagrangian at the point returned is below the start's, whatever took the steps.
+    X, y, _ = _data(n=600)
+    pb = _ridge(neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True))
+    x0, y0 = np.zeros(pb.n_params), np.zeros(pb.n_constraints)
+    assert pb.curvature_passes == 2.0
+    fin = alm_finish(pb, x0, y0, 1.0, tol=1e-12, dual_tol=1e-12, max_evaluations=budget)
+    assert 0 < fin.n_evaluations <= budget
+
+    def lagrangian(x):  # at the solve's multipliers y0 = 0 and penalty 1
+        f, _, c, _ = pb.full_evaluation(x)
+        return f + pb.h.value(x) + 0.5 * float(np.sum(np.maximum(c, 0.0) ** 2))
+
+    assert lagrangian(fin.x) < lagrangian(x0) - 1e-3
+
+
 def _five_groups(n=3000, seed=0):
     X, y = make_classification(n, 6, n_informative=4, n_redundant=0, random_state=seed)
     noise = np.random.default_rng(seed).normal(size=n)

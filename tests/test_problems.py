@@ -418,6 +418,61 @@ def test_hessian_of_many_parameters_is_an_operator_of_the_same_products(monkeypa
         )  # fmt: skip
 
 
+@pytest.mark.parametrize("many", [False, True])
+def test_dead_features_get_no_newton_terms(monkeypatch, many):
+    """A constant column beside the intercept, marked dead: its weight has no gradient,
+    Jacobian or curvature in the Newton oracle (a unit row and column of the Hessian, matrix
+    or operator), and every other entry is the unmarked problem's."""
+    from sklearn_ialm.problems import linear
+
+    X, y, groups, rng = _data(n=200)
+    Xc = np.column_stack([X, np.full(len(X), 0.7)])
+    center = np.r_[np.zeros(X.shape[1]), Xc[:, -1].mean()]
+    kw = dict(fit_intercept=True, feature_scale=np.full(Xc.shape[1], 2.0), feature_center=center)
+    W = rng.uniform(-1.0, 1.0, (len(y), 2))
+    args = (Xc, np.where(y == 1, 1.0, -1.0), LOSSES["logistic"](), Xc, W, np.zeros(2))
+    plain = LinearProblem(*args, **kw)
+    dead = LinearProblem(*args, dead_features=np.r_[np.zeros(X.shape[1], bool), True], **kw)
+    if many:
+        monkeypatch.setattr(linear, "_GRAM_MAX_PARAMS", 2)
+    x, mu = 0.3 * rng.standard_normal(plain.n_params), rng.uniform(0.0, 1.0, 2)
+    _, g0, _, J0, hess0 = plain.second_order_evaluation(x)
+    _, g, _, J, hess = dead.second_order_evaluation(x)
+    j, keep = X.shape[1], np.r_[np.arange(X.shape[1]), X.shape[1] + 1]
+    assert g[j] == 0.0 and not np.any(J[:, j])
+    np.testing.assert_array_equal(g[keep], g0[keep])
+    np.testing.assert_array_equal(J[:, keep], J0[:, keep])
+    eye = np.eye(plain.n_params)
+    H0, H = (np.column_stack([h(mu) @ e for e in eye]) for h in (hess0, hess))
+    np.testing.assert_array_equal(H[:, j], eye[j])
+    np.testing.assert_array_equal(H[j], eye[j])
+    np.testing.assert_allclose(H[np.ix_(keep, keep)], H0[np.ix_(keep, keep)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("factor", [1e200, 1e-300])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_hessian_in_the_solver_units_whatever_the_units_of_the_rows(factor, sparse):
+    """Rows times 1e200 or 1e-300 with the scale times the same factor: the same problem in
+    ``x``, so the same Hessian (it overflowed, or was 0 * inf, in raw units), with and
+    without a centre."""
+    X, y, groups, rng = _data(n=300)
+    W = rng.uniform(-1.0, 1.0, (len(y), 2))
+    scale, center = rng.uniform(0.5, 2.0, X.shape[1]), np.r_[0.4, np.zeros(X.shape[1] - 1)]
+    x, mu = 0.3 * rng.standard_normal(X.shape[1] + 1), rng.uniform(0.0, 1.0, 2)
+    out = []
+    for f in (1.0, factor):
+        A = sp.csr_matrix(X * f) if sparse else X * f
+        for c in (None, center * f):
+            pb = LinearProblem(
+                A, np.where(y == 1, 1.0, -1.0), LOSSES["logistic"](), A, W, np.zeros(2),
+                fit_intercept=True, feature_scale=scale * f, feature_center=c,
+            )  # fmt: skip
+            out.append(pb.second_order_evaluation(x)[4](mu))
+    # (float32 products where no centre is subtracted: seven digits.)
+    np.testing.assert_allclose(out[2], out[0], rtol=1e-5, atol=1e-7 * np.abs(out[0]).max())
+    np.testing.assert_allclose(out[3], out[1], rtol=1e-9, atol=1e-12 * np.abs(out[1]).max())
+
+
 @pytest.mark.parametrize("kind", ["fairness", "neyman_pearson"])
 def test_hessian_of_many_rows_reads_a_fixed_sample_of_them(monkeypatch, kind):
     """Past ``_hessian_rows`` rows the Gram matrix reads a fixed random sample (weights

@@ -169,4 +169,5 @@ def _standardised(problem, X, sample_weight, C):
         rows_constraint=problem.A_con.rows,
         levels=problem.levels,
         constraint_strata=problem.constraint_strata,
+        dead_features=~live,
     )

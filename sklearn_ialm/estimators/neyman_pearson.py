@@ -271,7 +271,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         the training negatives, the surrogate the solver works on. It differs from the mean
         of ``predict_proba(X)[:, 1]`` over them, which is the sigmoid of the thresholded
         score ``decision_function`` (0.2400 and 0.2533 on the data above, where
-        ``threshold_`` is -0.0892).
+        ``threshold_`` is -0.0893).
     train_fpr_ : float
         ``hard_constraint_values_[0]``.
     max_fpr_ : float

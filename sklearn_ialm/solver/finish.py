@@ -452,7 +452,13 @@ def alm_finish(
     ineq = np.asarray(problem.inequality, dtype=bool) if m else np.zeros(0, bool)
     levels = getattr(problem, "levels", None)
     al = _AugmentedLagrangian(problem, levels, ineq, max_evaluations)
-    newton = _newton_applies(problem)
+    # A Newton step reads the rows for its point, its curvature and a trial point: with
+    # fewer reads left it cannot end, where L-BFGS-B's first steps (a read each) make
+    # progress (a 600-row Neyman-Pearson fit at max_passes=5 had 2 reads for its finish:
+    # it returned its starting point, the constant model, instead of a model).
+    newton = _newton_applies(problem) and max_evaluations >= 2 + getattr(
+        problem, "curvature_passes", 0
+    )
     y = np.array(y0, dtype=float).reshape(m)
     y[ineq] = np.maximum(y[ineq], 0.0)
     beta = float(beta0)
