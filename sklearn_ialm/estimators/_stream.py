@@ -623,6 +623,18 @@ class StreamState:
 
 
 # -- partial_fit ----------------------------------------------------------------------------------
+def streams(est) -> bool:
+    """Whether ``est`` has ``partial_fit`` (the check of ``available_if``): a calibrated fit
+    holds rows out, which a stream cannot, so its estimator has no ``partial_fit`` and
+    scikit-learn's checks and ``hasattr`` see it as a batch estimator."""
+    if getattr(est, "calibration", None) is not None:
+        raise AttributeError(
+            f"partial_fit does not hold rows out: calibration={est.calibration!r} needs fit "
+            "(or calibration=None for a stream)."
+        )
+    return True
+
+
 def partial_fit(est, X, y, *, classes=None, sample_weight=None, groups=None, **fit_params):
     """One ``partial_fit`` call of ``est`` (see the estimators' method for the parameters).
 
@@ -638,11 +650,6 @@ def partial_fit(est, X, y, *, classes=None, sample_weight=None, groups=None, **f
             "partial_fit takes one batch in memory (a numpy array, a sparse matrix or a "
             "DataFrame), got a dask collection: pass its blocks one by one, e.g. "
             "for block in X.to_delayed().ravel(): clf.partial_fit(block.compute(), ...)."
-        )
-    if getattr(est, "calibration", None) is not None:
-        raise NotImplementedError(
-            f"partial_fit does not hold rows out: calibration={est.calibration!r} needs fit "
-            "(or calibration=None for a stream)."
         )
     _check_labels(y)
     reset = state is None and not fitted

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
     _check_sample_weight,
     _num_samples,
@@ -26,7 +27,7 @@ from ._multiclass import NOT_YET, is_multiclass
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
-from ._stream import GroupCodec
+from ._stream import GroupCodec, streams
 from ._stream import partial_fit as stream_partial_fit
 
 __all__ = ["FairLogisticClassifier"]
@@ -656,6 +657,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self._publish(work)
         return self
 
+    @available_if(streams)
     def partial_fit(
         self,
         X: MatrixLike,

@@ -9,6 +9,7 @@ from numbers import Integral, Real
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
@@ -26,6 +27,7 @@ from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
 from ._stream import partial_fit as stream_partial_fit
+from ._stream import streams
 from ._umbrella import (
     training_fpr_upper_limit,
     umbrella_min_calibration_size,
@@ -484,6 +486,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self._publish(work)
         return self
 
+    @available_if(streams)
     def partial_fit(
         self,
         X: MatrixLike,

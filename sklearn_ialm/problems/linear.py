@@ -991,10 +991,12 @@ class LinearProblem(FiniteSumProblem):
             return self._hessian_operator(self._curvature_weights(x, mu, sample=False))
         H = np.zeros((self.n_params, self.n_params))
         compiled = self.use_kernel and _kernels_available()
-        low = self.feature_center is None
         inv = np.broadcast_to(self._inv_scale, (self.n_features,)) if self._scaled else None
+        # In float64, not float32 as the step-size sweep: the Newton steps' Hessian decides
+        # where the finish stops within its tolerance, and float32 products left the dense
+        # and the CSR layout of the same rows 1e-7 apart (float64: the same model).
         for A, pick, r in self._curvature_weights(x, mu, sample=True):
-            H += self._gram_in_x(*_weighted_gram(A, r, compiled, low, inv, pick))
+            H += self._gram_in_x(*_weighted_gram(A, r, compiled, False, inv, pick))
         return H
 
     def _hessian_sample(self, A):
