@@ -255,9 +255,6 @@ class _Cells:
 def fit_dask(est, X, y, sample_weight, fit_params):
     """``est._fit_or_raise`` on dask input: the same steps, X never brought to the client.
 
-    The hooks that may warn are called from here, as ``_fit_or_raise`` calls them: their
-    ``stacklevel`` counts the frames up to the user's call.
-
     The labels, groups and weights enter the problem through the cells they form (a label
     and a group): the estimator's own problem builder runs on one row per cell, weighted by
     the cell's total, and its per-row weights are spread back over the rows (each row's
