@@ -11,8 +11,7 @@ object and how its constraints are reported in the units of its parameters.
 
 from __future__ import annotations
 
-import sys
-import warnings
+import math
 from datetime import UTC, datetime
 from numbers import Integral, Real
 
@@ -23,16 +22,19 @@ from numpy.typing import ArrayLike
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from .._warnings import warn
 from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..solver.ialm import clip_batch_size
 from ._hard_rates import fit_hard_rates
+from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection
 from ._multiclass import fit_multiclass, is_multiclass, typed, typed_classes
 from ._scaling import _standardised
 from ._solve import (
@@ -56,19 +58,6 @@ class InconsistentVersionWarning(UserWarning):
 #: ``X`` as the estimators accept it: array-like or a scipy.sparse matrix / array.
 # scipy < 1.11 has no ``sparray`` base; there the sparse arrays subclass ``spmatrix``.
 MatrixLike = ArrayLike | sp.spmatrix | getattr(sp, "sparray", sp.spmatrix)
-
-# float32 is kept as is: the solver's parameters are float64 and products upcast, so a
-# float32 matrix is never copied (a large training matrix should be read, not duplicated).
-_DTYPES = (np.float64, np.float32)
-
-
-def is_dask_collection(obj) -> bool:
-    """Whether ``obj`` is a dask collection, without importing dask (nor paying for it)."""
-    if "dask" not in sys.modules:
-        return False  # a dask collection cannot exist before dask is imported
-    import dask
-
-    return dask.is_dask_collection(obj)
 
 
 def _two_columns(a, b):
@@ -98,42 +87,6 @@ def _is_fit_state(name: str) -> bool:
     return (name.endswith("_") and not name.startswith("_")) or name in _PRIVATE_FIT_STATE
 
 
-def _is_missing(value) -> bool:
-    if value is None:
-        return True
-    try:
-        return bool(value != value)  # NaN
-    except TypeError:  # pd.NA: its comparisons are NA, which has no truth value
-        return True
-
-
-def _check_labels(y) -> None:
-    """A ValueError naming ``y`` for labels that are missing or of mixed types (an object
-    array); scikit-learn's checks fail on them with a TypeError or "Unknown label type"."""
-    if y is None:
-        return  # validate_data's message
-    values = np.asarray(y).ravel()  # (pandas gives NaN for pd.NA in a nullable dtype)
-    if values.dtype.kind == "f":
-        missing = np.flatnonzero(np.isnan(values))
-    elif values.dtype == object:
-        missing = np.flatnonzero([_is_missing(v) for v in values])
-    else:
-        return
-    if missing.size:
-        raise ValueError(
-            f"y has no label (None, NaN or pd.NA) in {missing.size} row(s), the first at "
-            f"position {missing[0]}: every row needs one. Drop those rows or fill them in."
-        )
-    if values.dtype != object:
-        return
-    kinds = {"str" if isinstance(v, str) else type(v).__name__ for v in values}
-    if "str" in kinds and len(kinds) > 1:
-        raise ValueError(
-            f"y mixes strings with other labels ({', '.join(sorted(kinds))}): a class would "
-            "have two spellings (1 and '1'). Give all labels one type, e.g. y.astype(str)."
-        )
-
-
 def _finish_inactive(problem, result, kwargs):
     """The finish of a stochastic solve whose constraints are all inactive, from its point
     (zero multipliers: the unconstrained problem), kept where they stay inactive at the
@@ -154,11 +107,6 @@ def _finish_inactive(problem, result, kwargs):
     kept.n_data_passes += spent.n_data_passes
     kept.n_check_passes += spent.n_check_passes
     return kept
-
-
-def _label(value):
-    """A class label as users wrote it (``1``, not ``np.int64(1)``) for messages."""
-    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def _stall(result):
@@ -407,11 +355,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         x0 = problem.point(coef.ravel(), previous["intercept_"][0])
         m, n_slack = problem.n_constraints, int(np.sum(problem.inequality))
         if multipliers.shape != (m,) or slack.shape != (n_slack,):
-            warnings.warn(
+            warn(
                 f"warm_start: the previous fit had {multipliers.size} constraint(s), this "
                 f"one has {m}; the weights are warm-started, the multipliers start from zero.",
                 UserWarning,
-                stacklevel=4,
             )
             return x0, None, None
         return x0, multipliers, slack
@@ -452,14 +399,18 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _fit_or_raise(self, X, y, sample_weight=None, **fit_params):
         """The fit's steps: validate, pose the problem (in standard units), start, solve it
         (and steer the solution to the bound on predictions), report on the training rows,
-        conclude (whether the bound is met, whether the fit converged). The hooks that may
-        warn are called from here, not from a step function: their ``stacklevel`` counts
-        the frames up to the user's call."""
+        conclude (whether the bound is met, whether the fit converged)."""
         if not (is_dask_collection(X) or is_dask_collection(y)) and is_multiclass(y):
             return fit_multiclass(self, X, y, sample_weight, fit_params)
         if is_dask_collection(X):
-            from ._dask import fit_dask
+            # (Imported here: dask is an optional extra. The streaming fit is chosen here,
+            # not inside fit_dask, since it builds on fit_dask's checks: no import circle.)
+            from ._dask import STREAM_PASSES, fit_dask
 
+            if self.max_passes <= STREAM_PASSES:
+                from ._dask_stream import fit_dask_stream
+
+                return fit_dask_stream(self, X, y, sample_weight, fit_params)
             return fit_dask(self, X, y, sample_weight, fit_params)
         X, y01, sw, classes, fit_params = self._validated(X, y, sample_weight, fit_params)
         problem, context = self._build_problem(X, y01, sw, fit_params)
@@ -469,8 +420,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if x0 is None:
             x0 = _null_start(problem)
         result, fit, n_passes = self._solve_problem(problem, context, classes, x0, y0, slack0)
-        # The report below scores every row of X once more: part of the fit's work.
-        self.n_data_passes_ = float(n_passes + X.shape[0] / problem.n_samples)
+        # The report below scores every row of X once more (twice when no solve met the
+        # bound: the solve nearest it too, for the warning): part of the fit's work.
+        scorings = 1 + (fit is not None and fit.nearest is not None)
+        self.n_data_passes_ = float(n_passes + scorings * X.shape[0] / problem.n_samples)
         self.n_samples_fit_ = int(X.shape[0])
         # The problem's per-row arrays (margins, weights, W) are not needed for the report
         # below, which scores X again: freed first, they do not add to its n-vectors.
@@ -525,7 +478,56 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             # judged its solve at 0; the umbrella's threshold is set after it).
             one_class = bool(predicted.all() or not predicted.any())
             context.update(steering=fit, scores=scores, y01=y01, weights=sw, one_class=one_class)
+            context["chance"] = self._below_chance(scores, predicted, y01, sw, one_class)
+            if fit is not None and fit.nearest is not None:
+                context["nearest"] = self._nearest_solve(X, fit.nearest, y01, sw, context)
         self._set_report_attributes(context)
+
+    #: Whether the fit's purpose includes accuracy, so that a training accuracy below the
+    #: majority class's is worth a warning (not for Neyman-Pearson, which trades accuracy
+    #: for fewer false negatives by design: there only a ranking no better than chance is).
+    _judged_by_accuracy = True
+
+    def _below_chance(self, scores, predicted, y01, sw, one_class) -> str | None:
+        """The sentence saying that the model does worse on its training rows than
+        predicting the majority class for every row (accuracy weighted as the fit weighs the
+        rows, class weights included), or ranks them no better than chance (AUC <= 0.5); None
+        otherwise. The AUC (a sort of the scores) is computed only where the accuracy is
+        below the majority's or the predictions are one class."""
+        # Weighted sums by masks (``where=``): no n-vector of products at the fit's peak.
+        positive, total = y01 == 1, float(np.sum(sw))
+        share = float(np.sum(sw, where=positive)) / total
+        majority = max(share, 1.0 - share)
+        accuracy = float(np.sum(sw, where=predicted == positive)) / total
+        low = accuracy < majority - 1e-12
+        if not (low or one_class) or np.ptp(scores) == 0:
+            auc = None  # a constant score ranks nothing: the one-class warning says so
+        else:
+            auc = float(roc_auc_score(positive, scores, sample_weight=sw))
+        low = low and self._judged_by_accuracy
+        if not low and (auc is None or auc > 0.5):
+            return None
+        label = _label(self.classes_[int(share > 0.5)])
+        ranks = "" if auc is None else f"; the AUC of its scores is {auc:.3f}"
+        said = (
+            f"Its training accuracy, {accuracy:.4f}, is below that of predicting class {label} "
+            f"for every row ({majority:.4f}){ranks}"
+            if low
+            else f"Its scores rank the training rows no better than chance (AUC {auc:.3f})"
+        )
+        return (
+            f"{said}: compare it with that constant model before using it (the bound may "
+            "leave a linear model little room on these data)."
+        )
+
+    def _nearest_solve(self, X, nearest, y01, sw, context) -> dict:
+        """The constrained rates (as the report computes them) and the accuracy of the
+        solve nearest the bound, ``nearest = (coef, intercept)``, on the training rows."""
+        coef, intercept = nearest
+        predicted = np.asarray(safe_sparse_dot(X, coef)).ravel() + intercept > 0
+        hard = self._constraint_report(predicted.astype(float), y01, sw, context)
+        accuracy = float(np.sum(sw, where=predicted == (y01 == 1)) / np.sum(sw))
+        return {"hard": hard, "accuracy": accuracy}
 
     def _solve_problem(self, problem, context, classes, x0, y0, slack0, in_sequence=False):
         """Solve ``problem`` (every seed, then the steering's further solves) and set the
@@ -551,7 +553,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             preset=self.preset,
             **self._penalty_schedule(),
             # Clipped here, to warn once for all the solves of the fit.
-            batch_size=clip_batch_size(self.batch_size, problem, stacklevel=6),
+            batch_size=clip_batch_size(self.batch_size, problem),
             max_passes=self.max_passes,
             verbose=self.verbose,
             finish_tol=_FINISH_TOL,
@@ -635,7 +637,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if fit is None:
             self.converged_ = bool(result.converged)
         else:
-            self.converged_ = fit.converged and self.bound_met_
+            # A model moved from the solve nearest the bound towards the constant model (or
+            # its threshold moved) is the optimum of no problem posed: not converged.
+            moved = fit.toward_constant or fit.threshold_moved
+            self.converged_ = fit.converged and self.bound_met_ and not moved
         if self._constant_fallback is not None:
             self.converged_ = False
         # When the model was fitted, for a report a reviewer can trace (UTC, ISO 8601).
@@ -679,8 +684,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         hair to the side where the bound holds (else the more accurate one), so that
         ``predict`` and the fit's report agree on every training row.
         """
-        if not self._steers_hard_rates_after_fit(context):
-            return scores
+        if not (self._steers_hard_rates_after_fit(context) and self.fit_intercept):
+            return scores  # (without an intercept there is nothing to move)
         big = max(1.0, float(np.max(np.abs(scores), initial=0.0)))
         if not np.any(np.abs(scores) <= 1e-9 * big):
             return scores
@@ -707,8 +712,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         not bind) is often less accurate than the majority class and far better in
         log-loss and ranking. A fit at the optimum of the soft problem cannot lose to the
         constant (which is feasible); one that does failed, and the constant is returned:
-        ``coef_`` zero, ``intercept_`` the log-odds of the positive rate, ``converged_``
-        False, and the fit says so (:meth:`_warn_if_not_converged`).
+        ``coef_`` zero, ``intercept_`` the log-odds of the positive rate (0 without an
+        intercept), ``converged_`` False, and the fit says so (:meth:`_warn_if_not_converged`).
         """
         self._constant_fallback = None
         if not self._steers_hard_rates_after_fit(context):
@@ -717,15 +722,22 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         rate = float(np.average(positive, weights=sample_weight))
         if not 0.0 < rate < 1.0:
             return scores
-        logit = float(np.log(rate / (1.0 - rate)))
+        if self.fit_intercept:
+            logit = float(np.log(rate / (1.0 - rate)))
+            constant = float(-(rate * np.log(rate) + (1.0 - rate) * np.log1p(-rate)))
+        else:
+            # Without an intercept the only constant score is 0: p = 1/2 for every row,
+            # predicting classes_[0] (a score of 0 is not positive).
+            logit, constant = 0.0, float(np.log(2.0))
         label = int(logit > 0)
         pred = np.full(len(scores), float(label))
         if not self._meets(self._constraint_report(pred, y01, sample_weight, context), context):
             return scores
         signed = np.where(positive, scores, -scores)
         found = float(-np.average(log_expit(signed), weights=sample_weight))
-        constant = float(-(rate * np.log(rate) + (1.0 - rate) * np.log1p(-rate)))
-        if found <= constant:
+        # (Within rounding of the constant's: the model found is that constant, e.g. the
+        # zero model without an intercept, whose average of log 2 can come out 1 ulp above.)
+        if found <= constant * (1.0 + 1e-12):
             return scores
         self.coef_ = np.zeros_like(self.coef_)
         self.intercept_ = np.array([logit])
@@ -765,22 +777,24 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         return "the constraint"
 
     def _warn_if_not_converged(self, result, context, fit=None):
+        """The fit's warnings, which agree with its attributes and with each other: one
+        account of a fit that did not converge (what was reached, why, what would help),
+        else a word on a model that predicts one class or does worse than chance."""
         name = type(self).__name__
-        one_class = fit is not None and fit.degenerate
-        if fit is not None and isinstance(context, dict):
-            one_class = context.get("one_class", one_class)  # (the Dask fit does not say)
+        notes = context if isinstance(context, dict) else {}
+        chance = notes.get("chance")  # (the Dask fit does not say)
+        one_class = fit is not None and notes.get("one_class", fit.degenerate)
         if one_class and self.bound_met_:
-            warnings.warn(
+            warn(
                 f"{name}: the model found meets the bound on the training rows by predicting "
                 f"the same class for every row ({self._rates_reached(context)}); no better "
                 "model that meets it was found, though one may exist. Loosen the bound, or "
                 "check that the groups and labels are what you meant.",
                 UserWarning,
-                stacklevel=4,
             )
         if self._constant_fallback is not None:
             label, constant, found = self._constant_fallback
-            warnings.warn(
+            warn(
                 f"{name}: the best model found has a higher training log-loss ({found:.4f}) "
                 "than the constant model (the positive rate for every row, predicting class "
                 f"{_label(self.classes_[label])}; log-loss {constant:.4f}), which meets the "
@@ -788,48 +802,112 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
                 "no room on these data (loosen it), or the fit needs more passes "
                 f"(max_passes={self.max_passes:g}).",
                 ConvergenceWarning,
-                stacklevel=4,
             )
             return
         if self.converged_:
+            if chance is not None:
+                warn(f"{name} converged. {chance}", UserWarning)
             return
-        spent = result.message.startswith("budget")
-        reason = result.message
-        if fit is not None and result.converged and not fit.converged:
-            reason = "the budget ran out in a further solve that moves the surrogate's bound"
-            spent = True
-        elif fit is not None and result.converged:
-            reason = "the solver converged but the bound on predictions is not met"
-        parts = [f"{name} did not converge: {reason}"]
-        parts.append(
-            f"after {self.n_data_passes_:.4g} data passes (max_passes={self.max_passes:g}"
+        parts = [
+            f"{name} did not converge: {self._not_converged_reason(result, fit)} after "
+            f"{self.n_data_passes_:.4g} data passes (max_passes={self.max_passes:g}"
             + (f", {self.n_rounds_} solves" if fit is not None else "")
             + f"); primal residual {result.primal_residual:.3g}, dual residual "
-            f"{result.dual_residual:.3g} (tol={self.tol:g})."
-        )
-        parts.append(f"Rates reached: {self._rates_reached(context)}.")
-        if fit is not None and fit.toward_constant:
-            parts.append(
-                "No solve met the bound on predictions, so the model was moved towards the "
-                f"constant model until it did ({fit.interpolated:.0%} of the way): the bound "
-                "holds at a cost in accuracy."
-            )
-        if fit is not None and fit.threshold_moved:
-            parts.append(
-                "No solve met the bound on predictions, nor does the constant model, so the "
-                "threshold of the solve nearest it was moved until it did: the bound holds "
-                "at a cost in accuracy."
-            )
+            f"{result.dual_residual:.3g} (tol={self.tol:g}).",
+            f"Rates reached: {self._rates_reached(context)}.",
+        ]
+        moved = fit is not None and (fit.toward_constant or fit.threshold_moved)
+        if moved:
+            parts.append(self._moved_model_text(fit))
         if fit is not None and not self.bound_met_:
             parts.append(
                 "The bound is NOT met on the training predictions; check "
                 "hard_constraint_values_ before using this model."
             )
+        if chance is not None:
+            parts.append(chance)
+        spent = result.message.startswith("budget") or (
+            fit is not None and result.converged and not self._solves_converged(fit)
+        )
         if spent or not result.converged:
             parts.append(
                 self._remedy(fit.results[-1] if fit is not None else result, fit is not None)
             )
-        warnings.warn(" ".join(parts), ConvergenceWarning, stacklevel=4)
+        elif moved:
+            parts.append(self._reachable_bound_text(notes.get("nearest"), context))
+        warn(" ".join(parts), ConvergenceWarning)
+
+    @staticmethod
+    def _solves_converged(fit) -> bool:
+        """Whether the solves the model is built from converged, and the last solve too (a
+        further solve cut short by the budget would have moved the surrogate's bound on)."""
+        return fit.converged and fit.results[-1].converged
+
+    def _not_converged_reason(self, result, fit) -> str:
+        """Why a fit did not converge, in the words of what stopped it."""
+        if fit is None or not result.converged:
+            return result.message
+        if not self._solves_converged(fit):
+            return "the budget ran out in a further solve that moves the surrogate's bound"
+        if fit.toward_constant or fit.threshold_moved:
+            return (
+                "no solve of the smooth surrogate (the soft rates the solver constrains) met "
+                "the bound on predictions"
+            )
+        return "the solver converged but the bound on predictions is not met"
+
+    def _moved_model_text(self, fit) -> str:
+        """What the model returned is when no solve met the bound: the solve nearest it,
+        moved towards the constant model or with its threshold moved."""
+        if fit.toward_constant:
+            constant = (
+                "the constant model (its intercept alone)"
+                if self.fit_intercept
+                else f"the zero model (every score 0: class {_label(self.classes_[0])})"
+            )
+            what = (
+                f"the solve nearest the bound was moved towards {constant}, "
+                f"{fit.interpolated:.0%} of the way"
+            )
+        else:
+            what = (
+                "the constant model misses the bound too, so the threshold of the solve "
+                "nearest it was moved"
+            )
+        if self.bound_met_:
+            return (
+                f"The model returned is a compromise, not the optimum of a posed problem: "
+                f"{what}, until its predictions met the bound, at a cost in accuracy."
+            )
+        return f"The model returned is a compromise: {what}, and still misses the bound."
+
+    def _reachable_bound_text(self, nearest, context) -> str:
+        """The remedy of a fit where no solve met the bound: a bound a little looser than
+        what the solve nearest it reaches on its own (the report's rates of that solve), or
+        coarser groups. The surrogate's solves move with the bound asked, so the advice
+        keeps a margin (5 %, rounded outwards to a hundredth)."""
+        if nearest is None or not len(nearest["hard"]):
+            return "Loosen the bound: no solve of the surrogate came within it."
+        hard = nearest["hard"]
+        # (A certified fit trains inside the user's bound: the advice is on the user's.)
+        shift = self._user_bound_shift()
+        if self._ratio_bound() or getattr(self, "constraint", None) == "positive_share":
+            value = float(np.nanmin(hard)) / 1.05 + shift
+            looser = f"bound={math.floor(value * 100) / 100:g} or lower"
+        else:
+            value = float(np.nanmax(hard)) * 1.05 + shift
+            looser = f"bound={math.ceil(value * 100) / 100:g} or higher"
+        return (
+            f"The solve nearest the bound has {np.round(hard, 4).tolist()} on its training "
+            f"predictions (accuracy {nearest['accuracy']:.4f}): the surrogate reaches about "
+            f"that on these data, not further; {looser} is within its reach, or coarser "
+            "groups may give a linear model room."
+        )
+
+    def _user_bound_shift(self) -> float:
+        """The user's bound less the bound the model is trained at (0 but for a certified
+        fit, which trains inside it by the certificate's margin)."""
+        return 0.0
 
     def _remedy(self, result, steered=False) -> str:
         """What would help a run that spent its budget, from the way its residuals moved
@@ -953,13 +1031,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
         pickled = state.pop("_sklearn_ialm_version", None)
         if pickled != __version__:
-            warnings.warn(
+            warn(
                 f"Trying to unpickle {type(self).__name__} from sklearn-ialm version "
                 f"{pickled or 'unknown (pre-versioned pickle)'} when using version "
                 f"{__version__}. The model may be invalid or behave differently; refit it "
                 "with this version.",
                 InconsistentVersionWarning,
-                stacklevel=2,
             )
         super().__setstate__(state)
 

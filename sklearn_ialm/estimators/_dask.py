@@ -255,9 +255,6 @@ class _Cells:
 def fit_dask(est, X, y, sample_weight, fit_params):
     """``est._fit_or_raise`` on dask input: the same steps, X never brought to the client.
 
-    The hooks that may warn are called from here, as ``_fit_or_raise`` calls them: their
-    ``stacklevel`` counts the frames up to the user's call.
-
     The labels, groups and weights enter the problem through the cells they form (a label
     and a group): the estimator's own problem builder runs on one row per cell, weighted by
     the cell's total, and its per-row weights are spread back over the rows (each row's
@@ -265,10 +262,6 @@ def fit_dask(est, X, y, sample_weight, fit_params):
     report is computed the same way: each rate the estimators report is a weighted mean of
     the predictions over a label and a group, hence of the cells' weighted means.
     """
-    if est.max_passes <= STREAM_PASSES:
-        from ._dask_stream import fit_dask_stream
-
-        return fit_dask_stream(est, X, y, sample_weight, fit_params)
     X = _validated_rows(est, X)
     labels = _checked_labels(X, y, sample_weight, fit_params)
     if len(labels[4]) > 2:

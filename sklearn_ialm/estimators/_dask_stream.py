@@ -24,17 +24,16 @@ what was reached and that a full fit needs more passes.
 
 from __future__ import annotations
 
-import warnings
-
 import dask
 import dask.array as da
 import numpy as np
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 
+from .._warnings import warn
 from ..problems._dask_rows import DaskRows
 from ._dask import STREAM_PASSES, _checked_labels, _rate_threshold, _validated_rows
-from ._stream import GroupCodec, _codes, _group_codes, _utc_now, cell_rates
+from ._stream import _codes, _group_codes, _utc_now, cell_rates
 
 #: The blocks of one compute of the stream: consecutive blocks up to this many bytes of X
 #: (at least one block), held on the client together.
@@ -147,9 +146,7 @@ def _measure(est, state, X, y, g, w, budget, computes):
     labels = getattr(pose, "labels", None)
     codec = None
     if labels is not None:
-        from .fair import _group_key, encode_groups
-
-        codec = GroupCodec(encode_groups, _group_key)
+        codec = est._group_codec()  # (the estimator's own reading: no import of fair)
     meta = np.zeros(0, np.intp)
     if labels is None:
         cell = y.map_blocks(_cells_block, None, state.classes, codec, labels, pose,
@@ -206,12 +203,11 @@ def _warn(est, measured):
     )
     rounded = ", ".join(f"{v:.4g}" for v in np.atleast_1d(values)) or "none"
     verdict = "met" if est.bound_met_ else "not met"
-    warnings.warn(
+    warn(
         f"max_passes={est.max_passes:g} on dask input: X was streamed once "
         f"({est.n_samples_seen_} rows, {est.n_data_passes_:g} data passes, "
         f"{est.n_computes_} computes), a stream's estimate, not a solve to tol. The bound is "
         f"{verdict} {where}: {rounded}. A full fit needs more passes: raise max_passes above "
         f"{STREAM_PASSES} (default 300).",
         ConvergenceWarning,
-        stacklevel=7,  # the user's fit: _fit, _fit_or_raise, fit_dask, here
     )

@@ -49,6 +49,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
+from .._warnings import warn
 from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..problems.multinomial import MultinomialProblem, Rate, cell_codes
@@ -315,12 +316,11 @@ def _spec(est, codes, sw, classes, fit_params):
         if est.calibration not in (None, "umbrella"):
             raise ValueError(f"calibration={est.calibration!r} {NOT_YET}.")
         if est.max_class_error is None:
-            warnings.warn(
+            warn(
                 f"max_class_error is None: no class error is bounded on these {K} classes, "
                 "the unconstrained multinomial model is fitted (max_fpr is the two-class "
                 "form; bound class errors with max_class_error={class label: alpha, ...}).",
                 UserWarning,
-                stacklevel=5,
             )
             return [], [], np.zeros(len(codes), np.intp), dict(kind="np", bounds={})
         if est.rate != "hard" or est.loss != "logistic":
@@ -340,11 +340,10 @@ def _spec(est, codes, sw, classes, fit_params):
     group_codes, labels = fit_params["codes"], fit_params["labels"]
     context = dict(kind="fair", bound=bound, protected=np.array([], dtype=int), labels=labels)
     if group_codes is None or len(np.unique(group_codes)) < 2:
-        warnings.warn(
+        warn(
             "sensitive_features is None or has a single group: the fairness constraint is "
             "void; fitting the unconstrained multinomial model.",
             UserWarning,
-            stacklevel=5,
         )
         context["groups"] = np.array([] if labels is None else labels[np.unique(group_codes)])
         return [], [], np.zeros(len(codes), np.intp), context
@@ -620,7 +619,7 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
     kwargs = dict(
         x0=x0, tol=est.tol, dual_tol=min(est.tol, _MIN_DECREASE * null_dual) or est.tol,
         preset=est.preset, **est._penalty_schedule(),
-        batch_size=clip_batch_size(est.batch_size, problem, stacklevel=5),
+        batch_size=clip_batch_size(est.batch_size, problem),
         max_passes=est.max_passes, verbose=est.verbose, finish_tol=_FINISH_TOL,
     )  # fmt: skip
     base = problem.offset.copy()
@@ -767,7 +766,14 @@ def _conclude(est, result, toward_constant, context):
     if est.converged_:
         return
     name = type(est).__name__
-    parts = [f"{name} did not converge on {len(est.classes_)} classes: {result.message}"]
+    reason = result.message
+    if result.converged:  # the solver's message ("converged: ...") is not the fit's verdict
+        reason = (
+            "no solve met the bound on predictions"
+            if toward_constant is not None
+            else "the solver converged but the bound on predictions is not met"
+        )
+    parts = [f"{name} did not converge on {len(est.classes_)} classes: {reason}"]
     parts.append(
         f"after {est.n_data_passes_:.4g} data passes (max_passes={est.max_passes:g}, "
         f"{est.n_rounds_} solves); primal residual {result.primal_residual:.3g}, dual "
@@ -780,12 +786,12 @@ def _conclude(est, result, toward_constant, context):
     if toward_constant is not None:
         parts.append(
             "No solve met the bound on predictions, so the model was moved towards the "
-            f"constant model until it did ({toward_constant:.0%} of the way): the bound holds "
-            "at a cost in accuracy."
+            f"constant model ({toward_constant:.0%} of the way)"
+            + (": the bound holds at a cost in accuracy." if met else ", and still misses it.")
         )
     if not met:
         parts.append(
             "The bound is NOT met on the training predictions; check hard_constraint_values_ "
             "before using this model."
         )
-    warnings.warn(" ".join(parts), ConvergenceWarning, stacklevel=4)
+    warn(" ".join(parts), ConvergenceWarning)

@@ -43,12 +43,12 @@ certified classes (``violation_bound_`` sums their ``v(r_k)``).
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral
 
 import numpy as np
 from sklearn.utils.validation import validate_data
 
+from .._warnings import warn
 from ._multiclass import (
     _class_bounds,
     _class_codes,
@@ -201,14 +201,13 @@ def _calibrate(est, X_held, y_held, bounds, delta_each):
         sum(v for lab, v in est.violation_bounds_.items() if est.class_certified_[lab])
     )
     if uncertified:
-        warnings.warn(
+        warn(
             f"The umbrella rule cannot certify class(es) {uncertified}: more of their "
             "held-out rows than the bound allows are claimed by a bounded class before them "
             "or outscored by one after them (in max_class_error's order, "
             f"{est.claim_order_}); the guarantee holds for the other bounded classes only "
             "(class_certified_). Loosen the bounds, or hold out more rows.",
             UserWarning,
-            stacklevel=4,
         )
 
 
@@ -244,12 +243,11 @@ def fit_multiclass_umbrella(est, X, y, sample_weight):
     _training_report(est, X, codes, train_weight, bounds)
     judge()  # bound_met_, converged_ and their warning, on the rule predict uses
     if not np.all(sw[held_out] == sw[held_out][0]):
-        warnings.warn(
+        warn(
             "sample_weight differs among the held-out rows: the umbrella rule counts each "
             "held-out row once, so the guarantee is for the unweighted population of each "
             "bounded class.",
             UserWarning,
-            stacklevel=4,
         )
     return est
 

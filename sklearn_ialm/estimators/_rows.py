@@ -14,8 +14,7 @@ Dask collections are left to the Dask fit, which pairs its partitions itself.
 
 from __future__ import annotations
 
-import warnings
-
+from .._warnings import warn
 from ._base import is_dask_collection
 
 __all__ = ["align_rows"]
@@ -51,15 +50,13 @@ def _aligned(x_index, name, value):
     )
 
 
-def align_rows(X, stacklevel: int = 3, **named):
+def align_rows(X, **named):
     """The per-row inputs ``named`` (``name=value``) paired with the rows of ``X``.
 
     Parameters
     ----------
     X : array-like, sparse matrix or DataFrame
         The rows.
-    stacklevel : int, default=3
-        Of the warning, counted from this function (3: the caller's caller).
     **named : dict
         The per-row inputs by parameter name (None and non-pandas values pass as they are).
 
@@ -97,7 +94,7 @@ def align_rows(X, stacklevel: int = 3, **named):
             out.append(value)
     if by_position:
         names = " and ".join(by_position)
-        warnings.warn(
+        warn(
             f"{names} {'is a pandas object' if len(by_position) == 1 else 'are pandas objects'}"
             f" whose index is not in increasing order, but X has no index ({type(X).__name__}):"
             f" rows are paired by position, not by label. If the rows of {names} are in "
@@ -105,6 +102,5 @@ def align_rows(X, stacklevel: int = 3, **named):
             "DataFrame with the same index to pair them by label, or pass "
             f"{by_position[0]}.to_numpy() to confirm the pairing by position.",
             UserWarning,
-            stacklevel=stacklevel,
         )
     return out

@@ -59,7 +59,6 @@ a wrong one): start with a batch of at least a few hundred rows.
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -71,6 +70,7 @@ from scipy.special import expit
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import validate_data
 
+from .._warnings import warn
 from ..problems import LinearProblem
 from ..problems.fairness import _constraints as fairness_constraints
 from ..problems.losses import Logistic, SigmoidLoss, TruncatedLogistic
@@ -80,8 +80,8 @@ from ..solver.kkt import level_shift
 from ..solver.prox import Ridge
 from ..solver.pstorm import AugmentedLagrangianEstimator, pstorm
 from ..solver.settings import PRESETS
-from ._base import _DTYPES, _check_labels, _label, is_dask_collection
 from ._hard_rates import _secant_slope, rate_threshold
+from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection
 from ._scaling import _feature_scaling
 from ._solve import spawn_seeds
 
@@ -760,11 +760,10 @@ def _new_state(work, fitted, codes, w, start, groups, fit_params):
                 "partial_fit fits more than two classes without a bound only: "
                 "max_class_error is not streamed yet; use fit for it."
             )
-        warnings.warn(
+        warn(
             f"max_class_error is None: no class error is bounded on these {K} classes, the "
             "unconstrained multinomial model is streamed (max_fpr is the two-class form).",
             UserWarning,
-            stacklevel=4,
         )
     else:
         if work.rate == "soft" and work.loss != "sigmoid":
@@ -864,10 +863,9 @@ def _is_tuples(groups):
 
 
 def _warn_void(work, why):
-    warnings.warn(
+    warn(
         f"{why}: the fairness constraint is void; fitting the unconstrained {work.loss} model.",
         UserWarning,
-        stacklevel=6,
     )
 
 

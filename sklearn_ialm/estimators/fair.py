@@ -19,6 +19,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
+from .._warnings import warn
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
 from ..problems.fairness import unique_codes
 from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, _check_labels, is_dask_collection
@@ -657,6 +658,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self._publish(work)
         return self
 
+    def _group_codec(self) -> GroupCodec:
+        """How this estimator reads group labels, for the streaming fits (which must not
+        import this module: it imports them)."""
+        return GroupCodec(encode_groups, _group_key)
+
     @available_if(streams)
     def partial_fit(
         self,
@@ -720,7 +726,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return stream_partial_fit(
             self, X, y, classes=classes, sample_weight=sample_weight, groups=groups,
             sensitive_features=sensitive_features, text_group_columns=text,
-            codec=GroupCodec(encode_groups, _group_key),
+            codec=self._group_codec(),
         )  # fmt: skip
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
@@ -815,11 +821,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.training_bound_ = train_bound
         cert = self._certify(X, y01, codes, labels, held, protected, kind, form, bound)
         if not np.all(sw[held] == sw[held][0]):
-            warnings.warn(
+            warn(
                 "sample_weight differs among the calibration rows: the certificate counts "
                 "each row once, so it is for the unweighted population.",
                 UserWarning,
-                stacklevel=2,
             )
         self._tell_certified_fit(caught, cert, train_bound)
         return self
@@ -891,22 +896,20 @@ class FairLogisticClassifier(BaseIALMClassifier):
         )
         for w in caught:
             # A miss of the training bound is told once, in the certificate's account below.
-            warnings.warn(str(w.message).replace(_NOT_MET, "").strip(), w.category, stacklevel=3)
+            warn(str(w.message).replace(_NOT_MET, "").strip(), w.category)
         if self.certified_:
             if not self.bound_met_:
-                warnings.warn(
+                warn(
                     f"{trained}, which misses the training bound; the certificate holds all "
                     f"the same, and it is what speaks for new data: {cert.message}",
                     UserWarning,
-                    stacklevel=3,
                 )
             return
         why = "" if self.bound_met_ else ", which misses the training bound"
-        warnings.warn(
+        warn(
             f"FairLogisticClassifier could not certify the bound on new data: {cert.message} "
             f"{trained}{why}. Check certified_ before relying on this model on new data.",
             UserWarning,
-            stacklevel=3,
         )
 
     def _what_would_certify(self, training_bound, hold_out, held, bound, form):
@@ -990,16 +993,19 @@ class FairLogisticClassifier(BaseIALMClassifier):
         # A certified fit checks the bound before it trains inside it: one warning per fit.
         certified_inner = getattr(self, "_training_bound", None) is not None
         if form == "ratio" and bound < _WEAK_RATIO and not certified_inner:
-            warnings.warn(
+            warn(
                 f"bound={bound:g} with form='ratio' (constraint={self.constraint!r}) only asks "
                 f"that the smallest group rate be at least {bound:g} times the largest: the "
                 "ratio is the smallest rate over the largest, so 1 is parity and 0.8 the "
                 "four-fifths rule. For a largest gap between the rates, use "
                 "form='difference'.",
                 UserWarning,
-                stacklevel=3,
             )
         return bound
+
+    def _user_bound_shift(self):
+        training = getattr(self, "_training_bound", None)
+        return 0.0 if training is None else self._check_bound() - training
 
     def _protected_codes(self, codes, labels):
         """Codes of the protected groups among the groups present in ``codes``."""
@@ -1033,9 +1039,16 @@ class FairLogisticClassifier(BaseIALMClassifier):
         if getattr(self, "_training_bound", None) is not None:
             bound = self._training_bound  # a certified fit trains inside the bound
         codes, labels = fit_params["codes"], fit_params["labels"]
-        void = None
+        void, remedy = None, ""
         if codes is None:
             void = "sensitive_features is None"
+            # A search or a cross-validation passes it only when routed: the usual slip.
+            remedy = (
+                " Pass the group of every row, fit(X, y, sensitive_features=groups); through "
+                "cross_val_score, GridSearchCV or a Pipeline, turn on "
+                "sklearn.set_config(enable_metadata_routing=True) and pass "
+                "params={'sensitive_features': groups}."
+            )
         else:
             # Explicit groups are checked first: naming a group that is absent is an error
             # even when the data leave nothing to constrain.
@@ -1043,11 +1056,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
             if len(np.unique(codes)) == 1:
                 void = f"sensitive_features has a single group ({_group_key(labels[codes[0]])!r})"
         if void is not None:
-            warnings.warn(
+            warn(
                 f"{void}: the fairness constraint is void; fitting the unconstrained "
-                f"{self.loss} model.",
+                f"{self.loss} model.{remedy}",
                 UserWarning,
-                stacklevel=4,
             )
             context = dict(
                 codes=codes,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,6 +11,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
+from .._warnings import warn
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
 from ._base import (
     _DTYPES,
@@ -367,6 +367,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     True
     """
 
+    # Fewer false negatives, not accuracy, is the aim: only a ranking no better than chance
+    # is worth a warning (see BaseIALMClassifier._below_chance).
+    _judged_by_accuracy = False
+
     _parameter_constraints: dict = {
         **BaseIALMClassifier._parameter_constraints,
         "max_fpr": [Interval(Real, 0, 1, closed="neither"), None],
@@ -562,12 +566,11 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             self.feature_names_in_ = feature_names
 
         if not np.all(sw[held_out] == sw[held_out][0]):
-            warnings.warn(
+            warn(
                 "sample_weight differs among the held-out negatives: the umbrella rule counts "
                 "each held-out negative once, so the guarantee is for the unweighted "
                 "population of negatives.",
                 UserWarning,
-                stacklevel=3,
             )
 
     def _held_out_negatives(self, y01, sample_weight):
@@ -605,7 +608,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         if upper <= _SMALL_SAMPLE_EXCESS * max_fpr:
             return
         needed = umbrella_min_calibration_size(max_fpr, self.delta)
-        warnings.warn(
+        warn(
             f"max_fpr={max_fpr:g} holds on the {n} training negatives, but a threshold "
             f"set on so few is an estimate: on new rows its false-positive rate exceeds "
             f"{upper:.3f} with probability delta={self.delta:g} from their sampling alone "
@@ -614,7 +617,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             "certifies P(false-positive rate on new rows > max_fpr) <= delta (it needs at "
             f"least {needed} held-out negatives at this max_fpr and delta).",
             UserWarning,
-            stacklevel=3,
         )
 
     def _check_target(self, y):

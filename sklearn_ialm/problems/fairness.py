@@ -161,22 +161,29 @@ def _group_rates(rate, codes, n_groups, weights, y, pred):
 
 
 def _pair_metric(rates, labels, protected, form):
-    """Largest gap or smallest ratio over the pairs that involve a protected group."""
-    pairs = [
-        (i, j)
-        for i, j in permutations(range(len(labels)), 2)
-        if labels[i] in protected or labels[j] in protected
-    ]
-    if not pairs:
+    """Largest gap or smallest ratio over the pairs that involve a protected group.
+
+    In one pass over the k groups, not over their k (k - 1) pairs (a million with 1000
+    groups): a difference and a ratio are monotone in each argument, rounding included, so a
+    protected group's best partner on either side is the group of the smallest or largest
+    rate among the others, and the value is that of the best pair, bit for bit.
+    """
+    k = len(labels)
+    mine = np.array([label in protected for label in labels], dtype=bool)
+    if k < 2 or not mine.any():
         return np.nan
-    a, b = rates[[i for i, _ in pairs]], rates[[j for _, j in pairs]]
+    order = np.argsort(rates, kind="stable")
+    first = np.arange(k)
+    # The smallest and the largest rate of the groups other than each group.
+    low = np.where(first == order[0], rates[order[1]], rates[order[0]])[mine]
+    high = np.where(first == order[-1], rates[order[-2]], rates[order[-1]])[mine]
+    own = rates[mine]
     if form == "difference":
-        return float(np.max(a - b))
+        return float(max(np.max(own - low), np.max(high - own)))
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = a / b
-    # A pair whose rate_b is 0 is left out: its inverse pair, also constrained, has ratio 0
-    # (or is 0 / 0 too, when the ratio is undefined).
-    ratio = ratio[b > 0]
+        ratio = np.concatenate([(own / high)[high > 0], (low / own)[own > 0]])
+    # A pair whose denominator is 0 is left out: its inverse pair, also constrained, has
+    # ratio 0 (or is 0 / 0 too, when the ratio is undefined).
     return float(np.min(ratio)) if len(ratio) else np.nan
 
 
@@ -732,8 +739,9 @@ def fairness_problem(
     >>> result = stoc_ialm(problem, max_passes=1000, random_state=0)
     >>> coef, intercept = problem.coef(result.x)
     >>> p = expit(X @ coef + intercept)
-    >>> bool(result.converged), round(float(p[groups == 1].sum() / p.sum()), 2)
-    (True, 0.2)
+    >>> share = float(p[groups == 1].sum() / p.sum())
+    >>> bool(result.converged), share >= 0.2 - 1e-2  # the bound, within stoc_ialm's tol
+    (True, True)
 
     Equal opportunity as fairlearn measures it, true positive rates within 0.1 of each
     other: one inequality per ordered pair of groups.

@@ -172,21 +172,42 @@ _NO_INDEX = np.zeros(0, dtype=np.intp)
 _NO_INDPTR = np.zeros(1, dtype=np.intp)
 
 
+#: Above this many entries in the classes seen (classes times weight columns), a block's
+#: rows are matched to them by a sort, not by comparing every row with every class.
+_CLASS_COMPARE_MAX = 4096
+
+
 def _block_weight_classes(blocks, limit):
     """The distinct rows of the weight blocks ``blocks``, in lexicographic order, or None
     when there are more than ``limit`` of them. Only one block is held at a time."""
     seen = None
     for Wb in blocks:
-        if seen is not None:
+        if seen is not None and seen.size <= _CLASS_COMPARE_MAX:
             # Rows of a class already seen (nearly all of them) need no sort.
             known = (Wb[:, None, :] == seen[None, :, :]).all(axis=2).any(axis=1)
             if known.all():
                 continue
             Wb = np.vstack([seen, Wb[~known]])
+        elif seen is not None:
+            # Many classes of many columns (a band of 1000 groups: 1000 classes of 1003
+            # weights): the comparison above grows like their product for every row (with
+            # the classes' masks in the sweep, 60 s of set-up there; 14 s with sorts).
+            Wb = np.vstack([seen, np.unique(Wb, axis=0)])
         seen = np.unique(Wb, axis=0)
         if len(seen) > limit:
             return None
     return np.zeros((0, 0)) if seen is None else seen
+
+
+def _class_labels(Wb, classes):
+    """The index in ``classes`` (distinct rows, in lexicographic order) of each row of the
+    weight block ``Wb``, every row being one of them."""
+    if classes.size <= _CLASS_COMPARE_MAX:
+        return np.argmax((Wb[:, None, :] == classes[None, :, :]).all(axis=2), axis=1)
+    # The block's distinct rows are among the classes: the union's order is theirs.
+    distinct, inverse = np.unique(Wb, axis=0, return_inverse=True)
+    where = np.unique(np.vstack([classes, distinct]), axis=0, return_inverse=True)[1]
+    return where.reshape(-1)[len(classes) :][inverse.reshape(-1)]
 
 
 def _tighter(bound, current):
@@ -359,11 +380,12 @@ def _class_sums(B, Wb, classes, live, weighted, compiled):
     smoothness bound's sweep: the unweighted sums of the rows whose weights are the class's,
     or (``weighted``: too many classes) the sums weighted by each column."""
     out = []
+    labels = None if weighted or len(classes) == 1 else _class_labels(Wb, classes)
     for k in live:
         if weighted:
             out.append((*_block_gram(B, Wb[:, k], compiled), Wb[:, k].sum()))
         else:
-            Bk = B if len(classes) == 1 else B[np.all(Wb == classes[k], axis=1)]
+            Bk = B if len(classes) == 1 else B[labels == k]
             out.append((*_block_gram(Bk, None, compiled), Bk.shape[0]))
     return out
 

@@ -160,7 +160,11 @@ class BoundReport:
             An unconstrained model (e.g. a fitted
             :class:`~sklearn.linear_model.LogisticRegression`) whose ``predict(X)`` is
             reported beside the estimator's: the price of the bound. It gets the same
-            ``X`` as ``estimator`` (the raw rows when ``estimator`` is a Pipeline).
+            ``X`` as ``estimator``: the raw rows when ``estimator`` is a Pipeline, so pass
+            a fitted Pipeline with its own preprocessing
+            (``make_pipeline(preprocessor, LogisticRegression()).fit(X, y)``), not the
+            last step of one (fitted on transformed rows, it is refused with a message
+            that says so).
         confidence : float in (0, 1), default=0.95
             Two-sided level of the exact intervals.
 
@@ -198,6 +202,9 @@ class BoundReport:
             description, bounds = records.neyman_pearson(clf)
         if getattr(clf, "max_fpr", None) is not None and is_fair:
             bounds.append(records.fpr_bound(clf.max_fpr))
+        summary = records.summary()
+        if is_fair:
+            records.note_below_majority(summary)
         return cls(
             estimator_name=type(clf).__name__,
             description=description,
@@ -207,7 +214,7 @@ class BoundReport:
             weighted=weights is not None,
             bounds=bounds,
             rates=records.rates,
-            summary=records.summary(),
+            summary=summary,
             fit=fit_record(clf, is_fair),
             notes=records.notes,
         )
@@ -233,7 +240,9 @@ class BoundReport:
         pred = clf.predict(X_last)
         # A baseline fitted on other labels is refused as in the binary report: its
         # predictions never equal a class, and would read as errors of every row.
-        base = None if baseline is None else _baseline_predictions(clf, baseline, X)
+        base = (
+            None if baseline is None else _baseline_predictions(clf, baseline, X, X_last is not X)
+        )
         codes = labels = None
         if sensitive_features is not None:
             codes, labels = encode_groups(sensitive_features, len(y))
@@ -414,7 +423,7 @@ def _labels_and_predictions(clf, X, y, sample_weight, baseline, X_raw):
             raise ValueError(f"sample_weight must hold {n} finite weights >= 0.")
     base_pred = None
     if baseline is not None:
-        base_pred = _baseline_predictions(clf, baseline, X_raw) == positive
+        base_pred = _baseline_predictions(clf, baseline, X_raw, X is not X_raw) == positive
     return y01, pred, base_pred, weights
 
 
@@ -428,10 +437,40 @@ def _check_confidence(confidence) -> float:
     return float(confidence)
 
 
-def _baseline_predictions(clf, baseline, X):
-    """The baseline's predictions, in the estimator's labels; a ValueError for a baseline
-    fitted on other labels, whose predictions would never equal the positive class (and
-    would be reported as a selection rate of 0)."""
+def _baseline_predict(baseline, X, piped):
+    """``baseline.predict(X)`` as a 1-D array, or a ValueError that says which rows the
+    baseline gets (``piped``: the estimator is a Pipeline, whose first steps transform
+    ``X`` for its last) and what to pass instead.
+
+    The usual slip is a Pipeline's last step as the baseline: fitted on transformed rows, it
+    fails on the raw rows (scikit-learn's "could not convert string to float: 'M'")."""
+    if piped:
+        rows = "the raw rows X given to the report, which the estimator's Pipeline transforms"
+        instead = (
+            "pass a fitted Pipeline with the same preprocessing, e.g. "
+            "make_pipeline(preprocessor, LogisticRegression()).fit(X, y), not the last step "
+            "of a Pipeline (fitted on transformed rows)"
+        )
+    else:
+        rows = "the rows X given to the report, as the estimator does"
+        instead = "pass a model fitted on rows like these (the same columns, untransformed)"
+    n_columns = X.shape[1] if len(getattr(X, "shape", ())) == 2 else None
+    expected = getattr(baseline, "n_features_in_", None)
+    if expected is not None and n_columns is not None and expected != n_columns:
+        raise ValueError(
+            f"baseline was fitted on {expected} features but gets {rows}: {n_columns} "
+            f"columns. {instead[0].upper()}{instead[1:]}."
+        )
+    try:
+        return column_or_1d(baseline.predict(X))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"baseline.predict failed on {rows} ({exc}): {instead}.") from exc
+
+
+def _baseline_predictions(clf, baseline, X, piped):
+    """The baseline's predictions (see :func:`_baseline_predict`), in the estimator's
+    labels; a ValueError for a baseline fitted on other labels, whose predictions would
+    never equal the positive class (and would be reported as a selection rate of 0)."""
     ours = {plain_key(c) for c in clf.classes_}
     theirs = getattr(baseline, "classes_", None)
     if theirs is not None and {plain_key(c) for c in np.asarray(theirs)} != ours:
@@ -440,7 +479,7 @@ def _baseline_predictions(clf, baseline, X):
             f"{[plain_key(c) for c in clf.classes_]}: its predictions cannot be compared "
             "with y. Fit the baseline on the same labels as the estimator."
         )
-    pred = column_or_1d(baseline.predict(X))
+    pred = _baseline_predict(baseline, X, piped)
     unknown = {plain_key(v) for v in np.unique(pred)} - ours
     if unknown:
         raise ValueError(

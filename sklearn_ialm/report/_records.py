@@ -236,6 +236,18 @@ class Records:
             out.append(s)
         return out
 
+    def note_below_majority(self, summary):
+        """A note when the accuracy on these rows is below that of predicting the majority
+        class for every row (the estimator's fit warns likewise on its training rows)."""
+        accuracy = next(s["value"] for s in summary if s["metric"] == "accuracy")
+        share = float(np.average(self.y01, weights=self.weights))
+        majority = max(share, 1.0 - share)
+        if accuracy < majority - 1e-12:
+            self.notes.append(
+                f"The accuracy on these rows ({accuracy:.4f}) is below that of predicting the "
+                f"majority class for every row ({majority:.4f})."
+            )
+
 
 def json_param(value):
     """An estimator parameter as JSON-ready Python: numbers, strings, booleans, None, lists

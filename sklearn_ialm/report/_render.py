@@ -67,9 +67,10 @@ def bound_cells(report, b):
 
 
 def bound_header(report):
-    """The header of the bounds table."""
+    """The header of the bounds table (each column named once: a view keyed by header, such
+    as a DataFrame read from the Markdown, keeps every column)."""
     level = f"{report.confidence:.0%}"
-    head = ["bound", "value", f"{level} limit", "bound", "status"]
+    head = ["metric", "value", f"{level} limit", "bound", "status"]
     return head + (["baseline", "baseline status"] if report.has_baseline else [])
 
 
@@ -93,7 +94,7 @@ def rate_cells(report, r):
 def rate_header(report):
     """The header of the rates table."""
     level = f"{report.confidence:.0%}"
-    head = ["rate", "of rows", "group", "protected", "n", "k", "rate", f"{level} interval"]
+    head = ["rate", "of rows", "group", "protected", "n", "k", "value", f"{level} interval"]
     return head + (["baseline", "baseline interval"] if report.has_baseline else [])
 
 
@@ -278,7 +279,7 @@ def to_markdown(report) -> str:
         return "\n".join(lines)
 
     level = f"{report.confidence:.0%}"
-    rates_header = ["rate", "group", "n", "rate", f"{level} interval"]
+    rates_header = ["rate", "group", "n", "value", f"{level} interval"]
     if report.has_baseline:
         rates_header.append("baseline")
     rate_rows = []

@@ -7,13 +7,13 @@ the first wrong argument is the one named) and returns the :class:`RunSettings` 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 
 import numpy as np
 
+from .._warnings import warn
 from .finish import finish_applies
 from .problem import check_problem
 
@@ -450,8 +450,7 @@ def resolve_settings(
     _check_numbers(settings)
     _check_positive("max_passes", max_passes)
     _check_rows(problem)
-    # stacklevel: the warning points at the caller of stoc_ialm.
-    batch_size = clip_batch_size(batch_size, problem, stacklevel=4)
+    batch_size = clip_batch_size(batch_size, problem)
     settings = settings.replace(m0=_resolve_m0(settings, batch_size, problem))
     return RunSettings(
         preset=preset,
@@ -485,7 +484,7 @@ def _rows(problem) -> float:
     return max(rows, 2)
 
 
-def clip_batch_size(batch_size, problem, stacklevel=3) -> int:
+def clip_batch_size(batch_size, problem) -> int:
     """``batch_size`` as an int, clipped to the rows of a finite-sum ``problem`` (with a
     warning that names the value used).
 
@@ -499,10 +498,9 @@ def clip_batch_size(batch_size, problem, stacklevel=3) -> int:
     rows = _rows(problem)  # at least 2: the U-statistic needs two draws
     if batch_size <= rows:
         return batch_size
-    warnings.warn(
+    warn(
         f"batch_size={batch_size} is more than the {rows} rows the minibatches are drawn "
         f"from; using batch_size={rows}.",
         UserWarning,
-        stacklevel=stacklevel,
     )
     return rows
