@@ -1584,20 +1584,10 @@ class LinearProblem(FiniteSumProblem):
             return lam_obj, lam_con, np.array([top[first[k]] for k in range(m)]), joint
 
         G, mu, total, estimated = self._gram_sums() if sums is None else sums
-        d = self.n_features
         lams = []
         for Gj, mj, tj in zip(G, mu, total, strict=True):
-            # The Gram matrix of the rows (a - centre) / scale, with the intercept column,
-            # from the sums of the scaled rows: the centre is subtracted here, not from X.
-            if self.feature_center is not None:
-                c = self.feature_center * self._inv_scale
-                Gj = Gj - np.outer(mj, c) - np.outer(c, mj) + tj * np.outer(c, c)
-                mj = mj - tj * c
-            M = np.empty((self.n_params, self.n_params))
-            M[:d, :d] = Gj
-            if self.fit_intercept:
-                M[:d, d] = M[d, :d] = mj
-                M[d, d] = tj
+            # The Gram matrix of the rows (a - centre) / scale, with the intercept column.
+            M = self._gram_in_x(Gj, mj, tj)
             lams.append(max(float(np.linalg.eigvalsh(M)[-1]), 0.0))
         lams = np.array(lams) / np.array([self.A_obj.n_rows] + [self.A_con.n_rows] * (len(G) - 1))
         if estimated:
