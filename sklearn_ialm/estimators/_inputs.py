@@ -61,3 +61,21 @@ def _check_labels(y) -> None:
 def _label(value):
     """A class label as users wrote it (``1``, not ``np.int64(1)``) for messages."""
     return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def protected_codes(protected_groups, lookup: dict, key, unknown) -> np.ndarray:
+    """The codes of the groups that ``protected_groups`` names, in its order, each once:
+    ``lookup`` maps a group's key (``key(label)``) to its code; ``unknown(key)`` is the
+    message for a name that is not there. The batch fit and the stream share this reading."""
+    chosen = []
+    for label in list(protected_groups):
+        k = key(label)
+        if k not in lookup:
+            raise ValueError(unknown(k))
+        if lookup[k] not in chosen:
+            chosen.append(lookup[k])
+    if not chosen:
+        raise ValueError(
+            "protected_groups is empty; use None for the default rule, or name at least one group."
+        )
+    return np.array(chosen)

@@ -81,7 +81,7 @@ from ..solver.prox import Ridge
 from ..solver.pstorm import AugmentedLagrangianEstimator, pstorm
 from ..solver.settings import PRESETS
 from ._hard_rates import _secant_slope, rate_threshold
-from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection
+from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection, protected_codes
 from ._scaling import _feature_scaling
 from ._solve import spawn_seeds
 
@@ -896,21 +896,15 @@ def _protected(work, codec, labels, batch, w):
             return np.array([int(np.argmin(weight))])
         return np.arange(len(labels))
     lookup = {codec.key(label): i for i, label in enumerate(labels)}
-    chosen = []
-    for label in list(work.protected_groups):
-        key = codec.key(label)
-        if key not in lookup:
-            raise ValueError(
-                f"protected_groups: group {key!r} is not one of the declared groups "
-                f"{[codec.key(g) for g in labels]!r}."
-            )
-        if lookup[key] not in chosen:
-            chosen.append(lookup[key])
-    if not chosen:
-        raise ValueError(
-            "protected_groups is empty; use None for the default rule, or name at least one group."
-        )
-    return np.array(chosen)
+    return protected_codes(
+        work.protected_groups,
+        lookup,
+        codec.key,
+        lambda key: (
+            f"protected_groups: group {key!r} is not one of the declared groups "
+            f"{[codec.key(g) for g in labels]!r}."
+        ),
+    )
 
 
 def _check_same_groups(codec, state, groups):

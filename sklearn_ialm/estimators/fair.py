@@ -24,6 +24,7 @@ from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_pro
 from ..problems.fairness import unique_codes
 from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, _check_labels, is_dask_collection
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._inputs import protected_codes
 from ._multiclass import NOT_YET, is_multiclass
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
@@ -1016,23 +1017,16 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 return present[[np.argmin(counts)]]
             return present
         lookup = {_group_key(labels[c]): c for c in present}
-        chosen = []
-        for label in list(self.protected_groups):
-            key = _group_key(label)
-            if key not in lookup:
-                raise ValueError(
-                    f"protected_groups: group {key!r} has no members in sensitive_features "
-                    f"(rows with nonzero weight); groups present: "
-                    f"{[_group_key(labels[c]) for c in present]}."
-                )
-            if lookup[key] not in chosen:
-                chosen.append(lookup[key])
-        if not chosen:
-            raise ValueError(
-                "protected_groups is empty; use None for the default rule, or name at least "
-                "one group."
-            )
-        return np.array(chosen)
+        return protected_codes(
+            self.protected_groups,
+            lookup,
+            _group_key,
+            lambda key: (
+                f"protected_groups: group {key!r} has no members in sensitive_features "
+                f"(rows with nonzero weight); groups present: "
+                f"{[_group_key(labels[c]) for c in present]}."
+            ),
+        )
 
     def _build_problem(self, X, y01, sample_weight, fit_params):
         bound = self._check_bound()
