@@ -92,10 +92,11 @@ def agrees(got, recorded, *, exact: bool, rtol: float = RTOL) -> bool:
     return bool(np.all(np.abs(got - recorded) <= rtol * scale))
 
 
-def _data(n=1500, d=8, seed=0):
+def _data(n=1500, d=8, seed=0, n_classes=2):
     X, y = make_classification(
-        n_samples=n, n_features=d, n_informative=5, n_redundant=1, random_state=seed
-    )
+        n_samples=n, n_features=d, n_informative=5, n_redundant=1, random_state=seed,
+        n_classes=n_classes,
+    )  # fmt: skip
     rng = np.random.default_rng(seed)
     groups = (X[:, 0] + rng.normal(size=n) > 0.2).astype(int)
     return X, y, groups
@@ -189,23 +190,65 @@ def _cases():
             ),
             "dense",
         )  # fmt: skip
+    cases.update(_other_paths())
     return cases
 
 
+def _other_paths():
+    """The fit's other paths: three classes (in memory, on dask, with the umbrella), dask
+    input streamed (``max_passes`` <= 3) and ``partial_fit`` on three batches."""
+    from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+
+    fair = lambda **kw: FairLogisticClassifier(bound=0.05, random_state=0, **kw)  # noqa: E731
+    np_multi = {0: 0.1}
+    return {
+        "fair-dp-dense-multiclass-s0": (fair, "dense"),
+        "fair-dp-dask-multiclass-s0": (fair, "dask"),
+        "np-dense-multiclass-s0": (
+            lambda: NeymanPearsonClassifier(max_class_error=np_multi, random_state=0),
+            "dense",
+        ),
+        "np-dense-multiclass-umbrella-s0": (
+            lambda: NeymanPearsonClassifier(
+                max_class_error=np_multi, calibration="umbrella", random_state=0
+            ),
+            "dense",
+        ),
+        "fair-dp-dask-stream-s0": (lambda: fair(max_passes=3), "dask"),
+        "np-dask-stream-s0": (
+            lambda: NeymanPearsonClassifier(max_fpr=0.1, max_passes=3, random_state=0),
+            "dask",
+        ),
+        "fair-dp-partial-fit-s0": (fair, "batches"),
+        "np-partial-fit-s0": (
+            lambda: NeymanPearsonClassifier(max_fpr=0.1, random_state=0),
+            "batches",
+        ),
+    }
+
+
 def _fit_case(name, factory, layout):
-    X, y, groups = _data(n=3000 if ("umbrella" in name or "certified" in name) else 1500)
+    n = 3000 if ("umbrella" in name or "certified" in name) else 1500
+    X, y, groups = _data(n=n, n_classes=3 if "multiclass" in name else 2)
     clf = factory()
     kwargs = {}
     if name.startswith("fair"):
         kwargs["sensitive_features"] = _dask_vec(groups, layout)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf.fit(_layout(X, layout), _dask_vec(y, layout), **kwargs)
+        if layout == "batches":
+            for rows in np.array_split(np.arange(n), 3):
+                part = {k: v[rows] for k, v in kwargs.items()}
+                more = {"groups": [0, 1]} if part else {}
+                clf.partial_fit(X[rows], y[rows], classes=[0, 1], **part, **more)
+        else:
+            clf.fit(_layout(X, layout), _dask_vec(y, layout), **kwargs)
     return {
         "coef": np.asarray(clf.coef_),
         "intercept": np.asarray(clf.intercept_),
-        "passes": np.asarray(clf.n_data_passes_),
-        "converged": np.asarray(clf.converged_),
+        # (A stream counts no passes and claims no convergence: it has seen each row once.)
+        "passes": np.asarray(getattr(clf, "n_data_passes_", -1.0)),
+        "converged": np.asarray(getattr(clf, "converged_", False)),
     }
 
 
