@@ -11,7 +11,6 @@ object and how its constraints are reported in the units of its parameters.
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from numbers import Integral, Real
 
@@ -21,7 +20,6 @@ from joblib import Parallel, delayed
 from numpy.typing import ArrayLike
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
@@ -47,6 +45,7 @@ from ._solve import (
     _solve,
     spawn_seeds,
 )
+from ._verdict import warn_if_not_converged
 
 __all__ = ["BaseIALMClassifier", "InconsistentVersionWarning", "MatrixLike"]
 
@@ -107,71 +106,6 @@ def _finish_inactive(problem, result, kwargs):
     kept.n_data_passes += spent.n_data_passes
     kept.n_check_passes += spent.n_check_passes
     return kept
-
-
-def _stall(result):
-    """Why a run that spent its budget stopped short of its tolerances, from its history.
-
-    ``("noise", floor, passes)`` when the dual residual of its last outer iteration fell by
-    less than a tenth over the second half of that iteration's passes (at least 10 of them)
-    and stayed above its tolerance: the minibatch estimates' noise floor, which more passes
-    do not lower. ``("primal",
-    value)`` when the primal residual at the end of the last four outer iterations did not
-    fall while their penalty grew. None otherwise (the residuals were still falling).
-    """
-    h = result.history
-    k = np.asarray(h["outer_iter"])
-    if not len(k):
-        return None
-    last = k == k[-1]
-    p, d = np.asarray(h["data_passes"])[last], np.asarray(h["dual_residual"])[last]
-    span = float(p[-1] - p[0])
-    if len(d) >= 6 and span >= 10:
-        late = p >= p[0] + span / 2
-        early_best, late_best = float(d[~late].min()), float(d[late].min())
-        if late_best >= 0.9 * early_best and late_best > result.settings["dual_tol"]:
-            return "noise", min(early_best, late_best), span
-    pres = np.asarray(h["primal_residual"])
-    ends = [pres[k == j][-1] for j in np.unique(k)]
-    tol = result.settings.get("tol", 0.0)
-    if len(ends) >= 4 and ends[-1] > tol and ends[-1] >= 0.9 * ends[-4]:
-        return "primal", float(ends[-1])
-    return None
-
-
-def _passes_needed(result):
-    """``(more, span, which)``: the passes the run would need after its last to bring its
-    residuals to their tolerances, their best values carried on as the power of the passes
-    they followed over the second half of its passes (``span`` of them); ``inf`` if one did
-    not fall. ``which`` names the residual that needs the most. None with fewer than four
-    stop tests in that half."""
-    h = result.history
-    p = np.asarray(h["data_passes"], dtype=float)
-    if len(p) < 4:
-        return None
-    half = p >= p[0] + (p[-1] - p[0]) / 2
-    span = float(p[-1] - p[half][0])
-    if half.sum() < 4 or span <= 0:
-        return None
-    more, which = 0.0, None
-    p0, p1 = float(p[half][0]), float(p[-1])
-    for key, target in (
-        ("dual_residual", result.settings["dual_tol"]),
-        ("primal_residual", result.settings["tol"]),
-    ):
-        best = np.minimum.accumulate(np.asarray(h[key], dtype=float))
-        end, start = float(best[-1]), float(best[half][0])
-        if end <= target:
-            continue
-        # A power law r ~ passes**-a through the two points: first-order methods slow down
-        # as they near the solution, and a constant rate promised half the passes it took
-        # (100 groups of 20 rows, bound 0.8: 423 more, where 916 more converged).
-        rate = np.log(start / end) / np.log(p1 / p0) if end < start and p0 > 0 else 0.0
-        growth = np.log(end / target) / rate if rate > 0 else np.inf  # log of p_tol / p1
-        need = p1 * np.expm1(growth) if growth < 30 else np.inf
-        if need >= more:
-            more, which = need, key
-    return more, span, which
 
 
 class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
@@ -645,7 +579,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             self.converged_ = False
         # When the model was fitted, for a report a reviewer can trace (UTC, ISO 8601).
         self.fitted_at_ = datetime.now(UTC).isoformat(timespec="seconds")
-        self._warn_if_not_converged(result, context, fit)
+        warn_if_not_converged(self, result, context, fit)
         return self
 
     def _run_seeds(self, problem, seeds, solver_kwargs, in_sequence=False):
@@ -713,7 +647,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         log-loss and ranking. A fit at the optimum of the soft problem cannot lose to the
         constant (which is feasible); one that does failed, and the constant is returned:
         ``coef_`` zero, ``intercept_`` the log-odds of the positive rate (0 without an
-        intercept), ``converged_`` False, and the fit says so (:meth:`_warn_if_not_converged`).
+        intercept), ``converged_`` False, and the fit says so
+        (:func:`._verdict.warn_if_not_converged`).
         """
         self._constant_fallback = None
         if not self._steers_hard_rates_after_fit(context):
@@ -776,245 +711,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _bound_text(self, context) -> str:
         return "the constraint"
 
-    def _warn_if_not_converged(self, result, context, fit=None):
-        """The fit's warnings, which agree with its attributes and with each other: one
-        account of a fit that did not converge (what was reached, why, what would help),
-        else a word on a model that predicts one class or does worse than chance."""
-        name = type(self).__name__
-        notes = context if isinstance(context, dict) else {}
-        chance = notes.get("chance")  # (the Dask fit does not say)
-        one_class = fit is not None and notes.get("one_class", fit.degenerate)
-        if one_class and self.bound_met_:
-            warn(
-                f"{name}: the model found meets the bound on the training rows by predicting "
-                f"the same class for every row ({self._rates_reached(context)}); no better "
-                "model that meets it was found, though one may exist. Loosen the bound, or "
-                "check that the groups and labels are what you meant.",
-                UserWarning,
-            )
-        if self._constant_fallback is not None:
-            label, constant, found = self._constant_fallback
-            warn(
-                f"{name}: the best model found has a higher training log-loss ({found:.4f}) "
-                "than the constant model (the positive rate for every row, predicting class "
-                f"{_label(self.classes_[label])}; log-loss {constant:.4f}), which meets the "
-                "bound: that constant model is returned. The bound may leave a linear model "
-                "no room on these data (loosen it), or the fit needs more passes "
-                f"(max_passes={self.max_passes:g}).",
-                ConvergenceWarning,
-            )
-            return
-        if self.converged_:
-            if chance is not None:
-                warn(f"{name} converged. {chance}", UserWarning)
-            return
-        parts = [
-            f"{name} did not converge: {self._not_converged_reason(result, fit)} after "
-            f"{self.n_data_passes_:.4g} data passes (max_passes={self.max_passes:g}"
-            + (f", {self.n_rounds_} solves" if fit is not None else "")
-            + f"); primal residual {result.primal_residual:.3g}, dual residual "
-            f"{result.dual_residual:.3g} (tol={self.tol:g}).",
-            f"Rates reached: {self._rates_reached(context)}.",
-        ]
-        moved = fit is not None and (fit.toward_constant or fit.threshold_moved)
-        if moved:
-            parts.append(self._moved_model_text(fit))
-        if fit is not None and not self.bound_met_:
-            parts.append(
-                "The bound is NOT met on the training predictions; check "
-                "hard_constraint_values_ before using this model."
-            )
-        if chance is not None:
-            parts.append(chance)
-        spent = result.message.startswith("budget") or (
-            fit is not None and result.converged and not self._solves_converged(fit)
-        )
-        if spent or not result.converged:
-            parts.append(
-                self._remedy(fit.results[-1] if fit is not None else result, fit is not None)
-            )
-        elif moved:
-            parts.append(self._reachable_bound_text(notes.get("nearest"), context))
-        warn(" ".join(parts), ConvergenceWarning)
-
-    @staticmethod
-    def _solves_converged(fit) -> bool:
-        """Whether the solves the model is built from converged, and the last solve too (a
-        further solve cut short by the budget would have moved the surrogate's bound on)."""
-        return fit.converged and fit.results[-1].converged
-
-    def _not_converged_reason(self, result, fit) -> str:
-        """Why a fit did not converge, in the words of what stopped it."""
-        if fit is None or not result.converged:
-            return result.message
-        if not self._solves_converged(fit):
-            return "the budget ran out in a further solve that moves the surrogate's bound"
-        if fit.toward_constant or fit.threshold_moved:
-            return (
-                "no solve of the smooth surrogate (the soft rates the solver constrains) met "
-                "the bound on predictions"
-            )
-        return "the solver converged but the bound on predictions is not met"
-
-    def _moved_model_text(self, fit) -> str:
-        """What the model returned is when no solve met the bound: the solve nearest it,
-        moved towards the constant model or with its threshold moved."""
-        if fit.toward_constant:
-            constant = (
-                "the constant model (its intercept alone)"
-                if self.fit_intercept
-                else f"the zero model (every score 0: class {_label(self.classes_[0])})"
-            )
-            what = (
-                f"the solve nearest the bound was moved towards {constant}, "
-                f"{fit.interpolated:.0%} of the way"
-            )
-        else:
-            what = (
-                "the constant model misses the bound too, so the threshold of the solve "
-                "nearest it was moved"
-            )
-        if self.bound_met_:
-            return (
-                f"The model returned is a compromise, not the optimum of a posed problem: "
-                f"{what}, until its predictions met the bound, at a cost in accuracy."
-            )
-        return f"The model returned is a compromise: {what}, and still misses the bound."
-
-    def _reachable_bound_text(self, nearest, context) -> str:
-        """The remedy of a fit where no solve met the bound: a bound a little looser than
-        what the solve nearest it reaches on its own (the report's rates of that solve), or
-        coarser groups. The surrogate's solves move with the bound asked, so the advice
-        keeps a margin (5 %, rounded outwards to a hundredth)."""
-        if nearest is None or not len(nearest["hard"]):
-            return "Loosen the bound: no solve of the surrogate came within it."
-        hard = nearest["hard"]
-        # (A certified fit trains inside the user's bound: the advice is on the user's.)
-        shift = self._user_bound_shift()
-        if self._ratio_bound() or getattr(self, "constraint", None) == "positive_share":
-            value = float(np.nanmin(hard)) / 1.05 + shift
-            looser = f"bound={math.floor(value * 100) / 100:g} or lower"
-        else:
-            value = float(np.nanmax(hard)) * 1.05 + shift
-            looser = f"bound={math.ceil(value * 100) / 100:g} or higher"
-        return (
-            f"The solve nearest the bound has {np.round(hard, 4).tolist()} on its training "
-            f"predictions (accuracy {nearest['accuracy']:.4f}): the surrogate reaches about "
-            f"that on these data, not further; {looser} is within its reach, or coarser "
-            "groups may give a linear model room."
-        )
-
     def _user_bound_shift(self) -> float:
         """The user's bound less the bound the model is trained at (0 but for a certified
         fit, which trains inside it by the certificate's margin)."""
         return 0.0
-
-    def _remedy(self, result, steered=False) -> str:
-        """What would help a run that spent its budget, from the way its residuals moved
-        (``steered``: the run is a solve of the hard-rate steering)."""
-        finish = getattr(result, "finish_history", None)
-        if finish is not None and len(finish["primal_residual"]):
-            return self._finish_remedy(result, finish, steered)
-        stall = _stall(result)
-        if stall is not None and stall[0] == "noise":
-            _, floor, span = stall
-            # Measured: less than a tenth off its best over the run's last stretch. Whether
-            # the minibatch noise or a slow direction holds it, more passes lower it little
-            # (100 groups of 20 rows at bound 0.3: 0.023 at 300 passes, 0.015 at 3000).
-            said = (
-                f"Its dual residual fell by less than a tenth over its last {span:.0f} "
-                f"passes, to about {floor:.2g}: at the minibatch estimates' noise floor or "
-                "in a direction the steps hardly move, more passes lower it little."
-            )
-            coarser = self._coarser_tol(floor)
-            if coarser is not None:
-                return f"{said} {coarser}"
-            return (
-                f"{said} Convergence also asks for a tenth of its value at coef_ = 0 "
-                f"({_MIN_DECREASE * self._null_dual_residual:.2g}), far below it: no tol "
-                "makes this fit converge, and more passes are unlikely to; the model "
-                "returned is the best one found."
-            )
-        if stall is not None:
-            return (
-                f"The constraint's residual stayed at {stall[1]:.2g} while the penalty grew: "
-                "the bound may be out of this model's reach on these data (loosen it); more "
-                "passes are unlikely to help."
-            )
-        needed = _passes_needed(result)
-        if needed is None:
-            return f"Raise max_passes (now {self.max_passes:g}), or tol for a coarser model."
-        # The pace of the residuals' fall over the second half of the run, carried on.
-        more, span, which = needed
-        pace = f"at the pace its residuals fell over its last {span:.0f} passes"
-        if more <= 10 * self.max_passes:
-            then = ""
-            if which == "primal_residual":
-                then = " (if the bound is within this model's reach)"
-            if steered:
-                then += "; the bound on predictions may then ask for a further solve"
-            return (
-                f"Raise max_passes (now {self.max_passes:g}): {pace}, this solve would reach "
-                f"tol within about {more:.0f} more{then}."
-            )
-        said = (
-            f"{pace[0].upper()}{pace[1:]}, reaching tol would take "
-            + (f"about {more:.0f} more passes" if more < 1e6 else "over a million passes")
-            + ": raising max_passes will hardly help."
-        )
-        coarser = self._coarser_tol(float(result.dual_residual))
-        if coarser is not None and result.primal_residual <= self.tol:
-            return f"{said} {coarser}"
-        return f"{said} The model returned is the best one found."
-
-    def _finish_remedy(self, result, finish, steered) -> str:
-        """What would help a run whose deterministic finish ended short of its tolerances.
-
-        A constraint violation that two outer iterations with a growing penalty did not
-        halve is out of the model's reach (an infeasible bound): more passes do not help.
-        Otherwise the finish was still converging, each outer iteration at least halving the
-        violation; another as many passes as it spent is the estimate (its outer
-        iterations cost about the same).
-        """
-        pres, dres, beta = (finish[k] for k in ("primal_residual", "dual_residual", "beta"))
-        settings = result.settings
-        share = settings["finish_tol"]
-        # Each residual over its tolerance: the larger one stands between the finish and
-        # its end.
-        gap = np.maximum(pres / (share * settings["tol"]), dres / (share * settings["dual_tol"]))
-        if len(gap) >= 3 and gap[-1] > 0.5 * gap[-3] and beta[-1] > beta[-3]:
-            return (
-                f"The residuals stayed at {pres[-1]:.2g} (primal) and {dres[-1]:.2g} (dual) "
-                "while the penalty grew in the finish on all rows: the bound may be out of "
-                "this model's reach on these data (loosen it); raising max_passes will "
-                "hardly help."
-            )
-        passes = finish["passes"]
-        said = (
-            f"Raise max_passes (now {self.max_passes:g}): the finish on all rows was still "
-            f"converging (primal residual {pres[-1]:.2g}, dual residual {dres[-1]:.2g} after "
-            f"{float(passes[-1]):.0f} passes)"
-        )
-        # The pace of its last outer iterations, carried on (a log-linear fall per pass).
-        fell = len(gap) >= 2 and gap[-1] < gap[-2] and passes[-1] > passes[-2]
-        if not fell or gap[-1] <= 1.0:
-            return f"{said}, or raise tol for a coarser model."
-        rate = np.log(gap[-2] / gap[-1]) / (passes[-1] - passes[-2])
-        more = float(np.log(gap[-1]) / rate)
-        then = "; the bound on predictions may then ask for a further solve" if steered else ""
-        return (
-            f"{said}; at its pace this solve would reach them within about {more:.0f} more{then}."
-        )
-
-    def _coarser_tol(self, level) -> str | None:
-        """The advice of a ``tol`` that a dual residual at ``level`` passes, or None.
-
-        The stop test asks for min(tol, a tenth of the residual at coef_ = 0): a larger
-        tol helps only while that tenth is above ``level``."""
-        relative = _MIN_DECREASE * self._null_dual_residual
-        if self.tol < 1.5 * level < relative:
-            return f"tol={1.5 * level:.2g} gives a model at the precision reached."
-        return None
 
     # -- pickling ---------------------------------------------------------------------------------
     def __getstate__(self):
