@@ -17,7 +17,14 @@ from .._warnings import warn
 from ._inputs import _label
 from ._solve import _MIN_DECREASE
 
-__all__ = ["warn_if_not_converged"]
+__all__ = ["NOT_MET", "warn_if_not_converged"]
+
+#: The sentence of the convergence warning about a missed bound on the training predictions
+#: (a certified fit tells it once, in the certificate's account).
+NOT_MET = (
+    "The bound is NOT met on the training predictions; check hard_constraint_values_ before "
+    "using this model."
+)
 
 
 def _stall(result):
@@ -129,10 +136,7 @@ def warn_if_not_converged(est, result, context, fit=None):
     if moved:
         parts.append(_moved_model_text(est, fit))
     if fit is not None and not est.bound_met_:
-        parts.append(
-            "The bound is NOT met on the training predictions; check "
-            "hard_constraint_values_ before using this model."
-        )
+        parts.append(NOT_MET)
     if chance is not None:
         parts.append(chance)
     spent = result.message.startswith("budget") or (

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import warnings
 from numbers import Real
 
 import numpy as np
@@ -12,186 +9,34 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    _num_samples,
-    check_array,
-    validate_data,
-)
 
 from .._warnings import warn
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
-from ..problems.fairness import unique_codes
-from ._base import _DTYPES, BaseIALMClassifier, MatrixLike, _check_labels, is_dask_collection
-from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._base import BaseIALMClassifier, MatrixLike, is_dask_collection
+from ._certified import fit_certified
+from ._groups import (
+    _check_group_sizes,
+    _columns_of_x,
+    _group_key,
+    _is_column,
+    _without_text_groups,
+    check_group_counts,
+    encode_groups,
+)
 from ._inputs import protected_codes
 from ._multiclass import NOT_YET, is_multiclass
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
-from ._solve import calibration_seed
 from ._stream import GroupCodec, streams
 from ._stream import partial_fit as stream_partial_fit
 
 __all__ = ["FairLogisticClassifier"]
-
-#: The sentence of the convergence warning about a missed bound on the training predictions.
-_NOT_MET = (
-    "The bound is NOT met on the training predictions; check hard_constraint_values_ before "
-    "using this model."
-)
-
-#: The probability that a model trained at the moved bound passes the certificate: the
-#: margin is set so that about 9 fits in 10 are certified.
-_POWER = 0.9
 
 #: A ratio bound below this is almost surely a difference typed as a ratio: a warning says so.
 _WEAK_RATIO = 0.5
 
 #: ``bound=None`` means these: the paper's share, a 0.1 parity gap, the four-fifths rule.
 DEFAULT_BOUNDS = {"difference": 0.1, "ratio": 0.8, "share": 0.1}
-
-
-def _python_scalar(value):
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _group_key(label):
-    """A hashable key equal for a label and its numpy / list spellings."""
-    if isinstance(label, (tuple, list, np.ndarray)):
-        return tuple(_python_scalar(v) for v in label)
-    return _python_scalar(label)
-
-
-def encode_groups(sensitive_features, n_samples: int):
-    """``(codes, labels)``: ``labels[codes[i]]`` is the group of row ``i``.
-
-    A 1-D input (array, list, Series, one-column frame) holds one label per row. With several
-    columns a group is an intersection: the tuple of a row's values, one per column.
-    """
-    sf = check_array(
-        sensitive_features,
-        ensure_2d=False,
-        allow_nd=True,  # refused below, with the parameter's name
-        dtype=None,
-        input_name="sensitive_features",
-    )
-    if sf.shape[0] != n_samples:
-        raise ValueError(
-            f"sensitive_features has {sf.shape[0]} rows but X has {n_samples}: it must give "
-            "one group label per row of X."
-        )
-    if sf.ndim > 2:
-        raise ValueError(f"sensitive_features must be 1-D or 2-D, got {sf.ndim} dimensions.")
-    if sf.dtype == object and any(v is None for v in sf.ravel()):
-        raise ValueError("sensitive_features contains None (a missing group label).")
-    if sf.ndim == 2 and sf.shape[1] == 1:
-        sf = sf[:, 0]
-    try:
-        if sf.ndim == 1:
-            labels, codes = unique_codes(sf)
-            return codes, labels
-        per_column = [np.unique(sf[:, j], return_inverse=True) for j in range(sf.shape[1])]
-    except TypeError as exc:
-        raise ValueError(
-            "sensitive_features labels must be comparable with each other (e.g. all strings "
-            f"or all numbers within a column): {exc}"
-        ) from exc
-    joint = np.column_stack([code.reshape(-1) for _, code in per_column])
-    combos, codes = np.unique(joint, axis=0, return_inverse=True)
-    labels = np.empty(len(combos), dtype=object)
-    for i, combo in enumerate(combos):
-        columns = zip(per_column, combo, strict=True)
-        labels[i] = tuple(_python_scalar(col_labels[c]) for (col_labels, _), c in columns)
-    return codes.reshape(-1), labels
-
-
-def _columns_of_x(X, sensitive_features):
-    """``(labels, names)``: ``sensitive_features`` as per-row labels, and the column names of
-    ``X`` it gave (None when it gave the labels themselves). A column name (or a list of column
-    names) of a DataFrame ``X`` stands for that column (those columns) of ``X``.
-
-    A single value is refused with a message that says what is expected. A list is read as
-    column names when it is not one label per row and holds a column name of ``X``.
-    """
-    if sensitive_features is None:
-        return None, None
-    single = np.ndim(sensitive_features) == 0
-    columns = getattr(X, "columns", None)
-    if single and columns is None:
-        raise ValueError(
-            f"sensitive_features={sensitive_features!r} is a single value: pass one group "
-            "label per row of X (an array of n_samples), or a column name of X when X is a "
-            f"pandas DataFrame (X is a {type(X).__name__})."
-        )
-    if single:
-        names = [sensitive_features]
-    elif (
-        columns is not None
-        and isinstance(sensitive_features, list | tuple)
-        and len(sensitive_features) != _num_samples(X)
-    ):
-        names = list(sensitive_features)
-    else:
-        return sensitive_features, None
-    missing = [name for name in names if not _is_column(columns, name)]
-    if len(missing) == len(names) and not single:
-        # Per-row labels (of the wrong length: encode_groups says).
-        return sensitive_features, None
-    if missing:
-        shown = list(columns[:20]) + (["..."] if len(columns) > 20 else [])
-        raise ValueError(
-            f"sensitive_features={sensitive_features!r}: {missing!r} is not a column of X "
-            f"(its columns: {shown}). Pass a column name of X, or one group label per row."
-        )
-    return (X[names[0]] if single else X[names]), names
-
-
-def _holds_text(column) -> bool:
-    """Whether a column of a DataFrame holds strings or categories (numpy kinds O, U, S; a
-    pandas string or categorical dtype has kind O), which no linear model reads as a
-    number."""
-    return getattr(getattr(column, "dtype", None), "kind", None) in ("O", "U", "S")
-
-
-def _without_text_groups(X, names):
-    """``(X, text)``: ``X`` without the group columns ``names`` that hold text, and those
-    columns' names. They are the groups only, not features: a column of strings is no
-    feature without an encoding."""
-    text = [name for name in names or () if _holds_text(X[name])]
-    return (X.drop(columns=text) if text else X), text
-
-
-def _is_column(columns, name):
-    try:
-        return name in columns
-    except TypeError:  # an unhashable value
-        return False
-
-
-#: A group constraint estimated from fewer rows than this is noise, not a fairness statement.
-MIN_GROUP_SIZE = 5
-
-
-def _check_group_sizes(codes, labels):
-    """Refuse a continuous column (about one group per row) and groups of too few rows."""
-    check_group_counts(np.bincount(codes, minlength=len(labels)), labels, len(codes))
-
-
-def check_group_counts(counts, labels, n_samples):
-    """:func:`_check_group_sizes` from the rows per group (the Dask fit counts them in one
-    pass)."""
-    if len(labels) > 2 and len(labels) > n_samples / 2:
-        raise ValueError(
-            f"sensitive_features has {len(labels)} distinct values for {n_samples} rows: it "
-            "looks continuous. Pass group labels, e.g. bins of the column (pandas.cut)."
-        )
-    small = [_group_key(labels[g]) for g in np.flatnonzero(counts < MIN_GROUP_SIZE)]
-    if small:
-        shown = ", ".join(repr(g) for g in small[:10]) + (" ..." if len(small) > 10 else "")
-        raise ValueError(
-            f"sensitive_features: {len(small)} group(s) have fewer than {MIN_GROUP_SIZE} rows "
-            f"({shown}): a constraint on so few rows is noise. Merge them into larger groups."
-        )
 
 
 class FairLogisticClassifier(BaseIALMClassifier):
@@ -654,7 +499,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                     f"Only binary classification is supported with calibration="
                     f"{self.calibration!r}: it {NOT_YET}."
                 )
-            work._fit_certified(X, y, sample_weight, sensitive_features)
+            fit_certified(work, X, y, sample_weight, sensitive_features)
         work.text_group_columns_ = text
         self._publish(work)
         return self
@@ -752,193 +597,6 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return super().decision_function(X)
 
     # -- the certificate on new data -------------------------------------------------------------
-    def _certificate_kind(self):
-        """``(kind, form)`` of :func:`fairness_certificate` for this constraint."""
-        if self.constraint == "disparate_impact":
-            raise ValueError(
-                "calibration='clopper-pearson' does not certify constraint='disparate_impact' "
-                "(a ratio to the overall rate); use constraint='demographic_parity' with "
-                "form='ratio', the ratio between groups."
-            )
-        if self.constraint == "positive_share":
-            return "positive_share", "minimum"
-        return self.constraint, self._form()
-
-    def _hold_out(self, codes, y01, live, rng, size=None):
-        """Calibration rows: ``calibration_size`` (or ``size``) of each group (and class, for
-        the conditional kinds), or of all rows for ``positive_share`` (an i.i.d. draw)."""
-        size = self.calibration_size if size is None else size
-        if self.constraint == "positive_share":
-            strata = np.zeros(len(codes), dtype=np.int64)
-        elif self.constraint in ("demographic_parity", "error_rate_parity"):
-            strata = codes
-        else:
-            strata = 2 * codes + y01
-        held = []
-        for stratum in np.unique(strata[live]):
-            rows = live[strata[live] == stratum]
-            n = math.ceil(size * len(rows))
-            if n >= len(rows):
-                n = len(rows) - 1
-            held.append(rng.choice(rows, size=max(n, 0), replace=False))
-        return np.sort(np.concatenate(held))
-
-    def _fit_certified(self, X, y, sample_weight, sensitive_features):
-        self._validate_params()
-        kind, form = self._certificate_kind()
-        bound = self._check_bound()
-        if sensitive_features is None:
-            raise ValueError(
-                "calibration='clopper-pearson' needs sensitive_features: the certificate is "
-                "on the groups' rates."
-            )
-        _check_labels(y)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
-        feature_names = getattr(self, "feature_names_in_", None)
-        classes, y01 = self._check_target(y)
-        sw = self._sample_weights(sample_weight, X, y, y01, classes)
-        codes, labels = encode_groups(sensitive_features, X.shape[0])
-        live = np.flatnonzero(sw > 0)
-        protected = self._protected_codes(codes[live], labels)
-        held, train_bound = self._held_out_rows(
-            codes, labels, y01, sw, live, protected, kind, form, bound
-        )
-        # The user's weights, held-out rows zeroed: the fit applies the class weights and
-        # the scale of the weights itself (on sw they would be applied twice).
-        train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
-        train_weight[held] = 0.0
-        self._training_bound = train_bound
-        try:
-            # The fit's own warnings are about the training bound, an internal device: they
-            # are told again below, in one story with the certificate.
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                self._fit(X, y, train_weight, sensitive_features=sensitive_features)
-        finally:
-            self._training_bound = None
-        if feature_names is not None:
-            self.feature_names_in_ = feature_names
-        self.bound_ = bound
-        self.training_bound_ = train_bound
-        cert = self._certify(X, y01, codes, labels, held, protected, kind, form, bound)
-        if not np.all(sw[held] == sw[held][0]):
-            warn(
-                "sample_weight differs among the calibration rows: the certificate counts "
-                "each row once, so it is for the unweighted population.",
-                UserWarning,
-            )
-        self._tell_certified_fit(caught, cert, train_bound)
-        return self
-
-    def _held_out_rows(self, codes, labels, y01, sw, live, protected, kind, form, bound):
-        """``(held, training bound)``: the calibration rows and the bound to train at, the
-        margin the held-out counts call for inside ``bound``; a ValueError (saying what would
-        do) when no model could pass the certificate on so few rows."""
-        rates = float(np.average(y01[live], weights=sw[live])) if kind == "positive_share" else 0.5
-
-        def training_bound(held, bound, delta):
-            """The bound to train at, or None when no model could pass the certificate."""
-            counts = calibration_counts(codes[held], y01[held], kind=kind)
-            # Positive share: the intervals are on the positive predictions; the labels' rate
-            # stands for the rate of positive predictions. Other kinds: the widest intervals.
-            margin = certification_margin(
-                kind, form, counts, delta, bound=bound, rates=rates, power=_POWER,
-                protected=protected,
-            )  # fmt: skip
-            train = bound - margin if form == "difference" else bound + margin
-            low, high = (0.0, 1.0) if form == "difference" else (1e-12, 1.0)
-            ok = np.isfinite(margin) and low <= train < high + (form == "ratio")
-            return (train if ok else None), counts
-
-        seed = calibration_seed(self.random_state)
-        held = self._hold_out(codes, y01, live, np.random.default_rng(seed))
-        train_bound, counts = training_bound(held, bound, self.delta)
-        if train_bound is None:
-            per_group = {
-                cell: dict(zip(map(_group_key, labels[counts.groups]), row, strict=True))
-                for cell, row in zip(counts.cells, counts.n.tolist(), strict=True)
-            }
-            raise ValueError(
-                f"The calibration rows are too few to certify bound={bound:g} with "
-                f"delta={self.delta:g}: calibration_size={self.calibration_size!r} holds out "
-                f"{len(held)} rows ({per_group} per group), and no model, not even one with "
-                "no gap between the groups, would pass the certificate about 9 times in 10. "
-                + self._what_would_certify(
-                    training_bound, lambda size: self._hold_out(
-                        codes, y01, live, np.random.default_rng(seed), size=size
-                    ), held, bound, form,
-                )
-            )  # fmt: skip
-        return held, train_bound
-
-    def _certify(self, X, y01, codes, labels, held, protected, kind, form, bound):
-        """The certificate of the fitted model on the held-out rows (set and returned)."""
-        pred = (self._score(X[held]) > 0).astype(int)
-        cert = fairness_certificate(
-            pred, y01[held], codes[held], kind=kind, form=form, bound=bound,
-            delta=self.delta, protected=protected,
-        )  # fmt: skip
-        # The user's labels ("Female"), not the codes, in the certificate and its message.
-        cert = dataclasses.replace(cert, groups=labels[cert.groups])
-        self.certificate_ = cert
-        self.certified_ = bool(cert.certified)
-        self.calibration_indices_ = held
-        return cert
-
-    def _tell_certified_fit(self, caught, cert, train_bound):
-        """One account of a certified fit: what the training rows met (against the training
-        bound) and what the held-out rows certify (against ``bound``), never two that
-        contradict each other."""
-        trained = (
-            f"The model was trained at training_bound_={train_bound:.4g} (tighter than "
-            f"bound={cert.bound:g} by the margin the held-out counts call for) and reached "
-            f"{np.round(self.hard_constraint_values_, 4).tolist()} on the training rows' "
-            "predictions"
-        )
-        for w in caught:
-            # A miss of the training bound is told once, in the certificate's account below.
-            warn(str(w.message).replace(_NOT_MET, "").strip(), w.category)
-        if self.certified_:
-            if not self.bound_met_:
-                warn(
-                    f"{trained}, which misses the training bound; the certificate holds all "
-                    f"the same, and it is what speaks for new data: {cert.message}",
-                    UserWarning,
-                )
-            return
-        why = "" if self.bound_met_ else ", which misses the training bound"
-        warn(
-            f"FairLogisticClassifier could not certify the bound on new data: {cert.message} "
-            f"{trained}{why}. Check certified_ before relying on this model on new data.",
-            UserWarning,
-        )
-
-    def _what_would_certify(self, training_bound, hold_out, held, bound, form):
-        """The nearest setting, changed alone, with which a certificate is within reach:
-        a larger ``calibration_size``, a looser ``bound``, a larger ``delta``."""
-        found = []
-        for size in np.arange(0.35, 0.95, 0.05):
-            if size > self.calibration_size + 1e-9:
-                trial = hold_out(float(size))
-                if training_bound(trial, bound, self.delta)[0] is not None:
-                    found.append(f"calibration_size={size:.2f} ({len(trial)} rows held out)")
-                    break
-        step = 0.005 if form == "difference" else -0.005
-        for trial in np.arange(bound + step, 1.0 if step > 0 else 0.0, step):
-            if training_bound(held, float(trial), self.delta)[0] is not None:
-                found.append(f"bound={trial:.3f}")
-                break
-        for delta in (0.1, 0.2, 0.3, 0.4, 0.5):
-            if delta > self.delta and training_bound(held, bound, delta)[0] is not None:
-                found.append(f"delta={delta:g}")
-                break
-        if not found:
-            return (
-                "No calibration_size up to 0.9, no bound and no delta up to 0.5 makes it "
-                "certifiable on these rows: more data is needed."
-            )
-        return "Each of these alone would make it certifiable: " + ", or ".join(found) + "."
-
     # -- hooks -----------------------------------------------------------------------------------
     #: The group checks from the rows per group (the Dask fit's, see ``_dask._cells``).
     _check_group_counts = staticmethod(check_group_counts)

@@ -9,8 +9,8 @@ from numpy.typing import ArrayLike
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..estimators import FairLogisticClassifier, NeymanPearsonClassifier
+from ..estimators._groups import _columns_of_x, encode_groups
 from ..estimators._rows import align_rows
-from ..estimators.fair import _columns_of_x, encode_groups
 from . import _render
 from ._rates import plain_key
 from ._records import Records, fit_record

@@ -1,0 +1,225 @@
+"""The Clopper-Pearson guarantee of a fairness fit (``calibration="clopper-pearson"``).
+
+A guarantee around the fit's steps: the rows are validated once, a share of each group (and
+class, for the conditional kinds) is held out, the fit trains on the rest at a bound moved
+inside the user's by the margin the held-out counts call for, and the held-out rows then
+certify the model (:func:`~._certificate.fairness_certificate`). Its account is one story:
+what the training rows met against the training bound, and what the held-out rows certify
+against ``bound``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from .._warnings import warn
+from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._groups import _group_key, encode_groups
+from ._inputs import _DTYPES, _check_labels
+from ._solve import calibration_seed
+from ._verdict import NOT_MET
+
+__all__ = ["fit_certified"]
+
+#: The probability that a model trained at the moved bound passes the certificate: the
+#: margin is set so that about 9 fits in 10 are certified.
+_POWER = 0.9
+
+
+def fit_certified(est, X, y, sample_weight, sensitive_features):
+    est._validate_params()
+    kind, form = _certificate_kind(est)
+    bound = est._check_bound()
+    if sensitive_features is None:
+        raise ValueError(
+            "calibration='clopper-pearson' needs sensitive_features: the certificate is "
+            "on the groups' rates."
+        )
+    _check_labels(y)
+    X, y = validate_data(est, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
+    feature_names = getattr(est, "feature_names_in_", None)
+    classes, y01 = est._check_target(y)
+    sw = est._sample_weights(sample_weight, X, y, y01, classes)
+    codes, labels = encode_groups(sensitive_features, X.shape[0])
+    live = np.flatnonzero(sw > 0)
+    protected = est._protected_codes(codes[live], labels)
+    held, train_bound = _held_out_rows(
+        est, codes, labels, y01, sw, live, protected, kind, form, bound
+    )
+    # The user's weights, held-out rows zeroed: the fit applies the class weights and
+    # the scale of the weights itself (on sw they would be applied twice).
+    train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
+    train_weight[held] = 0.0
+    est._training_bound = train_bound
+    try:
+        # The fit's own warnings are about the training bound, an internal device: they
+        # are told again below, in one story with the certificate.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est._fit(X, y, train_weight, sensitive_features=sensitive_features)
+    finally:
+        est._training_bound = None
+    if feature_names is not None:
+        est.feature_names_in_ = feature_names
+    est.bound_ = bound
+    est.training_bound_ = train_bound
+    cert = _certify(est, X, y01, codes, labels, held, protected, kind, form, bound)
+    if not np.all(sw[held] == sw[held][0]):
+        warn(
+            "sample_weight differs among the calibration rows: the certificate counts "
+            "each row once, so it is for the unweighted population.",
+            UserWarning,
+        )
+    _tell_certified_fit(est, caught, cert, train_bound)
+    return est
+
+
+def _certificate_kind(est):
+    """``(kind, form)`` of :func:`fairness_certificate` for this constraint."""
+    if est.constraint == "disparate_impact":
+        raise ValueError(
+            "calibration='clopper-pearson' does not certify constraint='disparate_impact' "
+            "(a ratio to the overall rate); use constraint='demographic_parity' with "
+            "form='ratio', the ratio between groups."
+        )
+    if est.constraint == "positive_share":
+        return "positive_share", "minimum"
+    return est.constraint, est._form()
+
+
+def _hold_out(est, codes, y01, live, rng, size=None):
+    """Calibration rows: ``calibration_size`` (or ``size``) of each group (and class, for
+    the conditional kinds), or of all rows for ``positive_share`` (an i.i.d. draw)."""
+    size = est.calibration_size if size is None else size
+    if est.constraint == "positive_share":
+        strata = np.zeros(len(codes), dtype=np.int64)
+    elif est.constraint in ("demographic_parity", "error_rate_parity"):
+        strata = codes
+    else:
+        strata = 2 * codes + y01
+    held = []
+    for stratum in np.unique(strata[live]):
+        rows = live[strata[live] == stratum]
+        n = math.ceil(size * len(rows))
+        if n >= len(rows):
+            n = len(rows) - 1
+        held.append(rng.choice(rows, size=max(n, 0), replace=False))
+    return np.sort(np.concatenate(held))
+
+
+def _held_out_rows(est, codes, labels, y01, sw, live, protected, kind, form, bound):
+    """``(held, training bound)``: the calibration rows and the bound to train at, the
+    margin the held-out counts call for inside ``bound``; a ValueError (saying what would
+    do) when no model could pass the certificate on so few rows."""
+    rates = float(np.average(y01[live], weights=sw[live])) if kind == "positive_share" else 0.5
+
+    def training_bound(held, bound, delta):
+        """The bound to train at, or None when no model could pass the certificate."""
+        counts = calibration_counts(codes[held], y01[held], kind=kind)
+        # Positive share: the intervals are on the positive predictions; the labels' rate
+        # stands for the rate of positive predictions. Other kinds: the widest intervals.
+        margin = certification_margin(
+            kind, form, counts, delta, bound=bound, rates=rates, power=_POWER,
+            protected=protected,
+        )  # fmt: skip
+        train = bound - margin if form == "difference" else bound + margin
+        low, high = (0.0, 1.0) if form == "difference" else (1e-12, 1.0)
+        ok = np.isfinite(margin) and low <= train < high + (form == "ratio")
+        return (train if ok else None), counts
+
+    seed = calibration_seed(est.random_state)
+    held = _hold_out(est, codes, y01, live, np.random.default_rng(seed))
+    train_bound, counts = training_bound(held, bound, est.delta)
+    if train_bound is None:
+        per_group = {
+            cell: dict(zip(map(_group_key, labels[counts.groups]), row, strict=True))
+            for cell, row in zip(counts.cells, counts.n.tolist(), strict=True)
+        }
+        raise ValueError(
+            f"The calibration rows are too few to certify bound={bound:g} with "
+            f"delta={est.delta:g}: calibration_size={est.calibration_size!r} holds out "
+            f"{len(held)} rows ({per_group} per group), and no model, not even one with "
+            "no gap between the groups, would pass the certificate about 9 times in 10. "
+            + _what_would_certify(est,
+                training_bound, lambda size: _hold_out(est,
+                    codes, y01, live, np.random.default_rng(seed), size=size
+                ), held, bound, form,
+            )
+        )  # fmt: skip
+    return held, train_bound
+
+
+def _certify(est, X, y01, codes, labels, held, protected, kind, form, bound):
+    """The certificate of the fitted model on the held-out rows (set and returned)."""
+    pred = (est._score(X[held]) > 0).astype(int)
+    cert = fairness_certificate(
+        pred, y01[held], codes[held], kind=kind, form=form, bound=bound,
+        delta=est.delta, protected=protected,
+    )  # fmt: skip
+    # The user's labels ("Female"), not the codes, in the certificate and its message.
+    cert = dataclasses.replace(cert, groups=labels[cert.groups])
+    est.certificate_ = cert
+    est.certified_ = bool(cert.certified)
+    est.calibration_indices_ = held
+    return cert
+
+
+def _tell_certified_fit(est, caught, cert, train_bound):
+    """One account of a certified fit: what the training rows met (against the training
+    bound) and what the held-out rows certify (against ``bound``), never two that
+    contradict each other."""
+    trained = (
+        f"The model was trained at training_bound_={train_bound:.4g} (tighter than "
+        f"bound={cert.bound:g} by the margin the held-out counts call for) and reached "
+        f"{np.round(est.hard_constraint_values_, 4).tolist()} on the training rows' "
+        "predictions"
+    )
+    for w in caught:
+        # A miss of the training bound is told once, in the certificate's account below.
+        warn(str(w.message).replace(NOT_MET, "").strip(), w.category)
+    if est.certified_:
+        if not est.bound_met_:
+            warn(
+                f"{trained}, which misses the training bound; the certificate holds all "
+                f"the same, and it is what speaks for new data: {cert.message}",
+                UserWarning,
+            )
+        return
+    why = "" if est.bound_met_ else ", which misses the training bound"
+    warn(
+        f"FairLogisticClassifier could not certify the bound on new data: {cert.message} "
+        f"{trained}{why}. Check certified_ before relying on this model on new data.",
+        UserWarning,
+    )
+
+
+def _what_would_certify(est, training_bound, hold_out, held, bound, form):
+    """The nearest setting, changed alone, with which a certificate is within reach:
+    a larger ``calibration_size``, a looser ``bound``, a larger ``delta``."""
+    found = []
+    for size in np.arange(0.35, 0.95, 0.05):
+        if size > est.calibration_size + 1e-9:
+            trial = hold_out(float(size))
+            if training_bound(trial, bound, est.delta)[0] is not None:
+                found.append(f"calibration_size={size:.2f} ({len(trial)} rows held out)")
+                break
+    step = 0.005 if form == "difference" else -0.005
+    for trial in np.arange(bound + step, 1.0 if step > 0 else 0.0, step):
+        if training_bound(held, float(trial), est.delta)[0] is not None:
+            found.append(f"bound={trial:.3f}")
+            break
+    for delta in (0.1, 0.2, 0.3, 0.4, 0.5):
+        if delta > est.delta and training_bound(held, bound, delta)[0] is not None:
+            found.append(f"delta={delta:g}")
+            break
+    if not found:
+        return (
+            "No calibration_size up to 0.9, no bound and no delta up to 0.5 makes it "
+            "certifiable on these rows: more data is needed."
+        )
+    return "Each of these alone would make it certifiable: " + ", or ".join(found) + "."

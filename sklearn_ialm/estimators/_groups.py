@@ -1,0 +1,156 @@
+"""The groups of a fairness fit: per-row labels (one column, or the intersections of several)
+encoded as codes, column names of a DataFrame ``X`` read as its columns, and the checks on
+their sizes. The estimator, its Dask and streaming fits and the bound report read groups
+through these functions alone."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import _num_samples, check_array
+
+from ..problems.fairness import unique_codes
+
+__all__ = ["MIN_GROUP_SIZE", "check_group_counts", "encode_groups"]
+
+
+def _python_scalar(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _group_key(label):
+    """A hashable key equal for a label and its numpy / list spellings."""
+    if isinstance(label, (tuple, list, np.ndarray)):
+        return tuple(_python_scalar(v) for v in label)
+    return _python_scalar(label)
+
+
+def encode_groups(sensitive_features, n_samples: int):
+    """``(codes, labels)``: ``labels[codes[i]]`` is the group of row ``i``.
+
+    A 1-D input (array, list, Series, one-column frame) holds one label per row. With several
+    columns a group is an intersection: the tuple of a row's values, one per column.
+    """
+    sf = check_array(
+        sensitive_features,
+        ensure_2d=False,
+        allow_nd=True,  # refused below, with the parameter's name
+        dtype=None,
+        input_name="sensitive_features",
+    )
+    if sf.shape[0] != n_samples:
+        raise ValueError(
+            f"sensitive_features has {sf.shape[0]} rows but X has {n_samples}: it must give "
+            "one group label per row of X."
+        )
+    if sf.ndim > 2:
+        raise ValueError(f"sensitive_features must be 1-D or 2-D, got {sf.ndim} dimensions.")
+    if sf.dtype == object and any(v is None for v in sf.ravel()):
+        raise ValueError("sensitive_features contains None (a missing group label).")
+    if sf.ndim == 2 and sf.shape[1] == 1:
+        sf = sf[:, 0]
+    try:
+        if sf.ndim == 1:
+            labels, codes = unique_codes(sf)
+            return codes, labels
+        per_column = [np.unique(sf[:, j], return_inverse=True) for j in range(sf.shape[1])]
+    except TypeError as exc:
+        raise ValueError(
+            "sensitive_features labels must be comparable with each other (e.g. all strings "
+            f"or all numbers within a column): {exc}"
+        ) from exc
+    joint = np.column_stack([code.reshape(-1) for _, code in per_column])
+    combos, codes = np.unique(joint, axis=0, return_inverse=True)
+    labels = np.empty(len(combos), dtype=object)
+    for i, combo in enumerate(combos):
+        columns = zip(per_column, combo, strict=True)
+        labels[i] = tuple(_python_scalar(col_labels[c]) for (col_labels, _), c in columns)
+    return codes.reshape(-1), labels
+
+
+def _columns_of_x(X, sensitive_features):
+    """``(labels, names)``: ``sensitive_features`` as per-row labels, and the column names of
+    ``X`` it gave (None when it gave the labels themselves). A column name (or a list of column
+    names) of a DataFrame ``X`` stands for that column (those columns) of ``X``.
+
+    A single value is refused with a message that says what is expected. A list is read as
+    column names when it is not one label per row and holds a column name of ``X``.
+    """
+    if sensitive_features is None:
+        return None, None
+    single = np.ndim(sensitive_features) == 0
+    columns = getattr(X, "columns", None)
+    if single and columns is None:
+        raise ValueError(
+            f"sensitive_features={sensitive_features!r} is a single value: pass one group "
+            "label per row of X (an array of n_samples), or a column name of X when X is a "
+            f"pandas DataFrame (X is a {type(X).__name__})."
+        )
+    if single:
+        names = [sensitive_features]
+    elif (
+        columns is not None
+        and isinstance(sensitive_features, list | tuple)
+        and len(sensitive_features) != _num_samples(X)
+    ):
+        names = list(sensitive_features)
+    else:
+        return sensitive_features, None
+    missing = [name for name in names if not _is_column(columns, name)]
+    if len(missing) == len(names) and not single:
+        # Per-row labels (of the wrong length: encode_groups says).
+        return sensitive_features, None
+    if missing:
+        shown = list(columns[:20]) + (["..."] if len(columns) > 20 else [])
+        raise ValueError(
+            f"sensitive_features={sensitive_features!r}: {missing!r} is not a column of X "
+            f"(its columns: {shown}). Pass a column name of X, or one group label per row."
+        )
+    return (X[names[0]] if single else X[names]), names
+
+
+def _holds_text(column) -> bool:
+    """Whether a column of a DataFrame holds strings or categories (numpy kinds O, U, S; a
+    pandas string or categorical dtype has kind O), which no linear model reads as a
+    number."""
+    return getattr(getattr(column, "dtype", None), "kind", None) in ("O", "U", "S")
+
+
+def _without_text_groups(X, names):
+    """``(X, text)``: ``X`` without the group columns ``names`` that hold text, and those
+    columns' names. They are the groups only, not features: a column of strings is no
+    feature without an encoding."""
+    text = [name for name in names or () if _holds_text(X[name])]
+    return (X.drop(columns=text) if text else X), text
+
+
+def _is_column(columns, name):
+    try:
+        return name in columns
+    except TypeError:  # an unhashable value
+        return False
+
+
+#: A group constraint estimated from fewer rows than this is noise, not a fairness statement.
+MIN_GROUP_SIZE = 5
+
+
+def _check_group_sizes(codes, labels):
+    """Refuse a continuous column (about one group per row) and groups of too few rows."""
+    check_group_counts(np.bincount(codes, minlength=len(labels)), labels, len(codes))
+
+
+def check_group_counts(counts, labels, n_samples):
+    """:func:`_check_group_sizes` from the rows per group (the Dask fit counts them in one
+    pass)."""
+    if len(labels) > 2 and len(labels) > n_samples / 2:
+        raise ValueError(
+            f"sensitive_features has {len(labels)} distinct values for {n_samples} rows: it "
+            "looks continuous. Pass group labels, e.g. bins of the column (pandas.cut)."
+        )
+    small = [_group_key(labels[g]) for g in np.flatnonzero(counts < MIN_GROUP_SIZE)]
+    if small:
+        shown = ", ".join(repr(g) for g in small[:10]) + (" ..." if len(small) > 10 else "")
+        raise ValueError(
+            f"sensitive_features: {len(small)} group(s) have fewer than {MIN_GROUP_SIZE} rows "
+            f"({shown}): a constraint on so few rows is noise. Merge them into larger groups."
+        )
