@@ -442,52 +442,50 @@ def fairness_certificate(
     if form != "minimum" and len(labels) < 2:
         raise ValueError(f"A {form} needs at least 2 groups, got {labels.tolist()}.")
     pair, is_protected = _pairs(labels, None if protected is None else np.asarray(protected))
-    n_groups = len(labels)
+    cells, n, k = _hit_counts(kind, pred, y_true, g, codes, len(labels))
+    return _certify(kind, form, bound, delta, labels, cells, n, k, pair, is_protected)
 
+
+def _hit_counts(kind, pred, y_true, g, codes, n_groups):
+    """``(cells, n, k)``: the rows ``n`` and the counted ones ``k`` per cell and group.
+
+    ``k`` counts what the rate counts (positive predictions, or errors for
+    ``error_rate_parity``); for ``positive_share`` the cell is the positive predictions, so
+    ``n`` is their total in every group and ``k`` each group's part of it.
+    """
     if kind == "positive_share":
         k = np.bincount(codes, weights=pred, minlength=n_groups).astype(np.int64)[None, :]
-        n = np.full_like(k, int(pred.sum()))
-        cells = KINDS[kind]
+        return KINDS[kind], np.full_like(k, int(pred.sum())), k
+    if kind == "error_rate_parity":
+        if y_true is None:
+            raise ValueError("kind='error_rate_parity' needs y_true.")
+        hit = pred != _binary(y_true, "y_true", len(g))
     else:
-        if kind == "error_rate_parity":
-            if y_true is None:
-                raise ValueError("kind='error_rate_parity' needs y_true.")
-            hit = pred != _binary(y_true, "y_true", len(g))
-        else:
-            hit = pred == 1
-        counts = calibration_counts(g, y_true, kind=kind)
-        cells, n = counts.cells, counts.n
-        if kind in _NEEDS_LABELS:
-            y = _binary(y_true, "y_true", len(g))
-            rows = {"y=1": y == 1, "y=0": y == 0}
-            k = np.array(
-                [
-                    np.bincount(codes[rows[c]], weights=hit[rows[c]], minlength=n_groups)
-                    for c in cells
-                ]
-            ).astype(np.int64)
-        else:
-            k = np.bincount(codes, weights=hit, minlength=n_groups).astype(np.int64)[None, :]
+        hit = pred == 1
+    # The rows per cell as calibration_counts gives them to the margin: one count for both.
+    counts = calibration_counts(g, y_true, kind=kind)
+    cells, n = counts.cells, counts.n
+    if kind in _NEEDS_LABELS:
+        y = _binary(y_true, "y_true", len(g))
+        rows = {"y=1": y == 1, "y=0": y == 0}
+        k = np.array(
+            [np.bincount(codes[rows[c]], weights=hit[rows[c]], minlength=n_groups) for c in cells]
+        ).astype(np.int64)
+    else:
+        k = np.bincount(codes, weights=hit, minlength=n_groups).astype(np.int64)[None, :]
+    return cells, n, k
 
+
+def _certify(kind, form, bound, delta, labels, cells, n, k, pair, is_protected):
+    """The certificate of the counts: Clopper-Pearson limits per cell and group at
+    ``delta / 2`` a side (``"minimum"`` uses the lower side only, at ``delta``), the
+    calibration estimate, and the worst case of the limits over the pairs that count."""
     alpha_lower, alpha_upper = (delta, 0.0) if form == "minimum" else (delta / 2, delta / 2)
     lower, upper = _cp(k, n, alpha_lower, alpha_upper)
     with np.errstate(invalid="ignore", divide="ignore"):
         rates = np.where(n > 0, k / np.maximum(n, 1), np.nan)
     estimate = _metric(rates, form, pair, is_protected)
-
-    if form == "minimum":
-        value, (cell, grp) = _worst(lower, is_protected[None, :], largest=False)
-        worst = (cell, grp, grp)
-        certified = value >= bound
-    elif form == "difference":
-        d = upper[:, :, None] - lower[:, None, :]
-        value, worst = _worst(d, np.broadcast_to(pair, d.shape), largest=True)
-        certified = value <= bound
-    else:
-        # upper > 0 always (k = n gives 1, k < n gives a positive quantile).
-        r = lower[:, None, :] / upper[:, :, None]
-        value, worst = _worst(r, np.broadcast_to(pair, r.shape), largest=False)
-        certified = value >= bound
+    value, worst, certified = _worst_case(form, bound, lower, upper, pair, is_protected)
     return FairnessCertificate(
         kind=kind,
         form=form,
@@ -506,6 +504,23 @@ def fairness_certificate(
         alpha_upper=alpha_upper,
         worst=worst,
     )
+
+
+def _worst_case(form, bound, lower, upper, pair, is_protected):
+    """``(value, worst, certified)``: the certified value (the worst combination of the
+    limits, see the module docstring), the ``(cell, high group, low group)`` that sets it,
+    and whether it meets ``bound``."""
+    if form == "minimum":
+        value, (cell, grp) = _worst(lower, is_protected[None, :], largest=False)
+        return value, (cell, grp, grp), value >= bound
+    if form == "difference":
+        d = upper[:, :, None] - lower[:, None, :]
+        value, worst = _worst(d, np.broadcast_to(pair, d.shape), largest=True)
+        return value, worst, value <= bound
+    # upper > 0 always (k = n gives 1, k < n gives a positive quantile).
+    r = lower[:, None, :] / upper[:, :, None]
+    value, worst = _worst(r, np.broadcast_to(pair, r.shape), largest=False)
+    return value, worst, value >= bound
 
 
 def _expected_limits(n, p, alpha_lower, alpha_upper):
@@ -615,6 +630,15 @@ def certification_margin(
     delta = _check_level(delta, "delta")
     power = _check_level(power, "power")
     z = float(norm.ppf(power))
+    n, p, pair = _margin_inputs(kind, counts, rates, protected)
+    if kind == "positive_share":
+        return _share_margin(form, n, p, pair, bound, delta, z)
+    return _pair_margin(form, n, p, pair, bound, delta, z, cov=0.0)
+
+
+def _margin_inputs(kind, counts, rates, protected):
+    """``(n, p, pair)``: the checked counts and rates, shape ``(n_cells, n_groups)``, and the
+    pairs of groups that count (see :func:`certification_margin`)."""
     if isinstance(counts, CalibrationCounts):
         labels, n = counts.groups, np.asarray(counts.n)
     else:
@@ -626,24 +650,33 @@ def certification_margin(
             f"counts for kind={kind!r} must be non-negative, of shape ({n_cells}, n_groups), "
             f"got {n.tolist()!r}."
         )
-    pair, is_protected = _pairs(labels, None if protected is None else np.asarray(protected))
+    pair = _pairs(labels, None if protected is None else np.asarray(protected))[0]
     p = np.broadcast_to(np.asarray(rates, dtype=float), n.shape).astype(float)
     if np.any((p <= 0) | (p >= 1)):
         raise ValueError(f"rates must be in (0, 1), got {np.asarray(rates).tolist()!r}.")
+    return n, p, pair
 
-    cov = 0.0
-    if kind == "positive_share":
-        # Shares are rates over the positive predictions, n_pos of them (expected), taken at
-        # the groups' proportions: what parity of selection rates would give.
-        sizes = n.astype(float)
-        n_pos = float(p[0, 0]) * float(sizes.sum())
-        n = np.full(sizes.shape, n_pos)
-        if form == "minimum":
-            return _minimum_margin(n_pos, bound, delta, z)
-        p = sizes / sizes.sum()
-        # Shares of one multinomial total covary negatively: var(a - b) gains 2 s_a s_b / n.
-        cov = 1.0
 
+def _share_margin(form, n, p, pair, bound, delta, z):
+    """The margin for ``positive_share``, from the group sizes ``n`` and the overall
+    positive prediction rate ``p[0, 0]``.
+
+    Shares are rates over the positive predictions, ``n_pos`` of them (expected), taken at
+    the groups' proportions: what parity of selection rates would give.
+    """
+    sizes = n.astype(float)
+    n_pos = float(p[0, 0]) * float(sizes.sum())
+    if form == "minimum":
+        return _minimum_margin(n_pos, bound, delta, z)
+    # Shares of one multinomial total covary negatively: var(a - b) gains 2 s_a s_b / n.
+    return _pair_margin(
+        form, np.full(sizes.shape, n_pos), sizes / sizes.sum(), pair, bound, delta, z, cov=1.0
+    )
+
+
+def _pair_margin(form, n, p, pair, bound, delta, z, cov):
+    """The margin of a difference or ratio: the largest over the cells and the pairs that
+    count, each side's limit at ``delta / 2``; ``cov`` 1 for shares of one total, else 0."""
     alpha = delta / 2
     if form == "difference":
         with np.errstate(divide="ignore", invalid="ignore"):

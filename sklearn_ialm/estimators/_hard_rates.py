@@ -226,23 +226,15 @@ def fit_hard_rates(
     """
     base = problem.offset.copy()
     units = _Units(problem)
-    m = len(units)
-    shift = np.zeros(m)
-    trace = [[] for _ in range(m)]  # (soft value, hard value) per unit, for the secant
-    misses = np.zeros(m)  # solves in a row whose shifted bound still missed, per unit
-    capped = np.zeros(m, bool)  # the unit's shift is at its cap (see _shift_cap)
-    depth = np.zeros(m, int)  # the cap's step in _CAP_SHARES, per unit
+    steering = _Steering(problem, units, base, bound_tol, verbose)
     results, passes = [], 0.0
-    column_means = None  # see _shift_cap
-    # (x, scores, hard values, solver result) of the best solve on each side of the bound:
-    # the scores are kept, so the segment between the two costs no further data pass.
-    infeasible = feasible = None
     warm = None
     for rnd in range(max_rounds):
         if passes >= budget:
             break
         if rnd == 0:
             _say(verbose, "solve 1: the surrogate (soft rates) at the bound itself")
+        shift = steering.shift  # one array, moved in place by steering.move_bounds
         offset = base + units.spread @ shift
         result = solve(problem.with_offset(offset), rnd, warm, budget - passes)
         results.append(result)
@@ -252,66 +244,13 @@ def fit_hard_rates(
         if np.any(shift < 0) and not result.converged:
             break  # a looser bound the solver could not reach: keep what was feasible
         active = units.any_positive(result.multipliers) | (shift != 0)
-        nearest = np.inf if infeasible is None else np.max(infeasible[2])
-        if np.all(hard <= BOUND_EPS):
-            unused = np.where(active, hard, 0.0)
-            if np.all(unused >= -bound_tol):
-                return _finish(problem, units, result.x, scores, results, [result], 0.0, passes)
-            if feasible is None or np.min(unused) > np.min(feasible[2]):
-                feasible = (result.x, scores, unused, result)
-        elif infeasible is None or np.max(hard) < np.max(infeasible[2]):
-            infeasible = (result.x, scores, hard, result)
-        if infeasible is not None and feasible is not None:
+        # The nearest miss before this solve: the stop at the cap asks whether it came nearer.
+        nearest = steering.nearest_miss()
+        if steering.keep(result, scores, hard, active):
+            return _finish(problem, units, result.x, scores, results, [result], 0.0, passes)
+        if steering.infeasible is not None and steering.feasible is not None:
             break
-        if column_means is None:
-            # The mean of each constraint's row weights: its value at predictions all 1, less
-            # its offset (one product with the weights, once; an array like the scores, in
-            # memory or on Dask workers).
-            ones = getattr(scores, "ones_like", None)  # on a cluster: from the scores' pass
-            ones = scores * 0.0 + 1.0 if ones is None else ones()
-            column_means = problem.rate_constraints(ones) - problem.offset
-        missing = hard > BOUND_EPS
-        # A solve at nine tenths of the way to parity can still miss by a hair where one
-        # at 99 in 100 meets the bound (one group of 443 rows without an intercept: 0.0356
-        # against a bound of 0.03, then 0.028): a miss at the cap deepens it once.
-        deeper = _deepen(units, column_means, base, capped, missing, depth)
-        if (
-            np.any(missing)
-            and np.all(capped[missing])
-            and not np.any(deeper)
-            and (np.max(hard) >= nearest or np.all(depth[missing] == len(_CAP_SHARES) - 1))
-            and _constant_meets(units, column_means, base)
-        ):
-            # Every unit that misses had the tightest bound the surrogate allows, and this
-            # solve came no nearer than an earlier one (or was at the deepest cap): another
-            # solve at that bound repeats it. (A strongly binding group on 1e6 rows: five
-            # more solves at the cap, their hard gaps 0.04-0.08 in no order, before the
-            # budget of solves ran out.) Only where the constant model meets the bound, so
-            # that the segment towards it does: error rates differ at a constant, and there
-            # the further solves found the bound (a9a, error-rate parity 0.0543: missed by
-            # 0.008 when the steering stopped).
-            _say(
-                verbose,
-                f"no further solve: on predictions the constraints are "
-                f"{np.round(hard, 4).tolist()}, at the tightest bound the surrogate allows",
-            )
-            break
-        depth[deeper] += 1
-        before = shift.copy()
-        misses = _move_bounds(
-            problem, units, scores, hard, active, base, column_means, shift, capped, misses,
-            trace, bound_tol, depth,
-        )  # fmt: skip
-        if np.all(np.abs(shift - before) <= _SAME_SHIFT * bound_tol):
-            # The surrogate's bounds would not move (each that misses is at the tightest
-            # bound the surrogate allows): the next solve would repeat this one. (Error-rate
-            # parity on Adult by race: six such solves, none nearer the bound.)
-            _say(
-                verbose,
-                f"no further solve: on predictions the constraints are "
-                f"{np.round(hard, 4).tolist()}, and the surrogate's bounds are already the "
-                "tightest it allows",
-            )
+        if not steering.move_bounds(scores, hard, active, nearest):
             break
         _say(
             verbose and rnd + 1 < max_rounds and passes < budget,
@@ -324,7 +263,110 @@ def fit_hard_rates(
         # Kept above if needed; dropped here, the next solve's scores do not come on top.
         del scores
 
-    return _between_sides(problem, units, infeasible, feasible, results, passes, base, verbose)
+    return _between_sides(
+        problem, units, steering.infeasible, steering.feasible, results, passes, base, verbose
+    )
+
+
+class _Steering:
+    """What :func:`fit_hard_rates` carries from one solve to the next: per unit, the shift of
+    the surrogate's bound and how it got there; and the best solve on each side of the bound.
+    """
+
+    def __init__(self, problem, units, base, bound_tol, verbose):
+        self.problem, self.units, self.base = problem, units, base
+        self.bound_tol, self.verbose = bound_tol, verbose
+        m = len(units)
+        self.shift = np.zeros(m)
+        self.trace = [[] for _ in range(m)]  # (soft value, hard value) per unit, for the secant
+        self.misses = np.zeros(m)  # solves in a row whose shifted bound still missed, per unit
+        self.capped = np.zeros(m, bool)  # the unit's shift is at its cap (see _shift_cap)
+        self.depth = np.zeros(m, int)  # the cap's step in _CAP_SHARES, per unit
+        self.column_means = None  # see _shift_cap
+        # (x, scores, hard values, solver result) of the best solve on each side of the bound:
+        # the scores are kept, so the segment between the two costs no further data pass.
+        self.infeasible = self.feasible = None
+
+    def nearest_miss(self):
+        """The largest hard value of the best infeasible solve so far (inf before one)."""
+        return np.inf if self.infeasible is None else np.max(self.infeasible[2])
+
+    def keep(self, result, scores, hard, active):
+        """Keep the solve if it is the best so far on its side of the bound; True when it is
+        the answer: every hard value ``<= 0`` and each active one within ``bound_tol``."""
+        if np.all(hard <= BOUND_EPS):
+            unused = np.where(active, hard, 0.0)
+            if np.all(unused >= -self.bound_tol):
+                return True
+            if self.feasible is None or np.min(unused) > np.min(self.feasible[2]):
+                self.feasible = (result.x, scores, unused, result)
+        elif self.infeasible is None or np.max(hard) < np.max(self.infeasible[2]):
+            self.infeasible = (result.x, scores, hard, result)
+        return False
+
+    def move_bounds(self, scores, hard, active, nearest):
+        """Move the surrogate's bounds for the next solve (:func:`_move_bounds`); False, with
+        a word why, when the next solve would repeat this one: no further solve is worth it."""
+        units, base = self.units, self.base
+        if self.column_means is None:
+            self.column_means = _column_means(self.problem, scores)
+        missing = hard > BOUND_EPS
+        # A solve at nine tenths of the way to parity can still miss by a hair where one
+        # at 99 in 100 meets the bound (one group of 443 rows without an intercept: 0.0356
+        # against a bound of 0.03, then 0.028): a miss at the cap deepens it once.
+        deeper = _deepen(units, self.column_means, base, self.capped, missing, self.depth)
+        if self._stalled(hard, missing, deeper, nearest):
+            _say(
+                self.verbose,
+                f"no further solve: on predictions the constraints are "
+                f"{np.round(hard, 4).tolist()}, at the tightest bound the surrogate allows",
+            )
+            return False
+        self.depth[deeper] += 1
+        before = self.shift.copy()
+        self.misses = _move_bounds(
+            self.problem, units, scores, hard, active, base, self.column_means, self.shift,
+            self.capped, self.misses, self.trace, self.bound_tol, self.depth,
+        )  # fmt: skip
+        if np.all(np.abs(self.shift - before) <= _SAME_SHIFT * self.bound_tol):
+            # The surrogate's bounds would not move (each that misses is at the tightest
+            # bound the surrogate allows): the next solve would repeat this one. (Error-rate
+            # parity on Adult by race: six such solves, none nearer the bound.)
+            _say(
+                self.verbose,
+                f"no further solve: on predictions the constraints are "
+                f"{np.round(hard, 4).tolist()}, and the surrogate's bounds are already the "
+                "tightest it allows",
+            )
+            return False
+        return True
+
+    def _stalled(self, hard, missing, deeper, nearest):
+        """Every unit that misses had the tightest bound the surrogate allows, and this solve
+        came no nearer than an earlier one (or was at the deepest cap): another solve at that
+        bound repeats it. (A strongly binding group on 1e6 rows: five more solves at the cap,
+        their hard gaps 0.04-0.08 in no order, before the budget of solves ran out.)
+
+        Only where the constant model meets the bound, so that the segment towards it does:
+        error rates differ at a constant, and there the further solves found the bound (a9a,
+        error-rate parity 0.0543: missed by 0.008 when the steering stopped).
+        """
+        return bool(
+            np.any(missing)
+            and np.all(self.capped[missing])
+            and not np.any(deeper)
+            and (np.max(hard) >= nearest or np.all(self.depth[missing] == len(_CAP_SHARES) - 1))
+            and _constant_meets(self.units, self.column_means, self.base)
+        )
+
+
+def _column_means(problem, scores):
+    """The mean of each constraint's row weights: its value at predictions all 1, less its
+    offset (one product with the weights, once; an array like the scores, in memory or on
+    Dask workers)."""
+    ones = getattr(scores, "ones_like", None)  # on a cluster: from the scores' pass
+    ones = scores * 0.0 + 1.0 if ones is None else ones()
+    return problem.rate_constraints(ones) - problem.offset
 
 
 def _move_bounds(
