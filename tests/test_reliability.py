@@ -16,6 +16,7 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 import sklearn_ialm.estimators._base as base
+import sklearn_ialm.estimators._certified as certified_fit
 import sklearn_ialm.estimators.fair as fair
 import sklearn_ialm.estimators.neyman_pearson as neyman_pearson
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
@@ -140,7 +141,7 @@ _INTERRUPTS = [
     # (estimator, module, name of the function interrupted, its calls to let through)
     ("certified", base, "_solve", 0),
     ("certified", base, "_solve", 1),
-    ("certified", fair, "fairness_certificate", 0),
+    ("certified", certified_fit, "fairness_certificate", 0),
     ("umbrella", base, "_solve", 0),
     ("umbrella", base, "_solve", 1),
     ("umbrella", neyman_pearson, "umbrella_threshold", 0),

@@ -31,9 +31,10 @@ from .._warnings import warn
 from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..solver.ialm import clip_batch_size
+from ._fit import steps
 from ._hard_rates import fit_hard_rates
 from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection
-from ._multiclass import fit_multiclass, is_multiclass, typed, typed_classes
+from ._multiclass import typed, typed_classes
 from ._scaling import _standardised
 from ._solve import (
     _FINISH_TOL,
@@ -299,10 +300,11 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     # -- fit -------------------------------------------------------------------------------------
     def _fit(self, X, y, sample_weight=None, **fit_params):
-        """The fit's steps (:meth:`_fit_or_raise`) on a working copy, whose state replaces the
-        estimator's in one step at the end (:meth:`_publish`)."""
+        """The fit's steps (:func:`._fit.steps`) on a working copy, whose state replaces the
+        estimator's in one step at the end (:meth:`_publish`): a guarantee's fit on the rows
+        it does not hold out."""
         work = self._working_copy()
-        work._fit_or_raise(X, y, sample_weight, **fit_params)
+        steps(work, X, y, sample_weight, fit_params)
         self._publish(work)
         return self
 
@@ -331,21 +333,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         self.__dict__ = state
 
     def _fit_or_raise(self, X, y, sample_weight=None, **fit_params):
-        """The fit's steps: validate, pose the problem (in standard units), start, solve it
-        (and steer the solution to the bound on predictions), report on the training rows,
-        conclude (whether the bound is met, whether the fit converged)."""
-        if not (is_dask_collection(X) or is_dask_collection(y)) and is_multiclass(y):
-            return fit_multiclass(self, X, y, sample_weight, fit_params)
-        if is_dask_collection(X):
-            # (Imported here: dask is an optional extra. The streaming fit is chosen here,
-            # not inside fit_dask, since it builds on fit_dask's checks: no import circle.)
-            from ._dask import STREAM_PASSES, fit_dask
-
-            if self.max_passes <= STREAM_PASSES:
-                from ._dask_stream import fit_dask_stream
-
-                return fit_dask_stream(self, X, y, sample_weight, fit_params)
-            return fit_dask(self, X, y, sample_weight, fit_params)
+        """The steps of a fit on two classes in memory (see :mod:`._fit`): validate, pose the
+        problem (in standard units), start, solve it (and steer the solution to the bound on
+        predictions), report on the training rows, conclude (whether the bound is met,
+        whether the fit converged)."""
         X, y01, sw, classes, fit_params = self._validated(X, y, sample_weight, fit_params)
         problem, context = self._build_problem(X, y01, sw, fit_params)
         C = None if self.C is None else self.C * self._C_scale  # see _scaled_weights

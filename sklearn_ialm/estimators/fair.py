@@ -12,8 +12,8 @@ from sklearn.utils.metaestimators import available_if
 
 from .._warnings import warn
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
-from ._base import BaseIALMClassifier, MatrixLike, is_dask_collection
-from ._certified import fit_certified
+from ._base import BaseIALMClassifier, MatrixLike
+from ._fit import fit
 from ._groups import (
     _check_group_sizes,
     _columns_of_x,
@@ -24,7 +24,6 @@ from ._groups import (
     encode_groups,
 )
 from ._inputs import protected_codes
-from ._multiclass import NOT_YET, is_multiclass
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._stream import GroupCodec, streams
@@ -488,21 +487,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
             X, y=y, sample_weight=sample_weight, sensitive_features=sensitive_features
         )
         # Fitted (and certified) on a working copy, published in one step with the group
-        # columns: a step that raises leaves the estimator as it was (see
-        # BaseIALMClassifier._working_copy).
-        work = self._working_copy()
-        if self.calibration is None:
-            work._fit(X, y, sample_weight, sensitive_features=sensitive_features)
-        else:
-            if not is_dask_collection(y) and is_multiclass(y):
-                raise ValueError(
-                    f"Only binary classification is supported with calibration="
-                    f"{self.calibration!r}: it {NOT_YET}."
-                )
-            fit_certified(work, X, y, sample_weight, sensitive_features)
-        work.text_group_columns_ = text
-        self._publish(work)
-        return self
+        # columns (see _fit).
+        fit_params = {"sensitive_features": sensitive_features}
+        return fit(self, X, y, sample_weight, fit_params, text_group_columns_=text)
 
     def _group_codec(self) -> GroupCodec:
         """How this estimator reads group labels, for the streaming fits (which must not

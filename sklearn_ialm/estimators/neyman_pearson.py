@@ -20,9 +20,10 @@ from ._base import (
     _check_labels,
     is_dask_collection,
 )
+from ._fit import fit
 from ._hard_rates import fit_negative_weight, rate_threshold
-from ._multiclass import binary_max_fpr, is_multiclass
-from ._multiclass_umbrella import fit_multiclass_umbrella, predict_codes
+from ._multiclass import binary_max_fpr
+from ._multiclass_umbrella import predict_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._solve import calibration_seed
@@ -470,24 +471,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         y, sample_weight = align_rows(X, y=y, sample_weight=sample_weight)
         # (With two classes, max_class_error={negative: alpha} is read by _check_target,
         # which sets the bound fitted, max_fpr_; the parameters are never changed.)
+        fit(self, X, y, sample_weight, {})
         if self.calibration is None:
-            self._fit(X, y, sample_weight)
             self._warn_if_few_negatives()
-            return self
-
-        if is_dask_collection(X):
-            raise NotImplementedError(
-                'calibration="umbrella" on dask input is not supported yet: its hold-out '
-                "order statistic reads the held-out scores on the client."
-            )
-        # Validated, held out, fitted and calibrated on a working copy: a step that raises
-        # leaves the estimator as it was (see BaseIALMClassifier._working_copy).
-        work = self._working_copy()
-        if not is_dask_collection(y) and is_multiclass(y):
-            fit_multiclass_umbrella(work, X, y, sample_weight)
-        else:
-            work._fit_umbrella(X, y, sample_weight)
-        self._publish(work)
         return self
 
     @available_if(streams)

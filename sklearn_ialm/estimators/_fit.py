@@ -1,0 +1,96 @@
+"""The estimators' fit: its route chosen once, its steps run on a working copy, published whole.
+
+``fit`` of either estimator comes here with its rows paired (:func:`._rows.align_rows`)::
+
+    working copy -> guarantee [hold rows out -> steps -> certify] -> publish
+    steps: validate -> pose -> start -> solve -> steer -> report -> conclude
+
+The route is the fit's three axes, read once from the estimator and its input
+(:class:`Route`): the guarantee (none, Clopper-Pearson's certificate of a fairness bound, the
+umbrella threshold of Neyman-Pearson's), the data (in memory, or dask: in full, or streamed
+when ``max_passes`` is at most :data:`._dask.STREAM_PASSES`) and the classes (two, or more:
+the multinomial model). A combination that no step supports is refused here, before any
+step runs. The steps of each combination are those of its module: :meth:`BaseIALMClassifier.
+_fit_or_raise` (two classes in memory), :mod:`._multiclass`, :mod:`._dask`,
+:mod:`._dask_stream`; the guarantees are :mod:`._certified`, ``_fit_umbrella`` and
+:mod:`._multiclass_umbrella`.
+
+A fit on a working copy that raises or is interrupted leaves the estimator as it was
+(:meth:`BaseIALMClassifier._working_copy`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._certified import fit_certified
+from ._inputs import is_dask_collection
+from ._multiclass import NOT_YET, fit_multiclass, is_multiclass
+from ._multiclass_umbrella import fit_multiclass_umbrella
+
+__all__ = ["Route", "fit", "steps"]
+
+
+@dataclass(frozen=True)
+class Route:
+    """The axes of one fit, read from the estimator and its input."""
+
+    guarantee: str | None  # None, "clopper-pearson" or "umbrella" (the estimator's calibration)
+    dask: bool  # X (or y) a dask collection: the rows stay on the workers
+    multiclass: bool  # more than two classes in y (y in memory; the dask fit counts them)
+
+    @classmethod
+    def of(cls, est, X, y) -> Route:
+        multiclass = not is_dask_collection(y) and is_multiclass(y)
+        route = cls(est.calibration, is_dask_collection(X) or is_dask_collection(y), multiclass)
+        route._refuse(est, X)
+        return route
+
+    def _refuse(self, est, X) -> None:
+        """Refuse a combination no step supports, naming the parameter."""
+        if self.guarantee == "clopper-pearson" and self.multiclass:
+            raise ValueError(
+                f"Only binary classification is supported with calibration="
+                f"{est.calibration!r}: it {NOT_YET}."
+            )
+        if self.guarantee == "umbrella" and is_dask_collection(X):
+            raise NotImplementedError(
+                'calibration="umbrella" on dask input is not supported yet: its hold-out '
+                "order statistic reads the held-out scores on the client."
+            )
+
+
+def fit(est, X, y, sample_weight, fit_params: dict, **published):
+    """Fit ``est`` along its route on a working copy and publish it with ``published``
+    (attributes the estimator's ``fit`` read from its input); returns ``est``."""
+    work = est._working_copy()
+    route = Route.of(work, X, y)
+    if route.guarantee is None:
+        steps(work, X, y, sample_weight, fit_params)
+    elif route.guarantee == "clopper-pearson":
+        fit_certified(work, X, y, sample_weight, fit_params["sensitive_features"])
+    elif route.multiclass:
+        fit_multiclass_umbrella(work, X, y, sample_weight)
+    else:
+        work._fit_umbrella(X, y, sample_weight)
+    for name, value in published.items():
+        setattr(work, name, value)
+    est._publish(work)
+    return est
+
+
+def steps(est, X, y, sample_weight, fit_params: dict):
+    """The fit's steps on the data and classes of ``X`` and ``y``, on ``est`` (a working
+    copy): those of two classes in memory, of more, or of dask input."""
+    if not (is_dask_collection(X) or is_dask_collection(y)) and is_multiclass(y):
+        return fit_multiclass(est, X, y, sample_weight, fit_params)
+    if is_dask_collection(X):
+        # (Imported here: dask is an optional extra.)
+        from ._dask import STREAM_PASSES, fit_dask
+
+        if est.max_passes <= STREAM_PASSES:
+            from ._dask_stream import fit_dask_stream
+
+            return fit_dask_stream(est, X, y, sample_weight, fit_params)
+        return fit_dask(est, X, y, sample_weight, fit_params)
+    return est._fit_or_raise(X, y, sample_weight, **fit_params)
