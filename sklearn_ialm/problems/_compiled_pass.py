@@ -26,7 +26,11 @@ class _Gathered(NamedTuple):
 
 class CompiledPass:
     """The compiled :meth:`full_evaluation` of :class:`~.linear.LinearProblem`, on all rows
-    or on the rows of a :meth:`gather` batch (a mixin: numba optional)."""
+    or on the rows of a :meth:`gather` batch (numba optional: None where it does not apply).
+
+    A mixin of the problem: it reads its rows, weights and units, and its
+    ``_kernel_loss_code``.
+    """
 
     def gather(self, batches):
         """The rows of ``batches`` (objective rows, constraint rows) copied in order, as an

@@ -45,7 +45,12 @@ def _hessian_rows(n_params, n_rows):
 
 class SecondOrder:
     """:meth:`second_order_evaluation` of :class:`~.linear.LinearProblem` and the cost of its
-    Hessians (a mixin: it reads the problem's rows, weights and units)."""
+    Hessians.
+
+    A mixin of the problem: it reads its rows (``A_obj``, ``A_con``), weights (``b``, ``u``,
+    ``W``) and loss, takes the first-order values from its full evaluation (compiled or
+    numpy) and forms products with its ``_score``, ``_grad`` and ``_gram_in_x``.
+    """
 
     #: The parameters of ``dead_features`` (a mask), or None; a class default for problems
     #: made without ``__init__`` (the Dask problem's in-memory views of its rows).

@@ -8,7 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 
 #: Above this many parameters the smoothness bound uses power iterations instead of the
-#: ``d x d`` Gram matrices (8 * d**2 bytes each).
+#: ``d x d`` Gram matrices (8 * d**2 bytes each), and the finish's Hessians are products.
+#: Its users read it as ``_gram.GRAM_MAX_PARAMS`` when called: one value for them all.
 GRAM_MAX_PARAMS = 1024
 #: Rows of a dense block of the weighted Gram matrix: blocks of about 1 MB.
 _GRAM_BLOCK_BYTES = 1 << 20

@@ -11,7 +11,12 @@ from ..solver.prox import L1, Box, NoProx, Prox, Ridge
 
 
 class PStormBlock:
-    """:meth:`pstorm_block` of :class:`~.linear.LinearProblem` (a mixin: numba optional)."""
+    """:meth:`pstorm_block` of :class:`~.linear.LinearProblem` (numba optional).
+
+    A mixin of the problem: it reads its rows (through ``_block_rows``, which a problem
+    whose rows live elsewhere overrides), weights, units, ``h`` and constraint strata, and
+    its ``_kernel_loss_code``.
+    """
 
     #: On CSR data the compiled block may bring the coordinates no minibatch row reads up to
     #: date only when read (an iteration then costs O(non-zeros) instead of O(n_features)).

@@ -82,8 +82,13 @@ def _tighter(bound, current):
 
 
 class SmoothnessBound:
-    """The smoothness bound ``(L0, LJ)`` of :class:`~.linear.LinearProblem` and its set-up
-    (a mixin: it reads the problem's rows, weights and units)."""
+    """The smoothness bound ``(L0, LJ)`` of :class:`~.linear.LinearProblem` and its set-up.
+
+    A mixin of the problem: it reads its rows (``A_obj``, ``A_con``), weights (``u``, ``W``,
+    ``offset``) and units (``_inv_scale``, ``feature_center``), forms products with its
+    ``_score``, ``_grad`` and ``_gram_in_x``, and adds the rows it reads to
+    ``setup_evaluations``.
+    """
 
     def _top_eigenvalue(self, A, weights, rng, n_iter=20, max_rows=50_000):
         """Largest eigenvalue of ``A~^T diag(weights) A~ / n`` (``A~`` with the intercept column).

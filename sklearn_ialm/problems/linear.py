@@ -10,6 +10,11 @@ the constraint rows:
 
 Every fairness constraint of :mod:`.fairness` and the false-positive constraint of
 :mod:`.neyman_pearson` is of this form, with a per-row weight matrix ``W``.
+
+:class:`LinearProblem` holds the data, the units and the first-order oracles; one concept
+per module beside it: row access (``_rows``), weighted Gram matrices (``_gram``), the
+smoothness bound (``_smoothness``), the second-order oracle of the finish (``_curvature``)
+and the compiled code (``_compiled_pass``, ``_pstorm_block``), the last four as mixins.
 """
 
 from __future__ import annotations
