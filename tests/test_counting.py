@@ -131,9 +131,9 @@ def test_power_iteration_setup_is_counted(monkeypatch):
     # Beyond the Gram matrices' size limit the bound comes from power iterations: one
     # forward product of every row per iteration and bound (objective, constraint rows,
     # one |W_k|: three bounds of 20 iterations on one shared matrix).
-    import sklearn_ialm.problems.linear as linear
+    import sklearn_ialm.problems._gram as _gram
 
-    monkeypatch.setattr(linear, "_GRAM_MAX_PARAMS", 2)
+    monkeypatch.setattr(_gram, "GRAM_MAX_PARAMS", 2)
     tally = Tally()
     pb = _problem("np", False, tally)
     assert tally.scored == 3 * 20 * _data()[0].shape[0]

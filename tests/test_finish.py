@@ -140,14 +140,14 @@ def test_newton_conjugate_gradient_finish_reaches_the_reference(monkeypatch):
     """Past ``_GRAM_MAX_PARAMS`` parameters the Newton steps come from conjugate gradients
     on Hessian-vector products (each counted as a read of the rows): the same optimum as
     SLSQP's."""
-    from sklearn_ialm.problems import linear
+    from sklearn_ialm.problems import _gram
 
     X, y, g = _five_groups(seed=1)
     pb = _ridge(fairness_problem(X, y, X, g, bound=0.05, constraint="demographic_parity",
                                  loss="logistic", fit_intercept=True))  # fmt: skip
     ref = reference_solve(pb)
     assert ref["success"], ref["message"]
-    monkeypatch.setattr(linear, "_GRAM_MAX_PARAMS", 2)
+    monkeypatch.setattr(_gram, "GRAM_MAX_PARAMS", 2)
     fin = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
                      tol=1e-6, dual_tol=1e-6, max_evaluations=3000)  # fmt: skip
     assert fin.converged, fin.message

@@ -263,15 +263,15 @@ def test_gram_sums_equal_the_weighted_products(sparse, weights, monkeypatch):
     """One sum per class of equal weight rows (or per weight column with sample weights)
     gives ``A^T diag(w) A``, ``A^T w`` and ``sum w`` of each weight column, in the solver's
     units, computed here directly on the rows."""
-    from sklearn_ialm.problems import linear
+    from sklearn_ialm.problems import _smoothness
 
     pb = _problem(sparse, True, 3, scale="vector")  # sample weights on the objective rows
     if weights == "classes":
         pb = pb.with_objective_weights(np.ones(60))
     found = []
-    classes_of = linear._block_weight_classes
+    classes_of = _smoothness._block_weight_classes
     monkeypatch.setattr(
-        linear,
+        _smoothness,
         "_block_weight_classes",
         lambda *a, **k: found.append(classes_of(*a, **k)) or found[-1],
     )

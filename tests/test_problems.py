@@ -400,11 +400,11 @@ def test_hessian_of_many_parameters_is_an_operator_of_the_same_products(monkeypa
     are the central differences of the gradient along the same directions."""
     from scipy.sparse.linalg import LinearOperator
 
-    from sklearn_ialm.problems import linear
+    from sklearn_ialm.problems import _gram
 
     rng = np.random.default_rng(12)
     problems = [*_problems(True), _subset_problem(True)]
-    monkeypatch.setattr(linear, "_GRAM_MAX_PARAMS", 2)
+    monkeypatch.setattr(_gram, "GRAM_MAX_PARAMS", 2)
     for pb in problems:
         x = 0.3 * rng.standard_normal(pb.n_params)
         mu = rng.standard_normal(pb.n_constraints)
@@ -423,7 +423,7 @@ def test_dead_features_get_no_newton_terms(monkeypatch, many):
     """A constant column beside the intercept, marked dead: its weight has no gradient,
     Jacobian or curvature in the Newton oracle (a unit row and column of the Hessian, matrix
     or operator), and every other entry is the unmarked problem's."""
-    from sklearn_ialm.problems import linear
+    from sklearn_ialm.problems import _gram
 
     X, y, groups, rng = _data(n=200)
     Xc = np.column_stack([X, np.full(len(X), 0.7)])
@@ -434,7 +434,7 @@ def test_dead_features_get_no_newton_terms(monkeypatch, many):
     plain = LinearProblem(*args, **kw)
     dead = LinearProblem(*args, dead_features=np.r_[np.zeros(X.shape[1], bool), True], **kw)
     if many:
-        monkeypatch.setattr(linear, "_GRAM_MAX_PARAMS", 2)
+        monkeypatch.setattr(_gram, "GRAM_MAX_PARAMS", 2)
     x, mu = 0.3 * rng.standard_normal(plain.n_params), rng.uniform(0.0, 1.0, 2)
     _, g0, _, J0, hess0 = plain.second_order_evaluation(x)
     _, g, _, J, hess = dead.second_order_evaluation(x)
@@ -480,7 +480,7 @@ def test_hessian_of_many_rows_reads_a_fixed_sample_of_them(monkeypatch, kind):
     call, and counted as the rows it reads: the sample alone where the problem's rows are
     the matrix's, else the scores of every row too (Neyman-Pearson's row subsets); every
     row twice (scores, then the Gram matrix) without a sample."""
-    from sklearn_ialm.problems import linear
+    from sklearn_ialm.problems import _curvature
 
     rng = np.random.default_rng(13)
     n = 30_000
@@ -496,12 +496,12 @@ def test_hessian_of_many_rows_reads_a_fixed_sample_of_them(monkeypatch, kind):
     hessian = pb.second_order_evaluation(x)[4]
     sampled = hessian(mu)
     np.testing.assert_array_equal(hessian(mu), sampled)
-    limit = linear._hessian_rows(pb.n_params, n)
+    limit = _curvature._hessian_rows(pb.n_params, n)
     drawn = len(pb._hessian_sample(pb.A_obj.A)[0])
     assert limit < n and drawn == pytest.approx(limit, rel=0.05)
     scores = 0 if kind == "fairness" else n
     assert pb.curvature_passes == pytest.approx((drawn + scores) / n)
-    monkeypatch.setattr(linear, "_HESSIAN_MIN_ROWS", n)
+    monkeypatch.setattr(_curvature, "_HESSIAN_MIN_ROWS", n)
     every = hessian(mu)
     assert pb.curvature_passes == 2.0
     np.testing.assert_allclose(every, _fd_hessian(pb, x, mu), rtol=1e-5, atol=1e-7)
@@ -513,7 +513,7 @@ def test_weighted_gram_of_csr_rows_is_the_dense_product(compiled):
     """The finish's weighted Gram matrix of CSR rows (compiled: each row's pairs of
     non-zeros once) against the dense product, with a column named twice in a row (a
     non-canonical CSR matrix, whose two entries add up)."""
-    from sklearn_ialm.problems.linear import _weighted_gram
+    from sklearn_ialm.problems._gram import _weighted_gram
 
     X, _, _, rng = _data(n=50)
     A = sp.csr_matrix(X)

@@ -29,8 +29,10 @@ import dask
 import numpy as np
 from scipy.special import expit
 
+from ._gram import GRAM_MAX_PARAMS
 from ._numeric import BOUND_EPS, ROUNDING_SPREAD, check_not_subnormal
-from .linear import _GRAM_MAX_PARAMS, LinearProblem, _Rows
+from ._rows import _Rows
+from .linear import LinearProblem
 
 __all__ = ["DaskRows", "DaskLinearProblem", "column_moments"]
 
@@ -442,9 +444,9 @@ feature_center
         from ..solver.prox import NoProx
 
         n, d = rows.A.shape
-        if d + fit_intercept > _GRAM_MAX_PARAMS:
+        if d + fit_intercept > GRAM_MAX_PARAMS:
             raise ValueError(
-                f"Dask input supports up to {_GRAM_MAX_PARAMS} parameters (the smoothness "
+                f"Dask input supports up to {GRAM_MAX_PARAMS} parameters (the smoothness "
                 f"set-up sums d x d Gram matrices on the workers); got {d + fit_intercept}."
             )
         H = np.asarray(H, dtype=float).reshape(len(B), -1)

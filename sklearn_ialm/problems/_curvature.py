@@ -1,0 +1,277 @@
+"""Second-order oracle of :class:`~.linear.LinearProblem`: the Jacobian and Hessians of the
+finish's Newton steps (:class:`SecondOrder`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+
+from . import _gram
+from ._gram import _kernels_available, _weighted_gram
+from .losses import Logistic, SigmoidLoss, TruncatedLogistic
+
+#: The finish's Hessians read up to this many rows per parameter, at least
+#: ``_HESSIAN_MIN_ROWS`` (see :meth:`LinearProblem._hessian_sample`).
+_HESSIAN_ROWS_PER_PARAM = 100
+_HESSIAN_MIN_ROWS = 10_000
+#: Rows of at most this many entries (columns, or CSR non-zeros) are sampled only past four
+#: times that many rows (see :meth:`LinearProblem._hessian_sample`).
+_GRAM_NARROW = 16
+
+
+def _draw_chances(importance, size):
+    """Chances ``min(1, lam * importance)`` summing to ``size`` (rows of no importance are
+    not drawn): ``lam`` by fixed-point steps, each setting it for the rows not yet capped."""
+    capped = np.zeros(len(importance), bool)
+    for _ in range(100):
+        free = importance[~capped].sum()
+        lam = (size - capped.sum()) / free if free > 0 else 0.0
+        now = lam * importance >= 1.0
+        if np.array_equal(now, capped):
+            break
+        capped = now
+    return np.minimum(1.0, lam * importance)
+
+
+def _hessian_rows(n_params, n_rows):
+    """The most rows of ``n_rows`` a Hessian of the finish reads (see
+    :meth:`LinearProblem._hessian_sample`): a twentieth of many rows, whose Gram matrix
+    costs little beside an evaluation, keeps the Newton steps near Newton's own (a reweighted
+    logistic fit on 1e6 x 20 rows: the gradient fell 4 to 10 times a step from 10000 rows)."""
+    return max(_HESSIAN_MIN_ROWS, _HESSIAN_ROWS_PER_PARAM * n_params, n_rows // 20)
+
+
+class SecondOrder:
+    """:meth:`second_order_evaluation` of :class:`~.linear.LinearProblem` and the cost of its
+    Hessians.
+
+    A mixin of the problem: it reads its rows (``A_obj``, ``A_con``), weights (``b``, ``u``,
+    ``W``) and loss, takes the first-order values from its full evaluation (compiled or
+    numpy) and forms products with its ``_score``, ``_grad`` and ``_gram_in_x``.
+    """
+
+    #: The parameters of ``dead_features`` (a mask), or None; a class default for problems
+    #: made without ``__init__`` (the Dask problem's in-memory views of its rows).
+    _dead = None
+
+    def second_order_available(self) -> bool:
+        """Whether :meth:`second_order_evaluation` applies: the loss is one of this package's
+        (exact types: a subclass may change the maths), whose second derivative is known."""
+        return type(self.loss) in (Logistic, SigmoidLoss, TruncatedLogistic)
+
+    def second_order_evaluation(self, x):
+        """``(f0, grad, c, J, hessian)`` on all rows: :meth:`full_evaluation`'s values, the
+        Jacobian ``J`` (``m x n_params``) from the same pass, and ``hessian(mu)``, the Hessian
+        of ``g + mu . c`` at ``x`` for ``m`` weights ``mu`` (the finish's Newton steps).
+
+        Every score is linear in ``x``, so that Hessian is one Gram matrix of the rows, each
+        weighted by its second derivatives: ``u_i loss''(b_i z_i) / n_o`` on an objective row
+        plus ``sigmoid''(z_j) (W_j . mu) / n_c`` on a constraint row. One weighted Gram matrix
+        whatever the number of constraints (the constraints differ only in the rows' weights
+        ``W_j``), formed when ``hessian`` is called, from the rows' scores (a read of every
+        row) and, beyond :func:`_hessian_rows`, a fixed random sample of them
+        (:attr:`curvature_passes` counts both). Above ``GRAM_MAX_PARAMS`` parameters
+        (``8 p**2`` bytes, and a factorisation of order ``p**3``) ``hessian`` returns a
+        :class:`~scipy.sparse.linalg.LinearOperator` of Hessian-vector products instead, each
+        a pass over the rows.
+        """
+        m = self.n_constraints
+        compiled = self._full_evaluation_compiled(x)
+        if compiled is not None:
+            f0, grad, c, jac_t = compiled
+            J = jac_t(np.eye(m)).T if m else np.zeros((0, self.n_params))
+        else:
+            f0, grad, c, _, J = self._numpy_evaluation(x, jacobian=True)
+        x = np.array(x, dtype=float)
+
+        def hessian(mu):
+            H = self._hessian(x, np.asarray(mu, dtype=float))
+            return H if self._dead is None else self._without_dead(H)
+
+        if self._dead is not None:
+            grad, J = np.where(self._dead, 0.0, grad), np.where(self._dead, 0.0, J)
+        return f0, grad, c, J, hessian
+
+    def _without_dead(self, H):
+        """The Hessian ``H`` with the rows and columns of the dead features' weights those of
+        a unit matrix (see ``dead_features``)."""
+        dead = self._dead
+        if isinstance(H, np.ndarray):
+            H[dead, :] = 0.0
+            H[:, dead] = 0.0
+            H[dead, dead] = 1.0  # (the diagonal entries: a boolean index on both axes)
+            return H
+        from scipy.sparse.linalg import LinearOperator
+
+        def matvec(v):
+            v = np.ravel(v)
+            return np.where(dead, v, H @ np.where(dead, 0.0, v))
+
+        return LinearOperator(H.shape, matvec=matvec, dtype=float)
+
+    @property
+    def curvature_passes(self) -> float:
+        """Reads of every row (in units of :meth:`full_evaluation_cost`) that a
+        ``hessian(mu)`` of :meth:`second_order_evaluation` costs: the scores of the rows it
+        weighs and the rows of its Gram matrix (the weights depend on the constraint values
+        of the evaluation, so the Gram matrix cannot come in its pass)."""
+        rows = 0
+        for A, direct in self._curvature_matrices():
+            if self.n_params > _gram.GRAM_MAX_PARAMS:
+                rows += A.shape[0]  # the scores; each product is a read more
+                continue
+            pick = self._hessian_sample(A)[0]
+            if pick is None:
+                rows += 2 * A.shape[0]
+            else:
+                rows += len(pick) + (0 if direct else A.shape[0])
+        return rows / self.full_evaluation_cost()
+
+    @property
+    def curvature_cost(self) -> float:
+        """The arithmetic of a ``hessian(mu)`` in evaluations, roughly: a Gram matrix row of
+        ``w`` entries costs about ``w / 4`` rows of an evaluation (``w**2 / 2`` products
+        against ``2 w`` and the loss's exponentials); the finish forms a cheap curvature
+        at every Newton step (see :mod:`~sklearn_ialm.solver.finish`)."""
+        rows = 0.0
+        for A, direct in self._curvature_matrices():
+            width = A.nnz / max(A.shape[0], 1) if sp.issparse(A) else A.shape[1]
+            if self.n_params > _gram.GRAM_MAX_PARAMS:
+                rows += A.shape[0]
+                continue
+            pick = self._hessian_sample(A)[0]
+            gram = A.shape[0] if pick is None else len(pick)
+            rows += gram * width / 4 + (gram if direct and pick is not None else A.shape[0])
+        return rows / self.full_evaluation_cost()
+
+    def _curvature_matrices(self):
+        """``[(matrix, direct)]``: each matrix the curvature reads, and whether its rows are
+        the problem's rows as they are (no row subset), so that a sample of them is scored
+        alone."""
+        out = {}
+        for rows in (self.A_obj, self.A_con)[: 1 + bool(self.n_constraints)]:
+            A, direct = out.get(id(rows.A), (rows.A, True))
+            out[id(rows.A)] = (A, direct and rows.rows is None)
+        return list(out.values())
+
+    def _hessian(self, x, mu):
+        """``hessian(mu)`` of :meth:`second_order_evaluation` at ``x``."""
+        if self.n_params > _gram.GRAM_MAX_PARAMS:
+            return self._hessian_operator(self._curvature_weights(x, mu, sample=False))
+        H = np.zeros((self.n_params, self.n_params))
+        compiled = self.use_kernel and _kernels_available()
+        inv = np.broadcast_to(self._inv_scale, (self.n_features,)) if self._scaled else None
+        # In float64, not float32 as the step-size sweep: the Newton steps' Hessian decides
+        # where the finish stops within its tolerance, and float32 products left the dense
+        # and the CSR layout of the same rows 1e-7 apart (float64: the same model).
+        for A, pick, r in self._curvature_weights(x, mu, sample=True):
+            H += self._gram_in_x(*_weighted_gram(A, r, compiled, False, inv, pick))
+        return H
+
+    def _hessian_sample(self, A):
+        """``(pick, scale)``: the rows of ``A`` the Hessian's Gram matrix reads, all (``pick``
+        None, ``scale`` 1) or, beyond ``_hessian_rows`` of them, a fixed random sample drawn
+        once per matrix, each row's weight scaled by ``scale`` (one over its chance to be
+        drawn: the sum over the sample is an unbiased estimate of the sum over all rows).
+        The sample's indices are kept, not its rows (read block by block at each Hessian):
+        a copy of them held ``max(10000, 100 p)`` rows, a tenth of 100000 x 20 training
+        rows, through the rest of the fit.
+
+        A row is drawn with a chance in proportion to its objective weight plus its largest
+        constraint weight ``|W_jk|`` (capped at 1), so that the rows of small groups, whose
+        constraint weights are large, are all read: drawn uniformly, the 271 rows of Adult's
+        smallest race group were a hundred in a sample of 12600, and the error-rate parity
+        finish spent its budget (633 reads, unconverged). A sample costs Newton steps all
+        the same (there: 70 reads in the first finish, 46 with every row), so rows of at most
+        ``_GRAM_NARROW`` entries (a9a's 14 non-zeros), whose Gram matrix costs a few passes,
+        are all read up to four times ``_hessian_rows``. On the anchor task's 30000 rows (101
+        columns) a Hessian from 10100 of them took 4.8 ms, from every row 13.8 ms, where an
+        evaluation (the compiled pass) takes 2.3 ms.
+        """
+        n = A.shape[0]
+        limit = _hessian_rows(self.n_params, n)
+        width = A.nnz / max(n, 1) if sp.issparse(A) else A.shape[1]
+        if n <= limit or (width <= _GRAM_NARROW and n <= 4 * limit):
+            return None, 1.0
+        cache = self.__dict__.setdefault("_hessian_cache", {})
+        if id(A) not in cache:
+            chance = _draw_chances(self._row_importance(A), limit)
+            pick = np.flatnonzero(np.random.default_rng(0).random(n) < chance)
+            cache[id(A)] = (A, pick, 1.0 / chance[pick])  # A kept: its id stays its own
+        return cache[id(A)][1:]
+
+    def _row_importance(self, A):
+        """The objective weight plus the largest ``|W_jk|`` of each row of ``A`` (summed over
+        the times a row subset names it)."""
+        out = np.zeros(A.shape[0])
+        for rows, weights in ((self.A_obj, self.u), (self.A_con, None)):
+            if rows.A is not A or (weights is None and not self.n_constraints):
+                continue
+            if weights is None:
+                # Column by column (a maximum along rows of a few entries took ten times as
+                # long: 43 ms on 1e6 x 2).
+                weights = np.abs(self.W[:, 0])
+                for k in range(1, self.n_constraints):
+                    np.maximum(weights, np.abs(self.W[:, k]), out=weights)
+            out += weights if rows.rows is None else np.bincount(rows.rows, weights, len(out))
+        return out
+
+    def _curvature_weights(self, x, mu, *, sample):
+        """``[(matrix, pick, weights)]``: the second derivatives of ``g + mu . c`` in the score
+        of each row of each matrix read (zero off a row subset), on its
+        :meth:`_hessian_sample` rows ``pick`` with ``sample`` (their weights scaled up to the
+        sum over all rows), else on all rows (``pick`` None). Where only the sample is
+        scored, ``weights`` is a function of a block of its rows (see :func:`_weighted_gram`).
+        """
+        Ao, Ac = self.A_obj, self.A_con
+        sources = [(Ao, self._objective_curvature)]
+        if self.n_constraints:
+            sources.append((Ac, lambda z, sel: self._constraint_curvature(z, sel, mu)))
+        out = []
+        for A, direct in self._curvature_matrices():
+            mine = [(rows, weigh) for rows, weigh in sources if rows.A is A]
+            pick, scale = self._hessian_sample(A) if sample else (None, 1.0)
+            if pick is not None and direct:
+                # Only the sampled rows are scored, each block in the read that adds it to
+                # the Gram matrix (see _weighted_gram).
+                def weights(B, here, pick=pick, scale=scale, mine=mine):
+                    z = self._score(B, x)
+                    return scale[here] * sum(weigh(z, pick[here]) for _, weigh in mine)
+
+                out.append((A, pick, weights))
+                continue
+            z = self._score(A, x)
+            r = np.zeros(A.shape[0])
+            for rows, weigh in mine:
+                if rows.rows is None:
+                    r += weigh(z, slice(None))
+                else:
+                    r += np.bincount(
+                        rows.rows, weights=weigh(z[rows.rows], slice(None)),
+                        minlength=A.shape[0],
+                    )  # fmt: skip
+            if pick is not None:
+                r = r[pick]
+            out.append((A, pick, r * scale))
+        return out
+
+    def _objective_curvature(self, z, sel):
+        """``u_i loss''(b_i z_i) / n_o`` of the objective rows ``sel`` with scores ``z``."""
+        return self.u[sel] * self.loss.second_derivative(self.b[sel] * z) / self.A_obj.n_rows
+
+    def _constraint_curvature(self, z, sel, mu):
+        """``sigmoid''(z_j) (W_j . mu) / n_c`` of the constraint rows ``sel``."""
+        p = expit(z)
+        return p * (1.0 - p) * (1.0 - 2.0 * p) * (self.W[sel] @ mu) / self.A_con.n_rows
+
+    def _hessian_operator(self, parts):
+        """The Hessian of :meth:`_hessian` as products with it (wide data)."""
+        from scipy.sparse.linalg import LinearOperator
+
+        def matvec(v):
+            v = np.ravel(v)
+            return sum(self._grad(A, r * self._score(A, v), 1.0) for A, _, r in parts)
+
+        return LinearOperator((self.n_params, self.n_params), matvec=matvec, dtype=float)
