@@ -11,16 +11,13 @@ object and how its constraints are reported in the units of its parameters.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed
 from numpy.typing import ArrayLike
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.metrics import roc_auc_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
@@ -28,25 +25,11 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .._warnings import warn
-from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
-from ..solver.ialm import clip_batch_size
-from ._fit import steps
 from ._hard_rates import fit_hard_rates
-from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection
+from ._inputs import _DTYPES, _label, is_dask_collection
 from ._multiclass import typed, typed_classes
-from ._scaling import _standardised
-from ._solve import (
-    _FINISH_TOL,
-    _MIN_DECREASE,
-    _initial_dual_residual,
-    _joined_history,
-    _null_start,
-    _select,
-    _solve,
-    spawn_seeds,
-)
-from ._verdict import warn_if_not_converged
+from ._steps import steps
 
 __all__ = ["BaseIALMClassifier", "InconsistentVersionWarning", "MatrixLike"]
 
@@ -85,28 +68,6 @@ _PRIVATE_FIT_STATE = frozenset(
 def _is_fit_state(name: str) -> bool:
     """Whether attribute ``name`` is part of a fitted model (not a parameter or a setting)."""
     return (name.endswith("_") and not name.startswith("_")) or name in _PRIVATE_FIT_STATE
-
-
-def _finish_inactive(problem, result, kwargs):
-    """The finish of a stochastic solve whose constraints are all inactive, from its point
-    (zero multipliers: the unconstrained problem), kept where they stay inactive at the
-    optimum and the bound holds on its predictions; else the stochastic solve (see
-    ``_ratio_bound``). Every pass is counted."""
-    left = kwargs["max_passes"] - result.n_data_passes
-    if left <= 0:
-        return result
-    kwargs = dict(kwargs, x0=result.x, y0=result.multipliers, slack0=result.slack)
-    kwargs.update(finish=True, search=False, max_passes=left)
-    finished = _solve(problem, 0, kwargs)
-    # Kept where the bound holds on its predictions too (else the steering would start
-    # from another point than the stochastic solve's, see _ratio_bound).
-    hard = problem.rate_constraints(problem.constraint_scores(finished.x))
-    finished.n_data_passes += problem.n_constraint_samples / problem.n_samples
-    inactive = not np.any(finished.multipliers > 0) and np.all(hard <= BOUND_EPS)
-    kept, spent = (finished, result) if inactive else (result, finished)
-    kept.n_data_passes += spent.n_data_passes
-    kept.n_check_passes += spent.n_check_passes
-    return kept
 
 
 class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
@@ -300,7 +261,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     # -- fit -------------------------------------------------------------------------------------
     def _fit(self, X, y, sample_weight=None, **fit_params):
-        """The fit's steps (:func:`._fit.steps`) on a working copy, whose state replaces the
+        """The fit's steps (:func:`._steps.steps`) on a working copy, whose state replaces the
         estimator's in one step at the end (:meth:`_publish`): a guarantee's fit on the rows
         it does not hold out."""
         work = self._working_copy()
@@ -332,253 +293,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         state.pop("_previous_fit", None)
         self.__dict__ = state
 
-    def _fit_or_raise(self, X, y, sample_weight=None, **fit_params):
-        """The steps of a fit on two classes in memory (see :mod:`._fit`): validate, pose the
-        problem (in standard units), start, solve it (and steer the solution to the bound on
-        predictions), report on the training rows, conclude (whether the bound is met,
-        whether the fit converged)."""
-        X, y01, sw, classes, fit_params = self._validated(X, y, sample_weight, fit_params)
-        problem, context = self._build_problem(X, y01, sw, fit_params)
-        C = None if self.C is None else self.C * self._C_scale  # see _scaled_weights
-        problem = _standardised(problem, X, sw, C)
-        x0, y0, slack0 = self._warm_start_point(problem, classes, X.shape[1])
-        if x0 is None:
-            x0 = _null_start(problem)
-        result, fit, n_passes = self._solve_problem(problem, context, classes, x0, y0, slack0)
-        # The report below scores every row of X once more (twice when no solve met the
-        # bound: the solve nearest it too, for the warning): part of the fit's work.
-        scorings = 1 + (fit is not None and fit.nearest is not None)
-        self.n_data_passes_ = float(n_passes + scorings * X.shape[0] / problem.n_samples)
-        self.n_samples_fit_ = int(X.shape[0])
-        # The problem's per-row arrays (margins, weights, W) are not needed for the report
-        # below, which scores X again: freed first, they do not add to its n-vectors.
-        del problem
-        self._training_report(X, y01, sw, context, fit)
-        return self._conclude(result, fit, context)
-
-    def _validated(self, X, y, sample_weight, fit_params):
-        """``(X, y01, sample_weight, classes, fit_params)`` checked, of the rows of nonzero
-        weight; sets the features seen in fit."""
-        self._validate_params()
-        # (The per-row inputs were paired with the rows of X by the estimator's fit, see
-        # _rows.align_rows.)
-        _check_labels(y)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
-        if sp.issparse(X) and not X.has_canonical_format:
-            # Duplicate entries would be counted apart in the column moments; a canonical
-            # copy gives the same model as the canonical matrix.
-            X = X.copy()
-            X.sum_duplicates()
-        classes, y01 = self._check_target(y)
-        sw = self._sample_weights(sample_weight, X, y, y01, classes)
-        del y  # y01 stands for it from here (a validated copy of a list or Series is n long)
-        fit_params = self._check_fit_params(fit_params, X.shape[0])
-        X, y01, sw, fit_params = self._without_zero_weight(X, y01, sw, fit_params)
-        return X, y01, sw, classes, fit_params
-
-    def _without_zero_weight(self, X, y, sw, fit_params):
-        """``(X, y, sw, fit_params)`` of the rows of nonzero weight ``sw``."""
-        # Zero-weight rows change neither the objective nor the constraints; dropping them
-        # also keeps them out of the minibatches, so weight 0 is exactly "row removed".
-        keep = sw > 0
-        if not keep.all():
-            X, y, sw = X[keep], y[keep], sw[keep]
-            fit_params = self._subset_fit_params(fit_params, keep)
-        return X, y, sw, fit_params
-
-    def _training_report(self, X, y01, sample_weight, context, fit):
-        """The rates of the model on its training rows (soft and hard), after its intercept
-        is moved off ties and the constant model is weighed against it."""
-        sw = sample_weight
-        scores = self._away_from_ties(self._score(X), y01, sw, context)
-        scores = self._at_least_constant(scores, y01, sw, context)
-        threshold = self._decision_threshold(scores, y01, sw)
-        self.constraint_values_ = self._constraint_report(expit(scores), y01, sw, context)
-        predicted = scores > threshold
-        self.hard_constraint_values_ = self._constraint_report(
-            predicted.astype(float), y01, sw, context
-        )
-        if isinstance(context, dict):
-            # One class for every row, judged at the threshold predict uses (the steering
-            # judged its solve at 0; the umbrella's threshold is set after it).
-            one_class = bool(predicted.all() or not predicted.any())
-            context.update(steering=fit, scores=scores, y01=y01, weights=sw, one_class=one_class)
-            context["chance"] = self._below_chance(scores, predicted, y01, sw, one_class)
-            if fit is not None and fit.nearest is not None:
-                context["nearest"] = self._nearest_solve(X, fit.nearest, y01, sw, context)
-        self._set_report_attributes(context)
-
     #: Whether the fit's purpose includes accuracy, so that a training accuracy below the
     #: majority class's is worth a warning (not for Neyman-Pearson, which trades accuracy
     #: for fewer false negatives by design: there only a ranking no better than chance is).
     _judged_by_accuracy = True
-
-    def _below_chance(self, scores, predicted, y01, sw, one_class) -> str | None:
-        """The sentence saying that the model does worse on its training rows than
-        predicting the majority class for every row (accuracy weighted as the fit weighs the
-        rows, class weights included), or ranks them no better than chance (AUC <= 0.5); None
-        otherwise. The AUC (a sort of the scores) is computed only where the accuracy is
-        below the majority's or the predictions are one class."""
-        # Weighted sums by masks (``where=``): no n-vector of products at the fit's peak.
-        positive, total = y01 == 1, float(np.sum(sw))
-        share = float(np.sum(sw, where=positive)) / total
-        majority = max(share, 1.0 - share)
-        accuracy = float(np.sum(sw, where=predicted == positive)) / total
-        low = accuracy < majority - 1e-12
-        if not (low or one_class) or np.ptp(scores) == 0:
-            auc = None  # a constant score ranks nothing: the one-class warning says so
-        else:
-            auc = float(roc_auc_score(positive, scores, sample_weight=sw))
-        low = low and self._judged_by_accuracy
-        if not low and (auc is None or auc > 0.5):
-            return None
-        label = _label(self.classes_[int(share > 0.5)])
-        ranks = "" if auc is None else f"; the AUC of its scores is {auc:.3f}"
-        said = (
-            f"Its training accuracy, {accuracy:.4f}, is below that of predicting class {label} "
-            f"for every row ({majority:.4f}){ranks}"
-            if low
-            else f"Its scores rank the training rows no better than chance (AUC {auc:.3f})"
-        )
-        return (
-            f"{said}: compare it with that constant model before using it (the bound may "
-            "leave a linear model little room on these data)."
-        )
-
-    def _nearest_solve(self, X, nearest, y01, sw, context) -> dict:
-        """The constrained rates (as the report computes them) and the accuracy of the
-        solve nearest the bound, ``nearest = (coef, intercept)``, on the training rows."""
-        coef, intercept = nearest
-        predicted = np.asarray(safe_sparse_dot(X, coef)).ravel() + intercept > 0
-        hard = self._constraint_report(predicted.astype(float), y01, sw, context)
-        accuracy = float(np.sum(sw, where=predicted == (y01 == 1)) / np.sum(sw))
-        return {"hard": hard, "accuracy": accuracy}
-
-    def _solve_problem(self, problem, context, classes, x0, y0, slack0, in_sequence=False):
-        """Solve ``problem`` (every seed, then the steering's further solves) and set the
-        fitted attributes of the solution; ``(result, fit, data passes)``. The data layer's
-        fits (in memory, Dask) share it; the seeds run through joblib, or one after the
-        other ``in_sequence``."""
-        # In standard units the dual residual no longer depends on the units of X; the test
-        # also asks for a tenfold decrease from the null model (see _initial_dual_residual).
-        # Its footing stays at x = 0, not at the start: at the null model's best intercept the
-        # residual is the weighted correlations alone (2e-8 on the class-weight check, see
-        # _null_start), a tenth of which no stochastic gradient meets, at a start that is
-        # already optimal. The primal residual is in the units of the bound already.
-        self._null_dual_residual = _initial_dual_residual(problem)
-        dual_tol = min(self.tol, _MIN_DECREASE * self._null_dual_residual) or self.tol
-
-        seeds = spawn_seeds(self.random_state, self.n_seeds)
-        solver_kwargs = dict(
-            x0=x0,
-            y0=y0,
-            slack0=slack0,
-            tol=self.tol,
-            dual_tol=dual_tol,
-            preset=self.preset,
-            **self._penalty_schedule(),
-            # Clipped here, to warn once for all the solves of the fit.
-            batch_size=clip_batch_size(self.batch_size, problem),
-            max_passes=self.max_passes,
-            verbose=self.verbose,
-            finish_tol=_FINISH_TOL,
-        )
-        first = {}
-
-        def solve(pb, rnd, warm, budget):
-            """Round 0: every seed, the best kept; later rounds warm-start the chosen seed."""
-            kwargs = dict(solver_kwargs, max_passes=budget)
-            stochastic = self.preset == "default" and self._ratio_bound() and pb.n_constraints
-            if rnd == 0:
-                if stochastic:
-                    kwargs.update(finish=False)
-                results = self._run_seeds(pb, seeds, kwargs, in_sequence)
-                first.update(results=results, best=_select(results))
-                first["last"] = results[first["best"]]
-                if stochastic and np.all(first["last"].multipliers <= 0):
-                    first["last"] = _finish_inactive(pb, first["last"], kwargs)
-                return first["last"]
-            kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
-            finished = first["last"].finish_history
-            if stochastic:
-                # A ratio bound that binds: its re-solves stay stochastic (see _ratio_bound).
-                kwargs.update(finish=False)
-            elif self.preset == "default" and finished is not None and len(finished["beta"]):
-                # The multipliers are a finished solve's at a nearby bound: no search, and
-                # the finish goes on at the penalty it ended with.
-                kwargs.update(search=False, beta0=float(finished["beta"][-1]))
-            first["last"] = _solve(pb, [seeds[first["best"]], rnd], kwargs)
-            return first["last"]
-
-        if self._steers_hard_rates(problem):
-            fit = self._steer(problem, solve, context, float(self.max_passes))
-            result, x, n_passes = fit.result, fit.x, fit.n_data_passes
-        else:
-            result = solve(problem, 0, None, float(self.max_passes))
-            fit, x, n_passes = None, result.x, result.n_data_passes
-        self._set_solution(
-            problem, classes, x, result, fit, seeds, first["results"], first["best"]
-        )
-        return result, fit, n_passes
-
-    def _set_solution(self, problem, classes, x, result, fit, seeds, runs, best):
-        """The fitted attributes of the solution ``x`` (of the solver's ``result``, or of the
-        steering's ``fit``), set together; ``runs`` are the results of the first solve's
-        ``seeds``, of which the one at ``best`` was kept."""
-        results = fit.results if fit is not None else [result]
-        history = _joined_history(fit.results) if fit is not None else result.history
-        coef, intercept = problem.coef(x)
-        self.classes_ = classes
-        self.n_rounds_ = len(results)
-        self.coef_ = coef.reshape(1, -1).copy()
-        self.intercept_ = np.array([intercept])
-        self.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
-        self._slack = np.asarray(result.slack, dtype=float).copy()
-        self.primal_residual_ = float(result.primal_residual)
-        self.dual_residual_ = float(result.dual_residual)
-        self.kkt_primal_residual_ = float(result.kkt_primal_residual)
-        self.kkt_dual_residual_ = float(result.kkt_dual_residual)
-        self.n_iter_ = int(sum(r.n_iter for r in results))
-        self.n_outer_iter_ = int(sum(r.n_outer_iter for r in results))
-        self.objective_ = float(result.objective)
-        self.history_ = {key: np.asarray(val).copy() for key, val in history.items()}
-        if len(runs) > 1:
-            self.seeds_ = [
-                dict(
-                    seed=seed,
-                    converged=bool(r.converged),
-                    primal_residual=float(r.primal_residual),
-                    dual_residual=float(r.dual_residual),
-                    n_data_passes=float(r.n_data_passes),
-                    objective=float(r.objective),
-                    selected=i == best,
-                )
-                for i, (seed, r) in enumerate(zip(seeds, runs, strict=True))
-            ]
-
-    def _conclude(self, result, fit, context):
-        """``bound_met_``, ``converged_`` and the warnings, once the report is set."""
-        self.bound_met_ = self._bound_met(result, fit)
-        if fit is None:
-            self.converged_ = bool(result.converged)
-        else:
-            # A model moved from the solve nearest the bound towards the constant model (or
-            # its threshold moved) is the optimum of no problem posed: not converged.
-            moved = fit.toward_constant or fit.threshold_moved
-            self.converged_ = fit.converged and self.bound_met_ and not moved
-        if self._constant_fallback is not None:
-            self.converged_ = False
-        # When the model was fitted, for a report a reviewer can trace (UTC, ISO 8601).
-        self.fitted_at_ = datetime.now(UTC).isoformat(timespec="seconds")
-        warn_if_not_converged(self, result, context, fit)
-        return self
-
-    def _run_seeds(self, problem, seeds, solver_kwargs, in_sequence=False):
-        if len(seeds) == 1 or in_sequence:
-            return [_solve(problem, seed, solver_kwargs) for seed in seeds]
-        return Parallel(n_jobs=self.n_jobs)(
-            delayed(_solve)(problem, seed, solver_kwargs) for seed in seeds
-        )
 
     def _ratio_bound(self) -> bool:
         """Whether the bound is a ratio of rates. Such a fit that binds is solved as before
@@ -599,76 +317,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         return fit_hard_rates(
             problem, solve, bound_tol=self.bound_tol, budget=budget, verbose=self.verbose
         )
-
-    def _away_from_ties(self, scores, y01, sample_weight, context):
-        """The training scores with no row on the decision boundary (the intercept moved).
-
-        A row whose score is zero up to rounding (identical rows of one-hot data, at a
-        boundary placed on them) is predicted by the last bit of a product, which another
-        layout of ``X`` can flip, and with it a rate on the bound. The intercept moves by a
-        hair to the side where the bound holds (else the more accurate one), so that
-        ``predict`` and the fit's report agree on every training row.
-        """
-        if not (self._steers_hard_rates_after_fit(context) and self.fit_intercept):
-            return scores  # (without an intercept there is nothing to move)
-        big = max(1.0, float(np.max(np.abs(scores), initial=0.0)))
-        if not np.any(np.abs(scores) <= 1e-9 * big):
-            return scores
-        best = None
-        for step in (1e-8 * big, -1e-8 * big):
-            moved = scores + step
-            pred = moved > 0
-            hard = self._constraint_report(pred.astype(float), y01, sample_weight, context)
-            accuracy = float(np.average(pred == (y01 == 1), weights=sample_weight))
-            key = (self._meets(hard, context), accuracy)
-            if best is None or key > best[0]:
-                best = (key, step, moved)
-        self.intercept_ = self.intercept_ + best[1]
-        return best[2]
-
-    def _at_least_constant(self, scores, y01, sample_weight, context):
-        """The training scores of the model returned: the constant model instead, when it
-        meets the bound and its training log-loss is below the model found's.
-
-        A user could always have predicted the positive rate for every row (whose hard
-        predictions, one class, meet every parity bound that the constant meets). The fit
-        is judged by its own objective, the log-loss, never by accuracy: on imbalanced
-        labels a model at the optimum (``LogisticRegression``'s own, for a bound that does
-        not bind) is often less accurate than the majority class and far better in
-        log-loss and ranking. A fit at the optimum of the soft problem cannot lose to the
-        constant (which is feasible); one that does failed, and the constant is returned:
-        ``coef_`` zero, ``intercept_`` the log-odds of the positive rate (0 without an
-        intercept), ``converged_`` False, and the fit says so
-        (:func:`._verdict.warn_if_not_converged`).
-        """
-        self._constant_fallback = None
-        if not self._steers_hard_rates_after_fit(context):
-            return scores
-        positive = y01 == 1
-        rate = float(np.average(positive, weights=sample_weight))
-        if not 0.0 < rate < 1.0:
-            return scores
-        if self.fit_intercept:
-            logit = float(np.log(rate / (1.0 - rate)))
-            constant = float(-(rate * np.log(rate) + (1.0 - rate) * np.log1p(-rate)))
-        else:
-            # Without an intercept the only constant score is 0: p = 1/2 for every row,
-            # predicting classes_[0] (a score of 0 is not positive).
-            logit, constant = 0.0, float(np.log(2.0))
-        label = int(logit > 0)
-        pred = np.full(len(scores), float(label))
-        if not self._meets(self._constraint_report(pred, y01, sample_weight, context), context):
-            return scores
-        signed = np.where(positive, scores, -scores)
-        found = float(-np.average(log_expit(signed), weights=sample_weight))
-        # (Within rounding of the constant's: the model found is that constant, e.g. the
-        # zero model without an intercept, whose average of log 2 can come out 1 ulp above.)
-        if found <= constant * (1.0 + 1e-12):
-            return scores
-        self.coef_ = np.zeros_like(self.coef_)
-        self.intercept_ = np.array([logit])
-        self._constant_fallback = (label, constant, found)
-        return np.full(len(scores), logit)
 
     def _steers_hard_rates_after_fit(self, context) -> bool:
         """Whether the fit's bound is on hard predictions (see :meth:`_away_from_ties`)."""

@@ -13,8 +13,11 @@ import dask.array as da
 import numpy as np
 
 from ..problems._dask_rows import DaskLinearProblem, DaskRows, _sum_parts, column_moments
+from ..problems.multinomial import cell_codes
 from ..solver.prox import Ridge
-from ._multiclass import fit_multiclass
+from ._binary import Binary
+from ._fitting import Fitting, check_labels_and_weights, without_zero_weight
+from ._multiclass import Multinomial
 from ._scaling import _feature_scaling
 
 
@@ -252,76 +255,93 @@ class _Cells:
     smallest: np.ndarray  # each cell's smallest positive row weight (inf: none)
 
 
-def fit_dask(est, X, y, sample_weight, fit_params):
-    """``est._fit_or_raise`` on dask input: the same steps, X never brought to the client.
+class OnDask:
+    """Rows of a dask collection: ``X`` never comes to the client.
 
-    The labels, groups and weights enter the problem through the cells they form (a label
-    and a group): the estimator's own problem builder runs on one row per cell, weighted by
-    the cell's total, and its per-row weights are spread back over the rows (each row's
-    weight times its cell's factor), so every bound and offset is the estimator's own. The
-    report is computed the same way: each rate the estimators report is a weighted mean of
-    the predictions over a label and a group, hence of the cells' weighted means.
+    With two classes the labels, groups and weights enter the problem through the cells they
+    form (a label and a group): the estimator's own problem builder runs on one row per
+    cell, weighted by the cell's total, and its per-row weights are spread back over the
+    rows (each row's weight times its cell's factor), so every bound and offset is the
+    estimator's own. The report is computed the same way: each rate the estimators report
+    is a weighted mean of the predictions over a label and a group, hence of the cells'
+    weighted means. With more, the labels, groups and weights (checked) come to the client
+    in one compute; X stays on the workers (see
+    :mod:`sklearn_ialm.problems._dask_multinomial`).
     """
-    X = _validated_rows(est, X)
-    labels = _checked_labels(X, y, sample_weight, fit_params)
-    if len(labels[4]) > 2:
-        return _fit_multiclass_dask(est, X, labels, sample_weight, fit_params)
-    cells = _cells(est, X, labels, fit_params)
-    problem_c, context = est._build_problem(
-        np.zeros((len(cells.weight), X.shape[1])), cells.y01, cells.weight, cells.params
-    )
-    problem = _pose_problem(est, X, cells, problem_c)
-    X = problem.A_obj.A  # held on the workers when they have room
-    x0, y0, slack0 = est._warm_start_point(problem, cells.classes, X.shape[1])
-    # The seeds run one after the other: each already keeps the cluster busy.
-    result, fit, n_passes = est._solve_problem(
-        problem, context, cells.classes, x0, y0, slack0, in_sequence=True
-    )
-    _training_report(est, X, problem, cells, context, fit, n_passes)
-    if est.verbose:
-        print(
-            f"[dask] fitted in {problem.A_obj.n_computes} computes and {est.n_data_passes_:.3g} "
-            "data passes",
-            flush=True,
+
+    #: No null start: its intercept would read the rows' labels by class on the workers.
+    null_start = False
+    #: The seeds run one after the other: each already keeps the cluster busy.
+    in_sequence = True
+
+    def validate(self, est, X, y, sample_weight, fit_params) -> Fitting:
+        X = _validated_rows(est, X)
+        labels = _checked_labels(X, y, sample_weight, fit_params)
+        if len(labels[4]) > 2:
+            return self._multinomial(est, X, labels, sample_weight, fit_params)
+        cells = _cells(est, X, labels, fit_params)
+        return Fitting(
+            X, cells.y01, cells.weight, cells.classes, cells.params, Binary(), source=cells
         )
-    # (Rows on the boundary stay where they are, and no constant model is weighed against
-    # the fit: both read every training score on the client.)
-    est._constant_fallback = None
-    return est._conclude(result, fit, context)
 
-
-def _fit_multiclass_dask(est, X, labels, sample_weight, fit_params):
-    """The multi-class fit (:func:`~._multiclass.fit_multiclass`) on dask input: the labels,
-    groups and weights (checked) come to the client in one compute; X stays on the workers
-    (see :mod:`sklearn_ialm.problems._dask_multinomial`)."""
-    if est.preset != "default":
-        raise ValueError(
-            f"preset={est.preset!r} is not available for more than two classes on dask input "
-            "(its minibatch search reads rows the client does not hold); use "
-            "preset='default'."
+    def _multinomial(self, est, X, labels, sample_weight, fit_params) -> Fitting:
+        if est.preset != "default":
+            raise ValueError(
+                f"preset={est.preset!r} is not available for more than two classes on dask "
+                "input (its minibatch search reads rows the client does not hold); use "
+                "preset='default'."
+            )
+        y, g, w, sf = labels[:4]
+        wanted = [y] + [w] * (sample_weight is not None) + [g] * (sf is not None)
+        values = list(dask.compute(*wanted))
+        y = np.asarray(values.pop(0))
+        sample_weight = values.pop(0) if sample_weight is not None else None
+        if sf is not None:
+            fit_params = dict(fit_params, sensitive_features=values.pop(0))
+        model = Multinomial()
+        # (The weights are checked against the number of rows: X stays on the workers.)
+        rows = np.empty((X.shape[0], 0))
+        classes, codes, sw, fit_params = check_labels_and_weights(
+            est, model, rows, y, sample_weight, fit_params
         )
-    y, g, w, sf = labels[:4]
-    wanted = [y] + [w] * (sample_weight is not None) + [g] * (sf is not None)
-    values = list(dask.compute(*wanted))
-    y = values.pop(0)
-    sample_weight = values.pop(0) if sample_weight is not None else None
-    if sf is not None:
-        fit_params = dict(fit_params, sensitive_features=values.pop(0))
-    posed = []  # the problem, for its count of computes
+        X, codes, sw, fit_params = without_zero_weight(est, X, codes, sw, fit_params)
+        return Fitting(X, codes, sw, classes, fit_params, model)
 
-    def pose(*args, **kwargs):
-        posed.append(pose_multinomial(*args, **kwargs))
-        return posed[-1]
+    def binary_problem(self, est, fitting):
+        """``(problem, context)``: the estimator's problem on one row per cell, posed on the
+        rows (:func:`_pose_problem`)."""
+        cells = fitting.source
+        zeros = np.zeros((len(cells.weight), fitting.X.shape[1]))
+        problem_c, context = est._build_problem(zeros, cells.y01, cells.weight, cells.params)
+        problem = _pose_problem(est, fitting.X, cells, problem_c)
+        fitting.X = problem.A_obj.A  # held on the workers when they have room
+        return problem, context
 
-    verdict = fit_multiclass(est, X, y, sample_weight, fit_params, pose, conclude=False)
-    if est.verbose:
-        print(
-            f"[dask] fitted in {posed[-1].rows.n_computes} computes and "
-            f"{est.n_data_passes_:.3g} data passes",
-            flush=True,
-        )
-    verdict()
-    return est
+    def multinomial_problem(self, est, fitting, constraints, groups):
+        codes, K = fitting.labels, len(fitting.classes)
+        C = None if est.C is None else est.C * est._C_scale  # see _scaled_weights
+        return pose_multinomial(
+            est, fitting.X, cell_codes(groups, codes, K), fitting.weights, y=codes,
+            n_classes=K, constraints=constraints, C=C, n_cells=(int(groups.max()) + 1) * K,
+        )  # fmt: skip
+
+    def binary_report(self, est, fitting) -> None:
+        _, fit, n_passes = fitting.solved
+        problem, cells = fitting.problem, fitting.source
+        _training_report(est, fitting.X, problem, cells, fitting.context, fit, n_passes)
+        # (Rows on the boundary stay where they are, and no constant model is weighed
+        # against the fit: both read every training score on the client.)
+        est._constant_fallback = None
+
+    def said(self, est, fitting) -> None:
+        if est.verbose:
+            problem = fitting.problem
+            rows = problem.A_obj if fitting.model.name == "binary" else problem.rows
+            print(
+                f"[dask] fitted in {rows.n_computes} computes and {est.n_data_passes_:.3g} "
+                "data passes",
+                flush=True,
+            )
 
 
 def pose_multinomial(est, X, cells, sw, **kwargs):

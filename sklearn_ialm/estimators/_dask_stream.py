@@ -24,6 +24,8 @@ what was reached and that a full fit needs more passes.
 
 from __future__ import annotations
 
+import contextlib
+
 import dask
 import dask.array as da
 import numpy as np
@@ -33,58 +35,102 @@ from sklearn.exceptions import ConvergenceWarning
 from .._warnings import warn
 from ..problems._dask_rows import DaskRows
 from ._dask import STREAM_PASSES, _checked_labels, _rate_threshold, _validated_rows
-from ._stream import _codes, _group_codes, _utc_now, cell_rates
+from ._fitting import Fitting
+from ._stream import _codes, _group_codes, cell_rates
 
 #: The blocks of one compute of the stream: consecutive blocks up to this many bytes of X
 #: (at least one block), held on the client together.
 GROUP_BYTES = 256 << 20
 
 
-def fit_dask_stream(est, X, y, sample_weight, fit_params):
-    """The fit of ``est`` on dask input in one to three passes over ``X`` (module docstring)."""
-    budget = float(est.max_passes)
-    if budget < 1:
-        raise ValueError(
-            f"max_passes={est.max_passes!r} on dask input: the least a fit reads is one pass "
-            "over X (the stream). Use max_passes >= 1."
+class Streamed:
+    """Rows of a dask collection read in one to three passes (the module docstring)."""
+
+    def validate(self, est, X, y, sample_weight, fit_params) -> Fitting:
+        """``X`` as row blocks and the labels, groups and weights checked in one pass over
+        them (the stream's first compute); the stream's model."""
+        if est.max_passes < 1:
+            raise ValueError(
+                f"max_passes={est.max_passes!r} on dask input: the least a fit reads is one "
+                "pass over X (the stream). Use max_passes >= 1."
+            )
+        columns = getattr(X, "columns", None)
+        X = _validated_rows(est, X)
+        names = est.__dict__.get("feature_names_in_")
+        y, g, w, sf, y_values, g_values, table, n = _checked_labels(
+            X, y, sample_weight, fit_params
         )
-    columns = getattr(X, "columns", None)
-    X = _validated_rows(est, X)
-    names = est.__dict__.get("feature_names_in_")
-    y, g, w, sf, y_values, g_values, table, n = _checked_labels(X, y, sample_weight, fit_params)
-    if len(y_values) > 2:
-        raise NotImplementedError(
-            f"max_passes={est.max_passes:g} on dask input streams X (binary only), and y "
-            f"holds {len(y_values)} classes: raise max_passes above {STREAM_PASSES} for the "
-            "full multi-class fit."
-        )
-    computes = [1]  # the labels' pass
-    _stream(est, X, y, g if sf is not None else None,
-            w if sample_weight is not None else None, y_values, g_values, computes)  # fmt: skip
-    state = est._stream
-    n_features = X.shape[1]
-    est.n_features_in_ = n_features
-    if names is not None and columns is not None:
-        est.feature_names_in_ = names
-    measured = budget >= 2
-    passes = 1.0
-    if measured:
-        passes += _measure(est, state, X, y, g if sf is not None else None, w, budget, computes)
-    est.n_data_passes_ = passes
-    est.n_samples_fit_ = int(n)
-    est.n_computes_ = computes[0]
-    est.converged_ = False
-    # Kish's effective number of negatives (Neyman-Pearson's warning on too few of them),
-    # from the labels' pass.
-    negative = np.searchsorted(y_values, state.classes[0])
-    S, S2 = (v.reshape(len(y_values), -1)[negative].sum() for v in table[:2])
-    est._n_effective_negatives = int(S**2 / S2 + 1e-9) if S2 > 0 else 0
-    est.fitted_at_ = _utc_now()
-    est._constant_fallback = None
-    if est.verbose:
-        print(f"[dask] streamed in {computes[0]} computes and {passes:g} data passes", flush=True)
-    _warn(est, measured)
-    return est
+        if len(y_values) > 2:
+            raise NotImplementedError(
+                f"max_passes={est.max_passes:g} on dask input streams X (binary only), and y "
+                f"holds {len(y_values)} classes: raise max_passes above {STREAM_PASSES} for "
+                "the full multi-class fit."
+            )
+        read = dict(
+            groups=g if sf is not None else None, y_values=y_values, g_values=g_values,
+            table=table, n=n, names=names if columns is not None else None,
+            weighted=sample_weight is not None, computes=[1],  # the labels' pass
+        )  # fmt: skip
+        return Fitting(X, y, w, y_values, fit_params, StreamModel(), source=read)
+
+    def said(self, est, fitting) -> None:
+        if est.verbose:
+            computes = fitting.source["computes"][0]
+            print(
+                f"[dask] streamed in {computes} computes and {est.n_data_passes_:g} data passes",
+                flush=True,
+            )
+
+
+class StreamModel:
+    """The class model of a streamed fit: ``partial_fit``'s state learns block by block
+    (the stream poses its problem from the first block, and starts it there); the report
+    is the measure's pass, the verdict the stream's (never converged: an estimate)."""
+
+    name = "stream"
+
+    def limits(self):
+        return contextlib.nullcontext()
+
+    def pose(self, est, fitting, source) -> None:
+        """Posed by the stream's first block (:mod:`._stream`)."""
+
+    def start(self, est, fitting, source) -> None:
+        """Started by the stream's first block (:mod:`._stream`)."""
+
+    def solve(self, est, fitting, source) -> None:
+        read, X = fitting.source, fitting.X
+        w = fitting.weights if read["weighted"] else None
+        _stream(est, X, fitting.labels, read["groups"], w, read["y_values"], read["g_values"],
+                read["computes"])  # fmt: skip
+        est.n_features_in_ = X.shape[1]
+        if read["names"] is not None:
+            est.feature_names_in_ = read["names"]
+
+    def report(self, est, fitting, source) -> None:
+        read, state = fitting.source, est._stream
+        budget = float(est.max_passes)
+        passes = 1.0
+        if budget >= 2:
+            passes += _measure(est, state, fitting.X, fitting.labels, read["groups"],
+                               fitting.weights, budget, read["computes"])  # fmt: skip
+        est.n_data_passes_ = passes
+        est.n_samples_fit_ = int(read["n"])
+        est.n_computes_ = read["computes"][0]
+        # Kish's effective number of negatives (Neyman-Pearson's warning on too few of
+        # them), from the labels' pass.
+        y_values, table = read["y_values"], read["table"]
+        negative = np.searchsorted(y_values, state.classes[0])
+        S, S2 = (v.reshape(len(y_values), -1)[negative].sum() for v in table[:2])
+        est._n_effective_negatives = int(S**2 / S2 + 1e-9) if S2 > 0 else 0
+        est._constant_fallback = None
+
+    def verdict(self, est, fitting) -> tuple[bool, bool]:
+        """The stream's ``bound_met_`` (running or measured); never converged."""
+        return est.bound_met_, False
+
+    def tell(self, est, fitting) -> None:
+        _warn(est, float(est.max_passes) >= 2)
 
 
 def _stream(est, X, y, g, w, y_values, g_values, computes):

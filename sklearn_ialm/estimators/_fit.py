@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 from ._certified import fit_certified
 from ._inputs import is_dask_collection
-from ._multiclass import NOT_YET, fit_multiclass, is_multiclass
+from ._multiclass import NOT_YET, is_multiclass
 from ._multiclass_umbrella import fit_multiclass_umbrella
+from ._steps import steps
 
-__all__ = ["Route", "fit", "steps"]
+__all__ = ["Route", "fit"]
 
 
 @dataclass(frozen=True)
@@ -77,20 +78,3 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
         setattr(work, name, value)
     est._publish(work)
     return est
-
-
-def steps(est, X, y, sample_weight, fit_params: dict):
-    """The fit's steps on the data and classes of ``X`` and ``y``, on ``est`` (a working
-    copy): those of two classes in memory, of more, or of dask input."""
-    if not (is_dask_collection(X) or is_dask_collection(y)) and is_multiclass(y):
-        return fit_multiclass(est, X, y, sample_weight, fit_params)
-    if is_dask_collection(X):
-        # (Imported here: dask is an optional extra.)
-        from ._dask import STREAM_PASSES, fit_dask
-
-        if est.max_passes <= STREAM_PASSES:
-            from ._dask_stream import fit_dask_stream
-
-            return fit_dask_stream(est, X, y, sample_weight, fit_params)
-        return fit_dask(est, X, y, sample_weight, fit_params)
-    return est._fit_or_raise(X, y, sample_weight, **fit_params)

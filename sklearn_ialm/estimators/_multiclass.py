@@ -35,7 +35,6 @@ steering to the bound on predictions:
 
 from __future__ import annotations
 
-import functools
 import warnings
 from numbers import Real
 
@@ -46,33 +45,32 @@ from scipy.special import log_softmax, softmax
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
 from .._warnings import warn
 from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..problems.multinomial import MultinomialProblem, Rate, cell_codes
-from ..solver.ialm import clip_batch_size
 from ._hard_rates import _say
 from ._scaling import _feature_scaling
 from ._solve import (
-    _FINISH_TOL,
-    _MIN_DECREASE,
-    _initial_dual_residual,
     _joined_history,
     _select,
     _solve,
+    run_seeds,
+    set_solution,
+    solver_settings,
     spawn_seeds,
 )
 
 __all__ = [
     "NOT_YET",
+    "Multinomial",
     "binary_max_fpr",
     "check_every_class_weighted",
     "check_two_class_params",
-    "fit_multiclass",
     "is_multiclass",
+    "memory_problem",
 ]
 
 #: The most solves of a fairness fit's steering (the first included).
@@ -270,20 +268,12 @@ def _np_constraints(bounds, K):
 
 
 # -- the fit ------------------------------------------------------------------------------
-def _validated(est, X, y, sample_weight, fit_params, pose=None):
-    est._validate_params()
-    on_dask = pose is not None  # rows checked by the dask fit (fit_dask), y in memory
-    if on_dask:
-        y = np.asarray(y)
-    else:
-        X, y = validate_data(est, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
-    if sp.issparse(X) and not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()
-    classes, codes = _class_codes(y)
+def _weights(est, sample_weight, X, y, codes, classes):
+    """Sample times class weight of every row (``X``: the rows, or a stand-in with their
+    number), refused where fewer than two classes (or, for Neyman-Pearson, not every class)
+    keep a positive weight."""
     K = len(classes)
-    check_two_class_params(est, K)
-    sw = est._checked_sample_weight(sample_weight, np.empty((X.shape[0], 0)) if on_dask else X)
+    sw = est._checked_sample_weight(sample_weight, X)
     sw = est._scaled_weights(sw)  # weights far from 1 brought near it, C scaled (_problem)
     class_weight = getattr(est, "class_weight", None)
     if class_weight is not None:
@@ -302,9 +292,7 @@ def _validated(est, X, y, sample_weight, fit_params, pose=None):
         )
     if hasattr(est, "max_class_error"):
         check_every_class_weighted(est, totals, classes)
-    fit_params = est._check_fit_params(fit_params, X.shape[0])
-    X, codes, sw, fit_params = est._without_zero_weight(X, codes, sw, fit_params)
-    return X, codes, sw, classes, fit_params
+    return sw
 
 
 def _spec(est, codes, sw, classes, fit_params):
@@ -355,15 +343,10 @@ def _spec(est, codes, sw, classes, fit_params):
     return cons, names, groups.astype(np.intp), context
 
 
-def _problem(est, X, codes, sw, K, cons, groups, pose=None):
-    """The fit's problem; ``pose``: how to pose it on rows that live elsewhere (the dask fit
-    passes its :func:`~._dask.pose_multinomial`)."""
+def memory_problem(est, X, codes, sw, K, cons, groups):
+    """The fit's :class:`~sklearn_ialm.problems.multinomial.MultinomialProblem` on rows in
+    memory, in standard units."""
     C = None if est.C is None else est.C * est._C_scale  # see _scaled_weights
-    if pose is not None:
-        return pose(
-            est, X, cell_codes(groups, codes, K), sw, y=codes, n_classes=K, constraints=cons,
-            C=C, n_cells=(int(groups.max()) + 1) * K,
-        )  # fmt: skip
     scale, center, live = _feature_scaling(X, sw / sw.sum(), est.fit_intercept)
     n_live = max(1, int(live.sum()))
     scale = scale * np.sqrt(n_live)
@@ -589,39 +572,74 @@ def _move_bounds(est, problem, values, seen, active, tol, base, passes, done):
     )
 
 
-def fit_multiclass(est, X, y, sample_weight, fit_params, pose=None, conclude=True):
-    """Fit ``est`` on ``K > 2`` classes (see the module docstring); returns ``est``.
+class Multinomial:
+    """The steps' model of more than two classes (see the module docstring)."""
 
-    ``pose``: for ``X`` a dask array (its rows checked by the dask fit), the function that
-    poses the problem on it (see :func:`_problem`). ``conclude=False`` returns instead the
-    function that judges the fit (``bound_met_``, ``converged_`` and their warning), for a
-    caller that changes the prediction rule first (the umbrella's thresholds): a verdict on
-    the arg-max model would describe a model that ``predict`` does not use."""
-    # Every product of the fit is thin ((n, d) by (d, K)): BLAS threads only wait on each
-    # other (digits, 1257 x 64 by 64 x 10 on 2 busy cores: 14 ms with threads, 0.2 ms
-    # without), so the fit runs on one.
-    with threadpool_limits(limits=1, user_api="blas"):
-        verdict = _fit_multiclass(est, X, y, sample_weight, fit_params, pose)
-    if not conclude:
-        return verdict
-    verdict()
-    return est
+    name = "multinomial"
+
+    def limits(self):
+        # Every product of the fit is thin ((n, d) by (d, K)): BLAS threads only wait on each
+        # other (digits, 1257 x 64 by 64 x 10 on 2 busy cores: 14 ms with threads, 0.2 ms
+        # without), so the fit runs on one.
+        return threadpool_limits(limits=1, user_api="blas")
+
+    def labels(self, est, y):
+        classes, codes = _class_codes(y)
+        check_two_class_params(est, len(classes))
+        return classes, codes
+
+    weights = staticmethod(_weights)
+
+    def pose(self, est, fitting, source) -> None:
+        codes, sw, classes = fitting.labels, fitting.weights, fitting.classes
+        cons, names, groups, context = _spec(est, codes, sw, classes, fitting.fit_params)
+        fitting.problem = source.multinomial_problem(est, fitting, cons, groups)
+        fitting.context = context
+        fitting.notes.update(names=names, groups=groups, constrained=bool(cons))
+
+    def start(self, est, fitting, source) -> None:
+        codes, sw, classes = fitting.labels, fitting.weights, fitting.classes
+        fitting.start = _start(est, fitting.problem, codes, sw, len(classes), classes)
+
+    def solve(self, est, fitting, source) -> None:
+        fitting.solved = _solve_and_steer(est, fitting)
+
+    def report(self, est, fitting, source) -> None:
+        notes = fitting.notes
+        _report(
+            est, fitting.problem, notes["scores"], fitting.labels, fitting.weights,
+            notes["groups"], notes["names"], fitting.context,
+        )  # fmt: skip
+
+    def verdict(self, est, fitting) -> tuple[bool, bool]:
+        """``(bound_met_, converged_)``."""
+        result, toward_constant = fitting.solved
+        context = fitting.context
+        if context["kind"] == "np":
+            bounds = np.array(list(context["bounds"].values()))
+            met = bool(np.all(est.hard_constraint_values_ <= bounds + 1e-12))
+        elif len(est.hard_constraint_values_):
+            met = bool(np.all(est.hard_constraint_values_ <= context["bound"] + 1e-12))
+        else:
+            met = True
+        if getattr(est, "rate", "hard") == "soft" and context["kind"] == "fair":
+            met = bool(result.kkt_primal_residual <= est.tol)
+        return met, bool(result.converged and met and toward_constant is None)
+
+    def tell(self, est, fitting) -> None:
+        if not est.converged_:
+            _warn_not_converged(est, *fitting.solved)
 
 
-def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
-    X, codes, sw, classes, fit_params = _validated(est, X, y, sample_weight, fit_params, pose)
+def _solve_and_steer(est, fitting):
+    """Every seed's solve, the steering's re-solves and the class offsets; sets the fitted
+    attributes. ``(the solve whose verdict is the fit's, the share of the way to the
+    constant model or None)``."""
+    problem, context = fitting.problem, fitting.context
+    codes, sw, classes = fitting.labels, fitting.weights, fitting.classes
     K = len(classes)
-    cons, names, groups, context = _spec(est, codes, sw, classes, fit_params)
-    problem = _problem(est, X, codes, sw, K, cons, groups, pose)
-    x0 = _start(est, problem, codes, sw, K, classes)
-    null_dual = _initial_dual_residual(problem)
     seeds = spawn_seeds(est.random_state, est.n_seeds)
-    kwargs = dict(
-        x0=x0, tol=est.tol, dual_tol=min(est.tol, _MIN_DECREASE * null_dual) or est.tol,
-        preset=est.preset, **est._penalty_schedule(),
-        batch_size=clip_batch_size(est.batch_size, problem),
-        max_passes=est.max_passes, verbose=est.verbose, finish_tol=_FINISH_TOL,
-    )  # fmt: skip
+    kwargs = solver_settings(est, problem, x0=fitting.start)
     base = problem.offset.copy()
     if context["kind"] == "np" and est.rate == "hard":
         # The first solve is unconstrained (every soft bound 2 above any rate: never
@@ -636,7 +654,7 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
         # parameters) the search spent 500 of 630 passes where this spent 132, to the same
         # objective (to 1e-9) and multipliers (to 1e-4).
         kwargs["search"] = False
-    steered = bool(cons) and getattr(est, "rate", "hard") == "hard"
+    steered = fitting.notes["constrained"] and getattr(est, "rate", "hard") == "hard"
     if steered:
         first = {
             "np": "the multinomial model, every soft bound loose (class offsets then meet the "
@@ -644,7 +662,7 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
             "fair": "the surrogate (soft rates) at the bound itself",
         }
         _say(est.verbose, f"solve 1: {first[context['kind']]}")
-    runs = est._run_seeds(problem, seeds, kwargs)
+    runs = run_seeds(problem, seeds, kwargs, est.n_jobs)
     best = _select(runs)
     results = [runs[best]]
     passes = float(sum(r.n_data_passes for r in runs))
@@ -673,38 +691,20 @@ def _fit_multiclass(est, X, y, sample_weight, fit_params, pose):
     if x is not chosen.x:  # a point between solves: its own loss, a read of the rows more
         objective = problem.objective_value(x, slice(None)) + problem.h.value(x)
         passes += 1.0
-    _set_fitted(est, problem, x, offsets, classes, results, chosen, runs, best, seeds, passes)
-    est.objective_ = objective
-    _report(est, problem, scores, codes, sw, groups, names, context)
-    return functools.partial(_conclude, est, chosen, toward_constant, context)
-
-
-def _set_fitted(est, problem, x, offsets, classes, results, result, runs, best, seeds, passes):
     coef, intercept = problem.coef(x)
     est.classes_ = classes
-    est.coef_ = coef.copy()
-    est.intercept_ = intercept + offsets
+    set_solution(
+        est, coef.copy(), intercept + offsets, chosen, results, _joined_history(results),
+        runs, seeds, best,
+    )  # fmt: skip
     est.class_offsets_ = offsets
     if hasattr(est, "max_class_error"):
         est.threshold_ = 0.0  # the class offsets are in intercept_
-    est.n_rounds_ = len(results)
-    est.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
-    est._slack = np.asarray(result.slack, dtype=float).copy()
-    for name in ("primal_residual", "dual_residual", "kkt_primal_residual", "kkt_dual_residual"):
-        setattr(est, name + "_", float(getattr(result, name)))
-    est.n_iter_ = int(sum(r.n_iter for r in results))
-    est.n_outer_iter_ = int(sum(r.n_outer_iter for r in results))
-    est.history_ = {k: np.asarray(v).copy() for k, v in _joined_history(results).items()}
     est.n_data_passes_ = float(passes)
-    if len(runs) > 1:
-        est.seeds_ = [
-            dict(seed=s, converged=bool(r.converged), primal_residual=float(r.primal_residual),
-                 dual_residual=float(r.dual_residual), n_data_passes=float(r.n_data_passes),
-                 objective=float(r.objective), selected=i == best)
-            for i, (s, r) in enumerate(zip(seeds, runs, strict=True))
-        ]  # fmt: skip
-    elif hasattr(est, "seeds_"):
-        del est.seeds_
+    est.n_samples_fit_ = int(fitting.X.shape[0])
+    est.objective_ = objective
+    fitting.notes["scores"] = scores
+    return chosen, toward_constant
 
 
 def _per_class(values, K, names, context):
@@ -751,20 +751,10 @@ def _report(est, problem, scores, codes, sw, groups, names, context):
     )
 
 
-def _conclude(est, result, toward_constant, context):
-    if context["kind"] == "np":
-        bounds = np.array(list(context["bounds"].values()))
-        met = bool(np.all(est.hard_constraint_values_ <= bounds + 1e-12))
-    elif len(est.hard_constraint_values_):
-        met = bool(np.all(est.hard_constraint_values_ <= context["bound"] + 1e-12))
-    else:
-        met = True
-    if getattr(est, "rate", "hard") == "soft" and context["kind"] == "fair":
-        met = bool(result.kkt_primal_residual <= est.tol)
-    est.bound_met_ = met
-    est.converged_ = bool(result.converged and met and toward_constant is None)
-    if est.converged_:
-        return
+def _warn_not_converged(est, result, toward_constant):
+    """The account of a multi-class fit that did not converge: what stopped it, what it
+    reached, whether the model was moved towards the constant model."""
+    met = est.bound_met_
     name = type(est).__name__
     reason = result.message
     if result.converged:  # the solver's message ("converged: ...") is not the fit's verdict

@@ -55,9 +55,9 @@ from ._multiclass import (
     _python,
     check_every_class_weighted,
     check_two_class_params,
-    fit_multiclass,
 )
 from ._solve import calibration_seed
+from ._steps import steps
 from ._umbrella import umbrella_min_calibration_size, umbrella_rank
 
 __all__ = ["fit_multiclass_umbrella", "predict_codes"]
@@ -235,7 +235,7 @@ def fit_multiclass_umbrella(est, X, y, sample_weight):
     held_out = _held_out(est, codes, sw, bounds, delta_each, classes)
     train_weight = sw.copy()
     train_weight[held_out] = 0.0  # a row of weight 0 is a row removed for the fit
-    judge = fit_multiclass(est, X, y, train_weight, {}, conclude=False)
+    judge = steps(est, X, y, train_weight, {}, judge=False)
     if feature_names is not None:
         est.feature_names_in_ = feature_names
     _calibrate(est, X[held_out], codes[held_out], bounds, delta_each)

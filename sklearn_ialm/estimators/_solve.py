@@ -7,14 +7,15 @@ shares them with the in-memory one.
 from __future__ import annotations
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
 from ..problems import LinearProblem
 from ..problems.losses import Logistic
 from ..solver import stoc_ialm
-from ..solver.ialm import HISTORY_COUNTS
+from ..solver.ialm import HISTORY_COUNTS, clip_batch_size
 
-__all__ = ["calibration_seed", "spawn_seeds"]
+__all__ = ["calibration_seed", "set_solution", "solver_settings", "spawn_seeds"]
 
 # The stop test needs the dual residual at most this share of its value at coef_ = 0 (and at
 # most tol): a fit cannot stop where a weak signal leaves the gradient small from the start.
@@ -96,6 +97,13 @@ def _solve(problem, seed, solver_kwargs):
     return stoc_ialm(problem, random_state=seed, **solver_kwargs)
 
 
+def run_seeds(problem, seeds, solver_kwargs, n_jobs=None, in_sequence=False) -> list:
+    """One solver run per seed: through joblib (``n_jobs``), or one after the other."""
+    if len(seeds) == 1 or in_sequence:
+        return [_solve(problem, seed, solver_kwargs) for seed in seeds]
+    return Parallel(n_jobs=n_jobs)(delayed(_solve)(problem, seed, solver_kwargs) for seed in seeds)
+
+
 def _select(results) -> int:
     """Index of the chosen run: the lowest objective among the converged runs, else the
     smallest ``max(primal, dual)`` residual. Ties go to the earliest seed (deterministic)."""
@@ -123,3 +131,55 @@ def _joined_history(results) -> dict:
         for key, total in r.count_totals().items():
             offset[key] += float(total)
     return {key: np.concatenate(val) for key, val in out.items()}
+
+
+def solver_settings(est, problem, **start) -> dict:
+    """The solver's settings for the runs of ``est``'s fit on ``problem`` from ``start``
+    (``x0``, and ``y0``, ``slack0`` where known); sets ``est._null_dual_residual``.
+
+    In standard units the dual residual no longer depends on the units of X; the test also
+    asks for a tenfold decrease from the null model (see :func:`_initial_dual_residual`).
+    Its footing stays at x = 0, not at the start: at the null model's best intercept the
+    residual is the weighted correlations alone (2e-8 on the class-weight check, see
+    :func:`_null_start`), a tenth of which no stochastic gradient meets, at a start that is
+    already optimal. The primal residual is in the units of the bound already.
+    """
+    est._null_dual_residual = _initial_dual_residual(problem)
+    dual_tol = min(est.tol, _MIN_DECREASE * est._null_dual_residual) or est.tol
+    return dict(
+        start,
+        tol=est.tol,
+        dual_tol=dual_tol,
+        preset=est.preset,
+        **est._penalty_schedule(),
+        # Clipped here, to warn once for all the solves of the fit.
+        batch_size=clip_batch_size(est.batch_size, problem),
+        max_passes=est.max_passes,
+        verbose=est.verbose,
+        finish_tol=_FINISH_TOL,
+    )
+
+
+def set_solution(est, coef, intercept, result, results, history, runs, seeds, best) -> None:
+    """The fitted attributes of a solution, set together: the model (``coef``,
+    ``intercept``), the solve whose verdict is the fit's (``result``) among all its solves
+    (``results``, their joined ``history``), and the first solve's ``runs`` of ``seeds``, of
+    which the one at ``best`` was kept."""
+    est.coef_ = coef
+    est.intercept_ = intercept
+    est.n_rounds_ = len(results)
+    est.multipliers_ = np.asarray(result.multipliers, dtype=float).copy()
+    est._slack = np.asarray(result.slack, dtype=float).copy()
+    for name in ("primal_residual", "dual_residual", "kkt_primal_residual", "kkt_dual_residual"):
+        setattr(est, name + "_", float(getattr(result, name)))
+    est.n_iter_ = int(sum(r.n_iter for r in results))
+    est.n_outer_iter_ = int(sum(r.n_outer_iter for r in results))
+    est.objective_ = float(result.objective)
+    est.history_ = {key: np.asarray(val).copy() for key, val in history.items()}
+    if len(runs) > 1:
+        est.seeds_ = [
+            dict(seed=s, converged=bool(r.converged), primal_residual=float(r.primal_residual),
+                 dual_residual=float(r.dual_residual), n_data_passes=float(r.n_data_passes),
+                 objective=float(r.objective), selected=i == best)
+            for i, (s, r) in enumerate(zip(seeds, runs, strict=True))
+        ]  # fmt: skip

@@ -13,15 +13,10 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .._warnings import warn
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
-from ._base import (
-    _DTYPES,
-    BaseIALMClassifier,
-    MatrixLike,
-    _check_labels,
-    is_dask_collection,
-)
+from ._base import BaseIALMClassifier, MatrixLike
 from ._fit import fit
 from ._hard_rates import fit_negative_weight, rate_threshold
+from ._inputs import _DTYPES, _check_labels, is_dask_collection
 from ._multiclass import binary_max_fpr
 from ._multiclass_umbrella import predict_codes
 from ._rows import align_rows

@@ -1,0 +1,300 @@
+"""Two classes: the estimator's own problem, steered to its bound on predictions.
+
+The class model of a fit on two classes (:class:`Binary`), which the steps of
+:mod:`._steps` consult: the labels (``0``/``1``, ``classes_[1]`` the positive class, see
+``pos_label``) and their weights, the problem the estimator builds (its hook
+``_build_problem``, on the rows of the data source), the start (the previous fit or the null
+model), the solves of every seed and the steering to the bound on predictions (the hooks
+``_steers_hard_rates`` and ``_steer``), the report on the training rows (the hook
+``_constraint_report``) and the verdict (``bound_met_``, ``converged_``, the words of
+:mod:`._verdict`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+from scipy.special import expit, log_expit
+from sklearn.metrics import roc_auc_score
+from sklearn.utils.extmath import safe_sparse_dot
+
+from ..problems._numeric import BOUND_EPS
+from ._inputs import _label
+from ._solve import (
+    _joined_history,
+    _null_start,
+    _select,
+    _solve,
+    run_seeds,
+    set_solution,
+    solver_settings,
+    spawn_seeds,
+)
+from ._verdict import warn_if_not_converged
+
+__all__ = ["Binary"]
+
+
+class Binary:
+    """The steps' model of two classes (see the module docstring)."""
+
+    name = "binary"
+
+    def limits(self):
+        return contextlib.nullcontext()
+
+    def labels(self, est, y):
+        return est._check_target(y)
+
+    def weights(self, est, sample_weight, X, y, labels, classes):
+        return est._sample_weights(sample_weight, X, y, labels, classes)
+
+    def pose(self, est, fitting, source) -> None:
+        fitting.problem, fitting.context = source.binary_problem(est, fitting)
+
+    def start(self, est, fitting, source) -> None:
+        problem = fitting.problem
+        x0, y0, slack0 = est._warm_start_point(problem, fitting.classes, fitting.X.shape[1])
+        if x0 is None and source.null_start:
+            x0 = _null_start(problem)
+        fitting.start = (x0, y0, slack0)
+
+    def solve(self, est, fitting, source) -> None:
+        x0, y0, slack0 = fitting.start
+        fitting.solved = solve_and_steer(
+            est, fitting.problem, fitting.context, fitting.classes, x0, y0, slack0,
+            in_sequence=source.in_sequence,
+        )  # fmt: skip
+
+    def report(self, est, fitting, source) -> None:
+        source.binary_report(est, fitting)
+
+    def verdict(self, est, fitting) -> tuple[bool, bool]:
+        """``(bound_met_, converged_)``."""
+        result, fit, _ = fitting.solved
+        met = est._bound_met(result, fit)
+        if fit is None:
+            converged = bool(result.converged)
+        else:
+            # A model moved from the solve nearest the bound towards the constant model (or
+            # its threshold moved) is the optimum of no problem posed: not converged.
+            moved = fit.toward_constant or fit.threshold_moved
+            converged = fit.converged and met and not moved
+        if est._constant_fallback is not None:
+            converged = False
+        return met, converged
+
+    def tell(self, est, fitting) -> None:
+        result, fit, _ = fitting.solved
+        warn_if_not_converged(est, result, fitting.context, fit)
+
+
+def solve_and_steer(est, problem, context, classes, x0, y0, slack0, in_sequence=False):
+    """Solve ``problem`` (every seed, then the steering's further solves) and set the
+    fitted attributes of the solution; ``(result, fit, data passes)``. The seeds run
+    through joblib, or one after the other ``in_sequence`` (on dask: each already keeps the
+    cluster busy)."""
+    seeds = spawn_seeds(est.random_state, est.n_seeds)
+    solver_kwargs = solver_settings(est, problem, x0=x0, y0=y0, slack0=slack0)
+    first = {}
+
+    def solve(pb, rnd, warm, budget):
+        """Round 0: every seed, the best kept; later rounds warm-start the chosen seed."""
+        kwargs = dict(solver_kwargs, max_passes=budget)
+        stochastic = est.preset == "default" and est._ratio_bound() and pb.n_constraints
+        if rnd == 0:
+            if stochastic:
+                kwargs.update(finish=False)
+            results = run_seeds(pb, seeds, kwargs, est.n_jobs, in_sequence)
+            first.update(results=results, best=_select(results))
+            first["last"] = results[first["best"]]
+            if stochastic and np.all(first["last"].multipliers <= 0):
+                first["last"] = _finish_inactive(pb, first["last"], kwargs)
+            return first["last"]
+        kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
+        finished = first["last"].finish_history
+        if stochastic:
+            # A ratio bound that binds: its re-solves stay stochastic (see _ratio_bound).
+            kwargs.update(finish=False)
+        elif est.preset == "default" and finished is not None and len(finished["beta"]):
+            # The multipliers are a finished solve's at a nearby bound: no search, and
+            # the finish goes on at the penalty it ended with.
+            kwargs.update(search=False, beta0=float(finished["beta"][-1]))
+        first["last"] = _solve(pb, [seeds[first["best"]], rnd], kwargs)
+        return first["last"]
+
+    if est._steers_hard_rates(problem):
+        fit = est._steer(problem, solve, context, float(est.max_passes))
+        result, x, n_passes = fit.result, fit.x, fit.n_data_passes
+    else:
+        result = solve(problem, 0, None, float(est.max_passes))
+        fit, x, n_passes = None, result.x, result.n_data_passes
+    results = fit.results if fit is not None else [result]
+    history = _joined_history(fit.results) if fit is not None else result.history
+    coef, intercept = problem.coef(x)
+    est.classes_ = classes
+    runs, best = first["results"], first["best"]
+    set_solution(
+        est, coef.reshape(1, -1).copy(), np.array([intercept]), result, results, history,
+        runs, seeds, best,
+    )  # fmt: skip
+    return result, fit, n_passes
+
+
+def training_report(est, X, y01, sample_weight, context, fit):
+    """The rates of the model on its training rows (soft and hard), after its intercept
+    is moved off ties and the constant model is weighed against it."""
+    sw = sample_weight
+    scores = _away_from_ties(est, est._score(X), y01, sw, context)
+    scores = _at_least_constant(est, scores, y01, sw, context)
+    threshold = est._decision_threshold(scores, y01, sw)
+    est.constraint_values_ = est._constraint_report(expit(scores), y01, sw, context)
+    predicted = scores > threshold
+    est.hard_constraint_values_ = est._constraint_report(predicted.astype(float), y01, sw, context)
+    if isinstance(context, dict):
+        # One class for every row, judged at the threshold predict uses (the steering
+        # judged its solve at 0; the umbrella's threshold is set after it).
+        one_class = bool(predicted.all() or not predicted.any())
+        context.update(steering=fit, scores=scores, y01=y01, weights=sw, one_class=one_class)
+        context["chance"] = _below_chance(est, scores, predicted, y01, sw, one_class)
+        if fit is not None and fit.nearest is not None:
+            context["nearest"] = _nearest_solve(est, X, fit.nearest, y01, sw, context)
+    est._set_report_attributes(context)
+
+
+def _below_chance(est, scores, predicted, y01, sw, one_class) -> str | None:
+    """The sentence saying that the model does worse on its training rows than
+    predicting the majority class for every row (accuracy weighted as the fit weighs the
+    rows, class weights included), or ranks them no better than chance (AUC <= 0.5); None
+    otherwise. The AUC (a sort of the scores) is computed only where the accuracy is
+    below the majority's or the predictions are one class."""
+    # Weighted sums by masks (``where=``): no n-vector of products at the fit's peak.
+    positive, total = y01 == 1, float(np.sum(sw))
+    share = float(np.sum(sw, where=positive)) / total
+    majority = max(share, 1.0 - share)
+    accuracy = float(np.sum(sw, where=predicted == positive)) / total
+    low = accuracy < majority - 1e-12
+    if not (low or one_class) or np.ptp(scores) == 0:
+        auc = None  # a constant score ranks nothing: the one-class warning says so
+    else:
+        auc = float(roc_auc_score(positive, scores, sample_weight=sw))
+    low = low and est._judged_by_accuracy
+    if not low and (auc is None or auc > 0.5):
+        return None
+    label = _label(est.classes_[int(share > 0.5)])
+    ranks = "" if auc is None else f"; the AUC of its scores is {auc:.3f}"
+    said = (
+        f"Its training accuracy, {accuracy:.4f}, is below that of predicting class {label} "
+        f"for every row ({majority:.4f}){ranks}"
+        if low
+        else f"Its scores rank the training rows no better than chance (AUC {auc:.3f})"
+    )
+    return (
+        f"{said}: compare it with that constant model before using it (the bound may "
+        "leave a linear model little room on these data)."
+    )
+
+
+def _nearest_solve(est, X, nearest, y01, sw, context) -> dict:
+    """The constrained rates (as the report computes them) and the accuracy of the
+    solve nearest the bound, ``nearest = (coef, intercept)``, on the training rows."""
+    coef, intercept = nearest
+    predicted = np.asarray(safe_sparse_dot(X, coef)).ravel() + intercept > 0
+    hard = est._constraint_report(predicted.astype(float), y01, sw, context)
+    accuracy = float(np.sum(sw, where=predicted == (y01 == 1)) / np.sum(sw))
+    return {"hard": hard, "accuracy": accuracy}
+
+
+def _away_from_ties(est, scores, y01, sample_weight, context):
+    """The training scores with no row on the decision boundary (the intercept moved).
+
+    A row whose score is zero up to rounding (identical rows of one-hot data, at a
+    boundary placed on them) is predicted by the last bit of a product, which another
+    layout of ``X`` can flip, and with it a rate on the bound. The intercept moves by a
+    hair to the side where the bound holds (else the more accurate one), so that
+    ``predict`` and the fit's report agree on every training row.
+    """
+    if not (est._steers_hard_rates_after_fit(context) and est.fit_intercept):
+        return scores  # (without an intercept there is nothing to move)
+    big = max(1.0, float(np.max(np.abs(scores), initial=0.0)))
+    if not np.any(np.abs(scores) <= 1e-9 * big):
+        return scores
+    best = None
+    for step in (1e-8 * big, -1e-8 * big):
+        moved = scores + step
+        pred = moved > 0
+        hard = est._constraint_report(pred.astype(float), y01, sample_weight, context)
+        accuracy = float(np.average(pred == (y01 == 1), weights=sample_weight))
+        key = (est._meets(hard, context), accuracy)
+        if best is None or key > best[0]:
+            best = (key, step, moved)
+    est.intercept_ = est.intercept_ + best[1]
+    return best[2]
+
+
+def _at_least_constant(est, scores, y01, sample_weight, context):
+    """The training scores of the model returned: the constant model instead, when it
+    meets the bound and its training log-loss is below the model found's.
+
+    A user could always have predicted the positive rate for every row (whose hard
+    predictions, one class, meet every parity bound that the constant meets). The fit
+    is judged by its own objective, the log-loss, never by accuracy: on imbalanced
+    labels a model at the optimum (``LogisticRegression``'s own, for a bound that does
+    not bind) is often less accurate than the majority class and far better in
+    log-loss and ranking. A fit at the optimum of the soft problem cannot lose to the
+    constant (which is feasible); one that does failed, and the constant is returned:
+    ``coef_`` zero, ``intercept_`` the log-odds of the positive rate (0 without an
+    intercept), ``converged_`` False, and the fit says so
+    (:func:`._verdict.warn_if_not_converged`).
+    """
+    est._constant_fallback = None
+    if not est._steers_hard_rates_after_fit(context):
+        return scores
+    positive = y01 == 1
+    rate = float(np.average(positive, weights=sample_weight))
+    if not 0.0 < rate < 1.0:
+        return scores
+    if est.fit_intercept:
+        logit = float(np.log(rate / (1.0 - rate)))
+        constant = float(-(rate * np.log(rate) + (1.0 - rate) * np.log1p(-rate)))
+    else:
+        # Without an intercept the only constant score is 0: p = 1/2 for every row,
+        # predicting classes_[0] (a score of 0 is not positive).
+        logit, constant = 0.0, float(np.log(2.0))
+    label = int(logit > 0)
+    pred = np.full(len(scores), float(label))
+    if not est._meets(est._constraint_report(pred, y01, sample_weight, context), context):
+        return scores
+    signed = np.where(positive, scores, -scores)
+    found = float(-np.average(log_expit(signed), weights=sample_weight))
+    # (Within rounding of the constant's: the model found is that constant, e.g. the
+    # zero model without an intercept, whose average of log 2 can come out 1 ulp above.)
+    if found <= constant * (1.0 + 1e-12):
+        return scores
+    est.coef_ = np.zeros_like(est.coef_)
+    est.intercept_ = np.array([logit])
+    est._constant_fallback = (label, constant, found)
+    return np.full(len(scores), logit)
+
+
+def _finish_inactive(problem, result, kwargs):
+    """The finish of a stochastic solve whose constraints are all inactive, from its point
+    (zero multipliers: the unconstrained problem), kept where they stay inactive at the
+    optimum and the bound holds on its predictions; else the stochastic solve (see
+    ``_ratio_bound``). Every pass is counted."""
+    left = kwargs["max_passes"] - result.n_data_passes
+    if left <= 0:
+        return result
+    kwargs = dict(kwargs, x0=result.x, y0=result.multipliers, slack0=result.slack)
+    kwargs.update(finish=True, search=False, max_passes=left)
+    finished = _solve(problem, 0, kwargs)
+    # Kept where the bound holds on its predictions too (else the steering would start
+    # from another point than the stochastic solve's, see _ratio_bound).
+    hard = problem.rate_constraints(problem.constraint_scores(finished.x))
+    finished.n_data_passes += problem.n_constraint_samples / problem.n_samples
+    inactive = not np.any(finished.multipliers > 0) and np.all(hard <= BOUND_EPS)
+    kept, spent = (finished, result) if inactive else (result, finished)
+    kept.n_data_passes += spent.n_data_passes
+    kept.n_check_passes += spent.n_check_passes
+    return kept

@@ -1,0 +1,141 @@
+"""The steps of a fit: one sequence, whatever the classes or the data::
+
+    validate -> pose -> start -> solve (and steer) -> report -> conclude
+
+Two axes are objects that the steps consult, each chosen once at the start:
+
+* the **data source**: rows in memory (:class:`InMemory`), or a dask collection
+  (:class:`~._dask.OnDask`; :class:`~._dask_stream.Streamed` when ``max_passes`` is at most
+  :data:`~._dask.STREAM_PASSES`). It checks ``X`` and pairs the labels with its rows, builds
+  the problem on its rows (the constraints the class model asks for, in standard units) and
+  reads them for the report.
+* the **classes**: two (:class:`~._binary.Binary`), more (:class:`~._multiclass.Multinomial`)
+  or a stream's model (:class:`~._dask_stream.StreamModel`). It codes and weighs the labels,
+  poses the problem with the source, starts, solves and steers it to the bound on
+  predictions (setting the fitted attributes), reports the rates reached and gives the
+  verdict.
+
+Each step hands :class:`~._fitting.Fitting` to the next. The guarantees (:mod:`._fit`) run
+around these steps, on a working copy of the estimator.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import UTC, datetime
+
+import scipy.sparse as sp
+from sklearn.utils.validation import validate_data
+
+from ._binary import Binary, training_report
+from ._fitting import Fitting, check_labels_and_weights, without_zero_weight
+from ._inputs import _DTYPES, _check_labels, is_dask_collection
+from ._multiclass import Multinomial, is_multiclass, memory_problem
+from ._scaling import _standardised
+
+__all__ = ["InMemory", "conclude", "steps"]
+
+
+def steps(est, X, y, sample_weight, fit_params: dict, *, judge: bool = True):
+    """Fit ``est`` (a working copy) on ``X``, ``y``; returns ``est``, or with ``judge=False``
+    the conclusion still to draw (:func:`conclude`), for a guarantee that changes the
+    prediction rule first (a verdict on another rule would describe a model ``predict``
+    does not use)."""
+    source = data_source(est, X, y)
+    fitting = source.validate(est, X, y, sample_weight, fit_params)
+    model = fitting.model
+    with model.limits():
+        model.pose(est, fitting, source)
+        model.start(est, fitting, source)
+        model.solve(est, fitting, source)
+        model.report(est, fitting, source)
+    source.said(est, fitting)
+    verdict = functools.partial(conclude, est, fitting)
+    if not judge:
+        return verdict
+    verdict()
+    return est
+
+
+def data_source(est, X, y):
+    """The source of the rows of ``X`` (``y`` in memory: its classes counted here)."""
+    if is_dask_collection(X):
+        # (Imported here: dask is an optional extra.)
+        from ._dask import STREAM_PASSES, OnDask
+
+        if est.max_passes <= STREAM_PASSES:
+            from ._dask_stream import Streamed
+
+            return Streamed()
+        return OnDask()
+    return InMemory(multiclass=not is_dask_collection(y) and is_multiclass(y))
+
+
+def conclude(est, fitting) -> None:
+    """``bound_met_``, ``converged_``, ``fitted_at_`` and the warnings, once the report is
+    set: the class model's verdict, told in its words."""
+    est.bound_met_, est.converged_ = fitting.model.verdict(est, fitting)
+    # When the model was fitted, for a report a reviewer can trace (UTC, ISO 8601).
+    est.fitted_at_ = datetime.now(UTC).isoformat(timespec="seconds")
+    fitting.model.tell(est, fitting)
+
+
+class InMemory:
+    """Rows in memory: a numpy array or a scipy.sparse matrix (kept CSR)."""
+
+    #: The start without a previous fit is the null model with its best intercept.
+    null_start = True
+    #: The seeds run through joblib (``n_jobs``).
+    in_sequence = False
+
+    def __init__(self, multiclass: bool):
+        self.multiclass = multiclass
+
+    def validate(self, est, X, y, sample_weight, fit_params) -> Fitting:
+        """The parameters, ``X`` and ``y`` checked (the features seen in fit set), the labels
+        coded and weighted by the class model, the rows of weight zero dropped."""
+        est._validate_params()
+        # (The per-row inputs were paired with the rows of X by the estimator's fit, see
+        # _rows.align_rows.)
+        _check_labels(y)
+        X, y = validate_data(est, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
+        if sp.issparse(X) and not X.has_canonical_format:
+            # Duplicate entries would be counted apart in the column moments; a canonical
+            # copy gives the same model as the canonical matrix.
+            X = X.copy()
+            X.sum_duplicates()
+        model = Multinomial() if self.multiclass else Binary()
+        classes, labels, weights, fit_params = check_labels_and_weights(
+            est, model, X, y, sample_weight, fit_params
+        )
+        del y  # the labels stand for it from here (a validated copy of a list is n long)
+        X, labels, weights, fit_params = without_zero_weight(est, X, labels, weights, fit_params)
+        return Fitting(X, labels, weights, classes, fit_params, model)
+
+    def binary_problem(self, est, fitting):
+        """``(problem, context)``: the estimator's problem on the rows, in standard units."""
+        X, sw = fitting.X, fitting.weights
+        problem, context = est._build_problem(X, fitting.labels, sw, fitting.fit_params)
+        C = None if est.C is None else est.C * est._C_scale  # see _scaled_weights
+        return _standardised(problem, X, sw, C), context
+
+    def multinomial_problem(self, est, fitting, constraints, groups):
+        codes, K = fitting.labels, len(fitting.classes)
+        return memory_problem(est, fitting.X, codes, fitting.weights, K, constraints, groups)
+
+    def binary_report(self, est, fitting) -> None:
+        """The report on the training rows, after the problem is freed."""
+        result, fit, n_passes = fitting.solved
+        X = fitting.X
+        # The report below scores every row of X once more (twice when no solve met the
+        # bound: the solve nearest it too, for the warning): part of the fit's work.
+        scorings = 1 + (fit is not None and fit.nearest is not None)
+        est.n_data_passes_ = float(n_passes + scorings * X.shape[0] / fitting.problem.n_samples)
+        est.n_samples_fit_ = int(X.shape[0])
+        # The problem's per-row arrays (margins, weights, W) are not needed for the report,
+        # which scores X again: freed first, they do not add to its n-vectors.
+        fitting.problem = None
+        training_report(est, X, fitting.labels, fitting.weights, fitting.context, fit)
+
+    def said(self, est, fitting) -> None:
+        """Nothing to add in ``verbose`` (the dask sources count their computes)."""
