@@ -19,10 +19,11 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-import sklearn_ialm.estimators._base as base
+import sklearn_ialm.estimators._solve as solving
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.estimators import fair as fair_module
 from sklearn_ialm.estimators import neyman_pearson as np_module
+from sklearn_ialm.estimators._scaling import _standardised
 from sklearn_ialm.problems import neyman_pearson_problem
 from sklearn_ialm.solver import stoc_ialm
 
@@ -51,13 +52,13 @@ def _soft_share(clf, X, groups, g):
 def captured(monkeypatch):
     """The problem objects and solver arguments of the fits made while it is active."""
     calls = []
-    solve = base._solve
+    solve = solving._solve
 
     def recording_solve(problem, seed, solver_kwargs):
         calls.append(SimpleNamespace(problem=problem, seed=seed, kwargs=dict(solver_kwargs)))
         return solve(problem, seed, solver_kwargs)
 
-    monkeypatch.setattr(base, "_solve", recording_solve)
+    monkeypatch.setattr(solving, "_solve", recording_solve)
     return calls
 
 
@@ -616,20 +617,20 @@ def test_n_jobs_does_not_change_the_model_and_seeds_replay(data):
     # A recorded seed replays its run through the solver directly.
     # The estimator's problem: in standard units, with the penalty of C=1, its stop rule and
     # its precision.
-    problem = base._standardised(
+    problem = _standardised(
         neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True),
         X,
         np.ones(len(y)),
         C=1.0,
     )
-    dual_tol = min(1e-2, base._MIN_DECREASE * base._initial_dual_residual(problem))
+    dual_tol = min(1e-2, solving._MIN_DECREASE * solving._initial_dual_residual(problem))
     for record in records:
         result = stoc_ialm(
             problem,
             random_state=record["seed"],
             max_passes=300,
             dual_tol=dual_tol,
-            finish_tol=base._FINISH_TOL,
+            finish_tol=solving._FINISH_TOL,
         )
         assert result.objective == pytest.approx(record["objective"], rel=1e-12)
     # A different random_state gives different seeds; the same one the same model.
@@ -648,12 +649,12 @@ def test_select_rule():
         )
 
     runs = [run(False, 0.0, 0.001, 0.02), run(True, 0.5, 0.01, 0.01), run(True, 0.4, 0.0, 0.01)]
-    assert base._select(runs) == 2
+    assert solving._select(runs) == 2
     runs = [run(False, 0.0, 0.05, 0.02), run(False, 1.0, 0.03, 0.04), run(False, 0.2, 0.2, 0.0)]
-    assert base._select(runs) == 1
-    assert base.spawn_seeds(0, 3) == base.spawn_seeds(np.random.RandomState(0), 3)
+    assert solving._select(runs) == 1
+    assert solving.spawn_seeds(0, 3) == solving.spawn_seeds(np.random.RandomState(0), 3)
     # More seeds keep the first runs: spawned children do not depend on their number.
-    assert base.spawn_seeds(0, 3)[:2] == base.spawn_seeds(0, 2)
+    assert solving.spawn_seeds(0, 3)[:2] == solving.spawn_seeds(0, 2)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

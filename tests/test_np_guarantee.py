@@ -17,8 +17,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import sklearn_ialm.estimators._base as base
+import sklearn_ialm.estimators._solve as solving
 from sklearn_ialm import NeymanPearsonClassifier
+from sklearn_ialm.estimators._scaling import _standardised
 from sklearn_ialm.estimators._umbrella import (
     fpr_confidence_bounds,
     training_fpr_upper_limit,
@@ -130,15 +131,19 @@ def test_calibration_none_is_the_model_of_today(data):
     assert_array_equal(clf.decision_function(X), clf.raw_decision_function(X))
     assert_array_equal(clf.predict(X), clf.raw_decision_function(X) > 0)
     # The model is the solver's, unchanged: replay the run from its seed.
-    (seed,) = base.spawn_seeds(0, 1)
+    (seed,) = solving.spawn_seeds(0, 1)
     # The estimator's problem: in standard units, with the penalty of C=1, its stop rule and
     # its precision.
-    problem = base._standardised(
+    problem = _standardised(
         neyman_pearson_problem(X, y, max_fpr=0.2, fit_intercept=True), X, np.ones(len(y)), C=1.0
     )
-    dual_tol = min(1e-2, base._MIN_DECREASE * base._initial_dual_residual(problem))
+    dual_tol = min(1e-2, solving._MIN_DECREASE * solving._initial_dual_residual(problem))
     result = stoc_ialm(
-        problem, random_state=seed, max_passes=50, dual_tol=dual_tol, finish_tol=base._FINISH_TOL
+        problem,
+        random_state=seed,
+        max_passes=50,
+        dual_tol=dual_tol,
+        finish_tol=solving._FINISH_TOL,
     )
     coef, intercept = problem.coef(result.x)
     assert_allclose(clf.coef_[0], coef, rtol=1e-12)
@@ -262,7 +267,7 @@ def test_same_random_state_same_model_for_any_n_jobs(data):
     assert_array_equal(a.coef_, b.coef_)
     # The hold-out does not reuse the solver's stream: with the same seeds, the solver runs
     # of a calibrated fit are the runs an uncalibrated fit of the training rows makes.
-    assert [r["seed"] for r in one.seeds_] == base.spawn_seeds(3, 2)
+    assert [r["seed"] for r in one.seeds_] == solving.spawn_seeds(3, 2)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -14,7 +14,7 @@ from sklearn.metrics import log_loss, roc_auc_score
 from benchmarks import optimum
 from benchmarks.reference import reference_solve
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
-from sklearn_ialm.estimators import _base
+from sklearn_ialm.estimators import _solve as solving
 
 _SMALL = {
     "wide_sparse": dict(n=4000, d=400, nnz=20),
@@ -109,14 +109,14 @@ def test_log_loss_is_monotone_in_the_bound():
 def _last_posed(monkeypatch):
     """Capture the problem and result of the estimator's last solve."""
     seen = {}
-    solve = _base._solve
+    solve = solving._solve
 
     def spy(problem, seed, kwargs):
         result = solve(problem, seed, kwargs)
         seen.update(problem=problem, result=result)
         return result
 
-    monkeypatch.setattr(_base, "_solve", spy)
+    monkeypatch.setattr(solving, "_solve", spy)
     return seen
 
 

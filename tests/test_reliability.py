@@ -15,8 +15,8 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
-import sklearn_ialm.estimators._base as base
 import sklearn_ialm.estimators._certified as certified_fit
+import sklearn_ialm.estimators._solve as solving
 import sklearn_ialm.estimators.fair as fair
 import sklearn_ialm.estimators.neyman_pearson as neyman_pearson
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
@@ -139,15 +139,15 @@ class _Interrupt:
 
 _INTERRUPTS = [
     # (estimator, module, name of the function interrupted, its calls to let through)
-    ("certified", base, "_solve", 0),
-    ("certified", base, "_solve", 1),
+    ("certified", solving, "_solve", 0),
+    ("certified", solving, "_solve", 1),
     ("certified", certified_fit, "fairness_certificate", 0),
-    ("umbrella", base, "_solve", 0),
-    ("umbrella", base, "_solve", 1),
+    ("umbrella", solving, "_solve", 0),
+    ("umbrella", solving, "_solve", 1),
     ("umbrella", neyman_pearson, "umbrella_threshold", 0),
-    ("plain", base, "_solve", 0),
+    ("plain", solving, "_solve", 0),
     ("plain", fair, "fairness_metric", 0),  # the report, after coef_ is set
-    ("warm", base, "_solve", 0),
+    ("warm", solving, "_solve", 0),
 ]
 
 

@@ -24,6 +24,7 @@ from sklearn.preprocessing import StandardScaler
 
 import sklearn_ialm.estimators._base as base
 import sklearn_ialm.estimators._scaling as scaling
+import sklearn_ialm.estimators._solve as solving
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.solver import FunctionProblem, stoc_ialm
 from sklearn_ialm.solver.prox import Ridge
@@ -509,7 +510,7 @@ def test_failed_fit_leaves_the_estimator_as_it_was(small, monkeypatch):
         raise RuntimeError("worker died")
 
     clf = NeymanPearsonClassifier(max_passes=5, random_state=0)
-    monkeypatch.setattr(base, "_solve", failing)
+    monkeypatch.setattr(solving, "_solve", failing)
     with pytest.raises(RuntimeError, match="worker died"):
         clf.fit(X, y)
     with pytest.raises(NotFittedError):
@@ -518,7 +519,7 @@ def test_failed_fit_leaves_the_estimator_as_it_was(small, monkeypatch):
     with pytest.warns(ConvergenceWarning):
         clf.fit(X, y)
     coef = clf.coef_.copy()
-    monkeypatch.setattr(base, "_solve", failing)
+    monkeypatch.setattr(solving, "_solve", failing)
     with pytest.raises(RuntimeError):
         clf.fit(X[:, :3], y)  # a refit that fails keeps the previous model whole
     assert clf.n_features_in_ == 5

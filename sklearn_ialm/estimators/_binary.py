@@ -20,12 +20,12 @@ from sklearn.metrics import roc_auc_score
 from sklearn.utils.extmath import safe_sparse_dot
 
 from ..problems._numeric import BOUND_EPS
+from . import _solve as solving  # every run through _solve.py's _solve: one seam
 from ._inputs import _label
 from ._solve import (
     _joined_history,
     _null_start,
     _select,
-    _solve,
     run_seeds,
     set_solution,
     solver_settings,
@@ -121,7 +121,7 @@ def solve_and_steer(est, problem, context, classes, x0, y0, slack0, in_sequence=
             # The multipliers are a finished solve's at a nearby bound: no search, and
             # the finish goes on at the penalty it ended with.
             kwargs.update(search=False, beta0=float(finished["beta"][-1]))
-        first["last"] = _solve(pb, [seeds[first["best"]], rnd], kwargs)
+        first["last"] = solving._solve(pb, [seeds[first["best"]], rnd], kwargs)
         return first["last"]
 
     if est._steers_hard_rates(problem):
@@ -288,7 +288,7 @@ def _finish_inactive(problem, result, kwargs):
         return result
     kwargs = dict(kwargs, x0=result.x, y0=result.multipliers, slack0=result.slack)
     kwargs.update(finish=True, search=False, max_passes=left)
-    finished = _solve(problem, 0, kwargs)
+    finished = solving._solve(problem, 0, kwargs)
     # Kept where the bound holds on its predictions too (else the steering would start
     # from another point than the stochastic solve's, see _ratio_bound).
     hard = problem.rate_constraints(problem.constraint_scores(finished.x))

@@ -15,37 +15,46 @@ import math
 import warnings
 
 import numpy as np
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import _check_sample_weight
 
 from .._warnings import warn
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
-from ._groups import _group_key, encode_groups
-from ._inputs import _DTYPES, _check_labels
+from ._groups import _group_key
 from ._solve import calibration_seed
+from ._steps import InMemory
 from ._verdict import NOT_MET
 
-__all__ = ["fit_certified"]
+__all__ = ["ClopperPearson"]
 
 #: The probability that a model trained at the moved bound passes the certificate: the
 #: margin is set so that about 9 fits in 10 are certified.
 _POWER = 0.9
 
 
-def fit_certified(est, X, y, sample_weight, sensitive_features):
+class ClopperPearson:
+    """The route's guarantee for ``calibration="clopper-pearson"`` (the module docstring)."""
+
+    def fit(self, est, X, y, sample_weight, fit_params, route) -> None:
+        fit_certified(est, X, y, sample_weight, fit_params)
+
+
+def fit_certified(est, X, y, sample_weight, fit_params):
     est._validate_params()
     kind, form = _certificate_kind(est)
     bound = est._check_bound()
+    sensitive_features = fit_params["sensitive_features"]
     if sensitive_features is None:
         raise ValueError(
             "calibration='clopper-pearson' needs sensitive_features: the certificate is "
             "on the groups' rates."
         )
-    _check_labels(y)
-    X, y = validate_data(est, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
+    fitting = InMemory(multiclass=False).validate(
+        est, X, y, sample_weight, fit_params, guarantee=True
+    )
+    X, y, y01, sw = fitting.X, fitting.y, fitting.labels, fitting.weights
     feature_names = getattr(est, "feature_names_in_", None)
-    classes, y01 = est._check_target(y)
-    sw = est._sample_weights(sample_weight, X, y, y01, classes)
-    codes, labels = encode_groups(sensitive_features, X.shape[0])
+    codes = fitting.fit_params["codes"].astype(np.intp)
+    labels = fitting.fit_params["labels"]
     live = np.flatnonzero(sw > 0)
     protected = est._protected_codes(codes[live], labels)
     held, train_bound = _held_out_rows(

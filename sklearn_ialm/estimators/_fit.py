@@ -23,38 +23,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._certified import fit_certified
+from ._certified import ClopperPearson
 from ._inputs import is_dask_collection
 from ._multiclass import NOT_YET, is_multiclass
-from ._multiclass_umbrella import fit_multiclass_umbrella
-from ._steps import steps
+from ._steps import Unguaranteed
+from ._umbrella_fit import Umbrella
 
 __all__ = ["Route", "fit"]
+
+
+_GUARANTEES = {None: Unguaranteed(), "clopper-pearson": ClopperPearson(), "umbrella": Umbrella()}
 
 
 @dataclass(frozen=True)
 class Route:
     """The axes of one fit, read from the estimator and its input."""
 
-    guarantee: str | None  # None, "clopper-pearson" or "umbrella" (the estimator's calibration)
+    guarantee: object  # _GUARANTEES[est.calibration]: its fit runs the steps
     dask: bool  # X (or y) a dask collection: the rows stay on the workers
     multiclass: bool  # more than two classes in y (y in memory; the dask fit counts them)
 
     @classmethod
     def of(cls, est, X, y) -> Route:
         multiclass = not is_dask_collection(y) and is_multiclass(y)
-        route = cls(est.calibration, is_dask_collection(X) or is_dask_collection(y), multiclass)
+        dask = is_dask_collection(X) or is_dask_collection(y)
+        route = cls(_GUARANTEES[est.calibration], dask, multiclass)
         route._refuse(est, X)
         return route
 
     def _refuse(self, est, X) -> None:
         """Refuse a combination no step supports, naming the parameter."""
-        if self.guarantee == "clopper-pearson" and self.multiclass:
+        if est.calibration == "clopper-pearson" and self.multiclass:
             raise ValueError(
                 f"Only binary classification is supported with calibration="
                 f"{est.calibration!r}: it {NOT_YET}."
             )
-        if self.guarantee == "umbrella" and is_dask_collection(X):
+        if est.calibration == "umbrella" and is_dask_collection(X):
             raise NotImplementedError(
                 'calibration="umbrella" on dask input is not supported yet: its hold-out '
                 "order statistic reads the held-out scores on the client."
@@ -65,15 +69,9 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
     """Fit ``est`` along its route on a working copy and publish it with ``published``
     (attributes the estimator's ``fit`` read from its input); returns ``est``."""
     work = est._working_copy()
+    work._validate_params()  # (the route reads calibration)
     route = Route.of(work, X, y)
-    if route.guarantee is None:
-        steps(work, X, y, sample_weight, fit_params)
-    elif route.guarantee == "clopper-pearson":
-        fit_certified(work, X, y, sample_weight, fit_params["sensitive_features"])
-    elif route.multiclass:
-        fit_multiclass_umbrella(work, X, y, sample_weight)
-    else:
-        work._fit_umbrella(X, y, sample_weight)
+    route.guarantee.fit(work, X, y, sample_weight, fit_params, route)
     for name, value in published.items():
         setattr(work, name, value)
     est._publish(work)

@@ -23,7 +23,8 @@ class Fitting:
     ``validate`` sets the rows ``X``, their ``labels`` (0/1 for two classes, class codes for
     more), ``weights`` (sample times class weight, rows of weight zero dropped), ``classes``,
     the checked ``fit_params`` and the ``model`` of the classes; a data source may keep its
-    own reductions in ``source`` (the Dask fit's cells). ``pose`` sets ``problem`` and
+    own reductions in ``source`` (the Dask fit's cells), and a guarantee the validated ``y``
+    (its rows all kept, see :meth:`._steps.InMemory.validate`). ``pose`` sets ``problem`` and
     ``context`` (what the report and the verdict need of the bound), ``start`` the start,
     ``solve`` the ``solved`` run(s) and the fitted attributes; the model keeps what its own
     steps hand on in ``notes``.
@@ -36,6 +37,7 @@ class Fitting:
     fit_params: dict
     model: Any
     source: Any = None
+    y: Any = None
     problem: Any = None
     context: Any = None
     start: Any = None

@@ -51,12 +51,12 @@ from .._warnings import warn
 from ..problems._numeric import BOUND_EPS
 from ..problems.fairness import unique_codes
 from ..problems.multinomial import MultinomialProblem, Rate, cell_codes
+from . import _solve as solving  # every run through _solve.py's _solve: one seam
 from ._hard_rates import _say
 from ._scaling import _feature_scaling
 from ._solve import (
     _joined_history,
     _select,
-    _solve,
     run_seeds,
     set_solution,
     solver_settings,
@@ -500,7 +500,7 @@ def _steer(est, problem, results, kwargs, seed, passes, x_const, tol, base, roun
         more["max_passes"] = est.max_passes - passes - 1
         if last.finish_history is not None and len(last.finish_history["beta"]):
             more["beta0"] = float(last.finish_history["beta"][-1])
-        results.append(_solve(problem, seed + [len(results)], more))
+        results.append(solving._solve(problem, seed + [len(results)], more))
         passes += results[-1].n_data_passes
     problem.offset = base
     if met is not None:

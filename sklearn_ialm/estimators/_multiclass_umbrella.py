@@ -46,18 +46,14 @@ import math
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils.validation import validate_data
 
 from .._warnings import warn
 from ._multiclass import (
     _class_bounds,
-    _class_codes,
     _python,
-    check_every_class_weighted,
-    check_two_class_params,
 )
 from ._solve import calibration_seed
-from ._steps import steps
+from ._steps import InMemory, steps
 from ._umbrella import umbrella_min_calibration_size, umbrella_rank
 
 __all__ = ["fit_multiclass_umbrella", "predict_codes"]
@@ -220,18 +216,14 @@ def fit_multiclass_umbrella(est, X, y, sample_weight):
             "max_class_error=None: on more than two classes the umbrella rule certifies the "
             "class errors of max_class_error; set max_class_error={class label: alpha, ...}."
         )
-    X, y = validate_data(est, X, y, accept_sparse="csr", dtype=(np.float64, np.float32))
+    fitting = InMemory(multiclass=True).validate(est, X, y, sample_weight, {}, guarantee=True)
+    X, y, codes, classes = fitting.X, fitting.y, fitting.labels, fitting.classes
     feature_names = getattr(est, "feature_names_in_", None)
-    classes, codes = _class_codes(y)
-    # (The multi-class fit checks these too, after the hold-out: checked first, they are
-    # not hidden by a message of the hold-out.)
-    check_two_class_params(est, len(classes))
     bounds = _class_bounds(est, classes)
     delta_each = float(est.delta) / len(bounds)
+    # The user's weights (checked), to train on with the held-out rows zeroed: the steps
+    # apply the class weights and the scale of the weights themselves.
     sw = est._checked_sample_weight(sample_weight, X)
-    check_every_class_weighted(
-        est, np.bincount(codes, weights=sw, minlength=len(classes)), classes
-    )
     held_out = _held_out(est, codes, sw, bounds, delta_each, classes)
     train_weight = sw.copy()
     train_weight[held_out] = 0.0  # a row of weight 0 is a row removed for the fit

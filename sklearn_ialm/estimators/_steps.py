@@ -33,7 +33,7 @@ from ._inputs import _DTYPES, _check_labels, is_dask_collection
 from ._multiclass import Multinomial, is_multiclass, memory_problem
 from ._scaling import _standardised
 
-__all__ = ["InMemory", "conclude", "steps"]
+__all__ = ["InMemory", "Unguaranteed", "conclude", "steps"]
 
 
 def steps(est, X, y, sample_weight, fit_params: dict, *, judge: bool = True):
@@ -80,6 +80,13 @@ def conclude(est, fitting) -> None:
     fitting.model.tell(est, fitting)
 
 
+class Unguaranteed:
+    """The route's guarantee when ``calibration`` is None: the steps on every row."""
+
+    def fit(self, est, X, y, sample_weight, fit_params, route) -> None:
+        steps(est, X, y, sample_weight, fit_params)
+
+
 class InMemory:
     """Rows in memory: a numpy array or a scipy.sparse matrix (kept CSR)."""
 
@@ -91,9 +98,11 @@ class InMemory:
     def __init__(self, multiclass: bool):
         self.multiclass = multiclass
 
-    def validate(self, est, X, y, sample_weight, fit_params) -> Fitting:
+    def validate(self, est, X, y, sample_weight, fit_params, *, guarantee=False) -> Fitting:
         """The parameters, ``X`` and ``y`` checked (the features seen in fit set), the labels
-        coded and weighted by the class model, the rows of weight zero dropped."""
+        coded and weighted by the class model, the rows of weight zero dropped; for a
+        ``guarantee`` (which holds rows out before the steps run on the others), every row
+        kept and the validated ``y`` with them."""
         est._validate_params()
         # (The per-row inputs were paired with the rows of X by the estimator's fit, see
         # _rows.align_rows.)
@@ -108,6 +117,8 @@ class InMemory:
         classes, labels, weights, fit_params = check_labels_and_weights(
             est, model, X, y, sample_weight, fit_params
         )
+        if guarantee:
+            return Fitting(X, labels, weights, classes, fit_params, model, y=y)
         del y  # the labels stand for it from here (a validated copy of a list is n long)
         X, labels, weights, fit_params = without_zero_weight(est, X, labels, weights, fit_params)
         return Fitting(X, labels, weights, classes, fit_params, model)

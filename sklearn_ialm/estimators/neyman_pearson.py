@@ -9,19 +9,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .._warnings import warn
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
 from ._base import BaseIALMClassifier, MatrixLike
 from ._fit import fit
 from ._hard_rates import fit_negative_weight, rate_threshold
-from ._inputs import _DTYPES, _check_labels, is_dask_collection
+from ._inputs import is_dask_collection
 from ._multiclass import binary_max_fpr
 from ._multiclass_umbrella import predict_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
-from ._solve import calibration_seed
 from ._stream import partial_fit as stream_partial_fit
 from ._stream import streams
 from ._umbrella import (
@@ -516,50 +514,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         """
         y, sample_weight = align_rows(X, y=y, sample_weight=sample_weight)
         return stream_partial_fit(self, X, y, classes=classes, sample_weight=sample_weight)
-
-    def _fit_umbrella(self, X, y, sample_weight):
-        """The fit with ``calibration="umbrella"``: validate everything once, on all rows, then
-        train on the rows that are not held out (zero weight is "row removed" for the
-        solver) and set the threshold on the held-out negatives."""
-        self._validate_params()
-        _check_labels(y)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=_DTYPES, order="C")
-        feature_names = getattr(self, "feature_names_in_", None)
-        classes, y01 = self._check_target(y)
-        sw = self._sample_weights(sample_weight, X, y, y01, classes)
-        held_out = self._held_out_negatives(y01, sw)
-        # The user's weights, held-out rows zeroed: the fit applies the class weights and
-        # the scale of the weights itself (on sw they would be applied twice).
-        train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
-        train_weight[held_out] = 0.0
-
-        # The fit sets the threshold on these rows (_decision_threshold) before it reports
-        # on the training rows: its hard rates, bound_met_, converged_ and warnings are those
-        # of the model that predict uses, threshold included.
-        self._umbrella_rows = X[held_out]
-        try:
-            self._fit(X, y, sample_weight=train_weight)
-        finally:
-            self.__dict__.pop("_umbrella_rows", None)
-        self.calibration_indices_ = held_out
-        # _fit validated the (already validated) ndarray again, which forgets the names.
-        if feature_names is not None:
-            self.feature_names_in_ = feature_names
-
-        if not np.all(sw[held_out] == sw[held_out][0]):
-            warn(
-                "sample_weight differs among the held-out negatives: the umbrella rule counts "
-                "each held-out negative once, so the guarantee is for the unweighted "
-                "population of negatives.",
-                UserWarning,
-            )
-
-    def _held_out_negatives(self, y01, sample_weight):
-        """The negatives (of nonzero weight) held out for the umbrella rule, sorted."""
-        negatives = np.flatnonzero((y01 == 0) & (sample_weight > 0))
-        n_calibration = self._n_calibration(negatives.size)
-        rng = np.random.default_rng(calibration_seed(self.random_state))
-        return np.sort(rng.choice(negatives, size=n_calibration, replace=False))
 
     def _umbrella_threshold(self, X_held):
         """The umbrella threshold of the held-out negatives' scores (set and returned), and
