@@ -1,12 +1,11 @@
-"""Machinery shared by the estimators.
+"""The estimators' shared base: parameters, weights, warm start, working copy, predictions.
 
-The steps of a fit (validation of the data, sample and class weights, warm starts,
-independent seeded runs of :func:`~sklearn_ialm.solver.stoc_ialm` through joblib, the
-steering to the bound on predictions, the report on the training rows), the fitted
-attributes, the :class:`~sklearn.exceptions.ConvergenceWarning` and the prediction methods.
-The standard units are :mod:`._scaling`'s, the solver runs :mod:`._solve`'s (both shared with
-the Dask fit, :mod:`._dask`). A concrete estimator only says how its data become a problem
-object and how its constraints are reported in the units of its parameters.
+``BaseIALMClassifier`` holds what both estimators share outside the steps of a fit: the
+parameters and their constraints, the checks of the target and of the sample and class
+weights, the previous fit as a warm start, the working copy a fit runs on and its
+publication (:mod:`._fit`), pickling, and the prediction methods. A concrete estimator says
+how its data become a problem object and how its constraints are reported in the units of
+its parameters (the hooks below); the steps themselves are :mod:`._steps`'.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ def _is_fit_state(name: str) -> bool:
 
 
 class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
-    """Binary linear classifier fitted under constraints by Stoc-iALM (not for direct use).
+    """Linear classifier fitted under constraints by Stoc-iALM (not for direct use).
 
     Subclasses implement ``_build_problem`` and ``_constraint_report`` and may implement
     ``_check_fit_params`` / ``_subset_fit_params`` for per-row fit parameters, and

@@ -275,7 +275,7 @@ class OnDask:
     in_sequence = True
 
     def validate(self, est, X, y, sample_weight, fit_params) -> Fitting:
-        X = _validated_rows(est, X)
+        X = checked_rows(est, X)
         labels = _checked_labels(X, y, sample_weight, fit_params)
         if len(labels[4]) > 2:
             return self._multinomial(est, X, labels, sample_weight, fit_params)
@@ -328,7 +328,7 @@ class OnDask:
     def binary_report(self, est, fitting) -> None:
         _, fit, n_passes = fitting.solved
         problem, cells = fitting.problem, fitting.source
-        _training_report(est, fitting.X, problem, cells, fitting.context, fit, n_passes)
+        _report_from_cells(est, fitting.X, problem, cells, fitting.context, fit, n_passes)
         # (Rows on the boundary stay where they are, and no constant model is weighed
         # against the fit: both read every training score on the client.)
         est._constant_fallback = None
@@ -369,7 +369,7 @@ def pose_multinomial(est, X, cells, sw, **kwargs):
     )  # fmt: skip
 
 
-def _validated_rows(est, X):
+def checked_rows(est, X):
     """The parameters checked, and ``X`` as float rows; sets the features seen in fit."""
     est._validate_params()
     if getattr(est, "max_fpr", None) is not None and hasattr(est, "constraint"):
@@ -584,7 +584,7 @@ def _pose_problem(est, X, cells: _Cells, problem_c):
     return problem
 
 
-def _training_report(est, X, problem, cells: _Cells, context, fit, n_passes):
+def _report_from_cells(est, X, problem, cells: _Cells, context, fit, n_passes):
     """The fitted report attributes, each reported rate read from the cells' weighted means
     of the predictions: one pass over ``X`` (and two more for a Neyman-Pearson threshold),
     each scoring its blocks."""

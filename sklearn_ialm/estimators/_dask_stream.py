@@ -34,7 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._warnings import warn
 from ..problems._dask_rows import DaskRows
-from ._dask import STREAM_PASSES, _checked_labels, _rate_threshold, _validated_rows
+from ._dask import STREAM_PASSES, _checked_labels, _rate_threshold, checked_rows
 from ._fitting import Fitting
 from ._stream import _codes, _group_codes, cell_rates
 
@@ -55,7 +55,7 @@ class Streamed:
                 "pass over X (the stream). Use max_passes >= 1."
             )
         columns = getattr(X, "columns", None)
-        X = _validated_rows(est, X)
+        X = checked_rows(est, X)
         names = est.__dict__.get("feature_names_in_")
         y, g, w, sf, y_values, g_values, table, n = _checked_labels(
             X, y, sample_weight, fit_params

@@ -461,7 +461,7 @@ def _segment(problem, base, Z0, Z1):
     return hi
 
 
-def _steer(est, problem, results, kwargs, seed, passes, x_const, tol, base, rounds):
+def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol, base, rounds):
     """Re-solve at soft bounds moved by the hard violation until the bound holds on the
     training predictions (offsets ``base``), each active constraint within ``tol`` of it, or
     until a converged solve on each side of the bound is found (see the module docstring).
@@ -521,7 +521,7 @@ def _steer(est, problem, results, kwargs, seed, passes, x_const, tol, base, roun
 
 
 def _move_bounds(est, problem, values, seen, active, tol, base, passes, done):
-    """Set the soft bounds for the next solve (see :func:`_steer`): of the violated
+    """Set the soft bounds for the next solve (see :func:`_steer_soft_bounds`): of the violated
     constraints (tighter) and of the active ones met with room to spare (looser).
 
     ``values``: the soft (no offset) and hard values the last solve reached; ``seen``: those
@@ -606,7 +606,7 @@ class Multinomial:
 
     def report(self, est, fitting, source) -> None:
         notes = fitting.notes
-        _report(
+        _class_rates(
             est, fitting.problem, notes["scores"], fitting.labels, fitting.weights,
             notes["groups"], notes["names"], fitting.context,
         )  # fmt: skip
@@ -646,7 +646,7 @@ def _solve_and_steer(est, fitting):
         # binding): the class offsets meet the bounds on predict exactly, and a soft bound
         # at alpha asks far more (the soft error of a row predicted right is still
         # 1 - p_k > 0); the steering tightens the soft bounds that the offsets alone would
-        # meet only at a cost, from the soft errors reached (see _steer).
+        # meet only at a cost, from the soft errors reached (see _steer_soft_bounds).
         problem.offset = base - 2.0
     if est.preset == "default":
         # The augmented Lagrangian method on all rows from the start (the deterministic
@@ -676,7 +676,7 @@ def _solve_and_steer(est, fitting):
         else:
             band, x_const = est.bound_tol, _null_point(problem, codes, sw, K)
             rounds = _MAX_ROUNDS
-        x, results, chosen, passes, toward_constant = _steer(
+        x, results, chosen, passes, toward_constant = _steer_soft_bounds(
             est, problem, results, kwargs, [seeds[best]], passes, x_const, band, base, rounds
         )
     scores = problem.scores(x)
@@ -720,7 +720,7 @@ def _per_class(values, K, names, context):
     return out if not names[0].startswith("error_rate") else out[:1]
 
 
-def _report(est, problem, scores, codes, sw, groups, names, context):
+def _class_rates(est, problem, scores, codes, sw, groups, names, context):
     K = len(est.classes_)
     soft = np.exp(log_softmax(scores, axis=1))
     hard = problem.hard_predictions(scores)

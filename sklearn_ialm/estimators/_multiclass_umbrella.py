@@ -232,7 +232,7 @@ def fit_multiclass_umbrella(est, X, y, sample_weight):
         est.feature_names_in_ = feature_names
     _calibrate(est, X[held_out], codes[held_out], bounds, delta_each)
     est.calibration_indices_ = held_out
-    _training_report(est, X, codes, train_weight, bounds)
+    _claim_rule_errors(est, X, codes, train_weight, bounds)
     judge()  # bound_met_, converged_ and their warning, on the rule predict uses
     if not np.all(sw[held_out] == sw[held_out][0]):
         warn(
@@ -244,7 +244,7 @@ def fit_multiclass_umbrella(est, X, y, sample_weight):
     return est
 
 
-def _training_report(est, X, codes, train_weight, bounds):
+def _claim_rule_errors(est, X, codes, train_weight, bounds):
     """The training rows' class errors of the claim rule (the model predict uses)."""
     keep = train_weight > 0
     codes, w = codes[keep], train_weight[keep]
