@@ -54,6 +54,9 @@ class HardRateFit:
     threshold_moved: bool = False  # met by moving the threshold of a solve (no solve met it)
     # (coef, intercept) of the solve nearest the bound, which the two moves above start from.
     nearest: tuple | None = None
+    # The surrogate's bound of some unit that missed was tightened as far as the steering
+    # goes (see _shift_cap) before no solve met the bound.
+    at_cap: bool = False
 
 
 class _Units:
@@ -263,9 +266,15 @@ def fit_hard_rates(
         # Kept above if needed; dropped here, the next solve's scores do not come on top.
         del scores
 
-    return _between_sides(
+    fit = _between_sides(
         problem, units, steering.infeasible, steering.feasible, results, passes, base, verbose
     )
+    fit.at_cap = bool(np.any(steering.capped))
+    if fit.at_cap and not fit.converged and fit.nearest is None:
+        # A further solve at the tightest surrogate cut short by the budget: the solve
+        # nearest the bound is reported too (the fit says what bound is within reach).
+        fit.nearest = problem.coef(steering.infeasible[0])
+    return fit
 
 
 class _Steering:
