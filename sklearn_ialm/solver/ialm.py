@@ -36,7 +36,26 @@ _PROGRESS_SECONDS = 2.0
 #: fit, Neyman-Pearson), summed, when it was chosen: 627.6, 607.1, 574.6 and 554.1 with a
 #: floor of 0, 3, 10 and 30 (10 kept: the larger, the worse the inner solves' conditioning).
 _FINISH_BETA0 = 10.0
-#: What the stochastic phase may spend when the finish follows it: a tenth of ``max_passes``
+#: When the finish follows (and :func:`_sized_search_applies`), the stochastic phase is
+#: PStorm on the augmented Lagrangian at the caller's multipliers and ``beta0``, without stop
+#: tests (the finish's first evaluation judges its point), for this many minibatch draws, at
+#: most one pass and at most ``_SEARCH_SHARE`` of ``max_passes``. Measured (solver-level A/B,
+#: CPU of the search and finish against the finish alone, one thread): the draws that shorten
+#: the finish most are about the same count whatever the rows: 1 pass on the anchor task
+#: (30000 rows, A/B 0.75; 0.25 pass 0.89, 2 passes 0.86), 0.25-0.5 pass on dense 1e5 x 20
+#: (0.83-0.89; 2 passes 1.32), 0.03-0.1 pass on dense 1e6 x 20 (0.82; 0.3 pass 0.96), 0.5
+#: pass on Adult by race (53333 constraint rows, 0.96-1.01). Algorithm 1's loop with stop
+#: tests on all rows that it replaces cost A/B 1.3-2.4 there (its tests alone 8-19 passes):
+#: its multipliers saved the finish about 3 outer iterations of a pass or less each, and
+#: took 5-10 outer iterations, each ended by a test on all rows.
+_SEARCH_DRAWS = 30_000
+#: Below this many rows there is no stochastic phase before the finish: on 100 groups of 20
+#: rows (2000 rows, demographic parity 0.1) a pass of it cost more than it saved (A/B 1.03,
+#: 18.9 passes against 18.0, ``benchmarks/results/finish_ab_stochastic.md``), and within a
+#: budget of 10 passes it left the steering's re-solves short of passes.
+_SEARCH_MIN_ROWS = 10_000
+#: What Algorithm 1's stochastic phase may spend when the finish follows it (a loss other
+#: than the logistic, see :func:`_sized_search_applies`): a tenth of ``max_passes``
 #: or ``_SEARCH_PASSES``, whichever is more, and at most half. The Newton finish converges
 #: from any start (Adult by race, every fairness kind at 0.05, and 100 groups of 20 rows:
 #: 13 to 36 passes without the stochastic phase), so a phase that has not found the
@@ -317,6 +336,8 @@ def stoc_ialm(
     )  # fmt: skip
     rng = _generator(random_state)
     search = problem.n_constraints and run.knobs.search and not run.full_batch
+    sized = run.finish and _sized_search_applies(problem)
+    search = search and not (sized and _search_passes(run) == 0.0)
     if run.finish and search and hasattr(problem, "search_sample"):
         args = dict(
             x0=x0, tol=tol, dual_tol=dual_tol, preset=preset, beta0=beta0, sigma=sigma,
@@ -326,17 +347,19 @@ def stoc_ialm(
             y0=y0, slack0=slack0, verbose=verbose, **knobs,
         )  # fmt: skip
         return _search_on_sample(problem, rng, args)
-    # A finish without search reads no minibatch: on far rows (a Dask cluster) its first
-    # momentum estimate would be a read of every partition for nothing.
-    far_finish = run.finish and not search and hasattr(problem, "search_sample")
+    # A finish without search reads no minibatch (on far rows, a Dask cluster, its first
+    # momentum estimate would be a read of every partition for nothing).
     parts, y = _set_up(
-        problem, run, rng, x0=x0, y0=y0, slack0=slack0, verbose=verbose, momentum=not far_finish
-    )
+        problem, run, rng, x0=x0, y0=y0, slack0=slack0, verbose=verbose,
+        momentum=not (run.finish and not search),
+    )  # fmt: skip
     if run.finish and not search:
         # No multipliers to find (none, or the caller's y0 are a finished solve's), or
         # minibatches of every row (a deterministic method, whose quasi-Newton form the
         # finish is): the deterministic finish is the whole solve.
         state = _LoopState(y=y, beta=float(run.beta0), message="no search")
+    elif sized:
+        state = _search(parts, run, y)
     else:
         state = _outer_loop(parts, run, y)
     if run.finish:
@@ -510,8 +533,43 @@ def _finish(parts: _Parts, run: RunSettings, state: _LoopState, verbose) -> None
 
 
 def _search_budget(max_passes):
-    """The passes the stochastic phase may spend before the finish (see ``_SEARCH_PASSES``)."""
+    """The passes Algorithm 1's stochastic phase may spend before the finish (see
+    ``_SEARCH_PASSES``)."""
     return min(_SEARCH_SHARE * max_passes, max(0.1 * max_passes, _SEARCH_PASSES))
+
+
+def _sized_search_applies(problem) -> bool:
+    """Whether the stochastic phase before the finish is :func:`_search` (else Algorithm 1's
+    loop with its stop tests): where the objective is the logistic loss of a linear score,
+    convex, whose finish converges from any multipliers. From zero multipliers the finish
+    of the paper's nonconvex Neyman-Pearson model (sigmoid loss, 800 rows) diverged (a
+    coefficient of 1e9): it needs the multipliers that Algorithm 1's loop finds."""
+    from ..problems.losses import Logistic  # (the problems package imports the solver)
+
+    return type(getattr(problem, "loss", None)) is Logistic
+
+
+def _search_passes(run: RunSettings) -> float:
+    """The passes of :func:`_search` (see ``_SEARCH_DRAWS``); none below
+    ``_SEARCH_MIN_ROWS`` rows."""
+    if run.rows < _SEARCH_MIN_ROWS:
+        return 0.0
+    return min(_SEARCH_DRAWS / run.rows, 1.0, _SEARCH_SHARE * run.max_passes)
+
+
+def _search(parts: _Parts, run: RunSettings, y) -> _LoopState:
+    """The stochastic phase when the finish follows: PStorm on the augmented Lagrangian at
+    ``(y, beta0)`` for :func:`_search_passes`, no stop test; the
+    finish starts from its last iterate and ``y``."""
+    inner, counter = parts.inner, parts.counter
+    inner.every, inner.work, inner.growth = np.iinfo(np.int64).max, None, 1.0
+    # Counted from here: the set-up and the first momentum estimate are spent already.
+    counter.budget = min(
+        counter.budget, counter.evaluations + _search_passes(run) * counter.n_samples
+    )
+    state = _LoopState(y=y, beta=float(run.beta0), message="search length spent")
+    state.n_iter, _ = inner.run(y, state.beta, 0, 0)
+    return state
 
 
 def _multiplier_step(parts, run, y, beta, z, verdict: Verdict):
@@ -594,7 +652,7 @@ def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose, momentum
     z = np.concatenate([problem.h.prox(x, 1.0) if x0 is not None else x, s])
     counter = Counter.for_problem(
         problem,
-        # With the finish after it, the stochastic phase may spend a share of the budget.
+        # With the finish after it, Algorithm 1's loop may spend a share of the budget.
         max_passes=_search_budget(run.max_passes) if run.finish else run.max_passes,
         max_oracle_calls=run.max_oracle_calls,
         count_scale=float(run.paper.get("count_scale", 1.0)),

@@ -135,10 +135,18 @@ class Settings(Mapping):
         See ``step_scale``. Not measured.
     finish : bool, default=True
         End the run with the deterministic finish (:func:`~sklearn_ialm.solver.finish.alm_finish`):
-        the stochastic phase then only looks for the multipliers (its stop test on ``tol``
-        for both residuals), and the augmented Lagrangian method with Newton inner solves on
-        all rows takes the point and the multipliers from there to the finish's tolerances
-        (``finish_tol``); ``converged`` is its verdict. For finite sums whose ``h`` is smooth
+        the augmented Lagrangian method with Newton inner solves on all rows takes the
+        stochastic phase's point and multipliers to the finish's tolerances (``finish_tol``);
+        ``converged`` is its verdict. Before it, on a logistic loss, the stochastic phase is
+        PStorm at the starting multipliers for 30000 minibatch draws (at most a pass), with
+        no stop test (``eval_every`` and ``check_sample`` unused): the finish's first
+        evaluation judges its point. Below 10000 rows there is none: on 2000 rows (100 groups
+        of 20) a pass of it cost more than it saved (18.9 passes against 18.0 without it);
+        on 30000 (the anchor task) the fit takes 0.93-0.95 of its CPU without it, 0.91-1.06
+        on Adult by race (``benchmarks/results/finish_ab_stochastic.md``). Other losses
+        keep Algorithm 1's loop, which looks for the multipliers (its stop test on ``tol``
+        for both residuals): from zero multipliers the finish of the paper's sigmoid model
+        diverged. For finite sums whose ``h`` is smooth
         or a box (else off). ``"paper"`` and ``"theory"``: off, the paper's algorithm as
         written. Chosen by: on wide sparse data (CSR 7e4 x 1e4, 50 non-zeros a row) the
         stochastic phase alone spent its 300 passes at a dual residual of 2e-3, its noise
