@@ -136,24 +136,21 @@ def measure(make, X, y, g, seeds, repeats):
 def pass_split(model):
     """``n_data_passes_`` as ``(minibatch, stop tests, finish, other)`` from ``history_``.
 
-    Every solve (``history_["round"]``) ends with a test on all rows of the point its finish
-    reached, so the passes from the test before it to that test, less the test itself, are
-    the finish's (a solve with a single test, its stochastic phase skipped, is all finish,
-    with its set-up). Stop tests are ``history_["check_passes"]``; other is what the
-    estimator read outside its solves (checks of the predictions between solves, a
-    multi-class fit's move towards the constant model, the final scoring); minibatch is the
-    rest (the stochastic phase with its set-up).
+    Stop tests are ``history_["check_passes"]``; other is what the estimator read outside
+    its solves (checks of the predictions between solves, a multi-class fit's move towards
+    the constant model, the final scoring). The stochastic phase runs without a test of its
+    own when the finish follows it, so its minibatches are read from the draws: each drawn
+    sample is evaluated at two points (PStorm's momentum estimate), over the rows of a pass
+    (``oracle_calls / data_passes``, the solver's own conversion). The finish is the rest,
+    with the set-up.
     """
     h = model.history_
-    done, tests = np.asarray(h["data_passes"]), np.asarray(h["check_passes"])
-    rounds = np.asarray(h.get("round", np.zeros(len(done))))
-    finish = 0.0
-    for r in np.unique(rounds):
-        last = np.flatnonzero(rounds == r)[-1]
-        before = (done[last - 1], tests[last - 1]) if last else (0.0, 0.0)
-        finish += (done[last] - before[0]) - (tests[last] - before[1])
-    other = model.n_data_passes_ - done[-1]
-    return done[-1] - tests[-1] - finish, tests[-1], finish, other
+    done, tests = float(h["data_passes"][-1]), float(h["check_passes"][-1])
+    draws = float(h["objective_draws"][-1] + h["constraint_draws"][-1])
+    rows = float(h["oracle_calls"][-1]) / done if done > 0 else np.inf
+    minibatch = min(2.0 * draws / rows, done - tests)
+    other = model.n_data_passes_ - done
+    return minibatch, tests, done - tests - minibatch, other
 
 
 def _passes(models):

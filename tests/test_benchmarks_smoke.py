@@ -13,8 +13,9 @@ def test_b_skips_the_stochastic_phase():
     # B of the harness is A with batch_size=B_BATCH: its passes must split into no
     # minibatch at all, where A's default fit spends some, and no part may be negative.
     # Five groups of unequal sizes: the constraint rows outnumber X's (as on Adult), where
-    # batch_size = X's rows would leave a stochastic phase.
-    X, y, _, *_ = binding_data(1.5, n=3000)
+    # batch_size = X's rows would leave a stochastic phase. (Below 10000 rows no fit runs
+    # one, see solver/ialm.py's _SEARCH_MIN_ROWS.)
+    X, y, _, *_ = binding_data(1.5, n=12000)
     g = np.digitize(np.random.default_rng(0).random(len(y)), [0.8, 0.85, 0.9, 0.95])
     a = FairLogisticClassifier(bound=0.05, random_state=0).fit(X, y, sensitive_features=g)
     b = FairLogisticClassifier(bound=0.05, random_state=0, batch_size=B_BATCH)
