@@ -286,7 +286,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     converged_ : bool
         Whether both residuals are ``<= tol``.
     n_iter_ : int
-        Inner (PStorm) iterations.
+        Inner (PStorm) iterations of the stochastic phase: 0 where none runs (before the
+        finish on fewer than 10000 rows, see the user guide's "Convergence").
     n_outer_iter_ : int
         Outer (augmented Lagrangian) iterations.
     n_data_passes_ : float

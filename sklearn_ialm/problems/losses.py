@@ -1,8 +1,10 @@
 """Per-sample losses of a margin ``m = b * score`` (``b`` in {-1, +1}), with derivatives.
 
 Each loss has ``value(m)``, ``derivative(m)``, ``second_derivative(m)`` (for the Newton steps
-of the finish) and ``curvature``, an upper bound of ``|loss''|`` used for the step size. All
-are written to stay finite for any float margin.
+of the finish), ``curvature``, an upper bound of ``|loss''|`` used for the step size, and
+``convex`` (whether the solver's finish may start from any multipliers, see
+:func:`sklearn_ialm.solver.ialm._sized_search_applies`). All are written to stay finite for
+any float margin.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Logistic:
     """
 
     curvature = 0.25
+    convex = True
 
     def value(self, m):
         return np.logaddexp(0.0, -m)
@@ -64,6 +67,7 @@ class TruncatedLogistic:
     """
 
     curvature = 0.25  # phi_alpha is concave and increasing with phi' <= 1: l'' <= logistic''
+    convex = False
 
     def __init__(self, alpha: float = 2.0):
         if not (np.isfinite(alpha) and alpha > 0):
@@ -96,6 +100,7 @@ class SigmoidLoss:
     """
 
     curvature = SIGMOID_CURVATURE
+    convex = False
 
     def value(self, m):
         return expit(-m)

@@ -543,10 +543,9 @@ def _sized_search_applies(problem) -> bool:
     loop with its stop tests): where the objective is the logistic loss of a linear score,
     convex, whose finish converges from any multipliers. From zero multipliers the finish
     of the paper's nonconvex Neyman-Pearson model (sigmoid loss, 800 rows) diverged (a
-    coefficient of 1e9): it needs the multipliers that Algorithm 1's loop finds."""
-    from ..problems.losses import Logistic  # (the problems package imports the solver)
-
-    return type(getattr(problem, "loss", None)) is Logistic
+    coefficient of 1e9): it needs the multipliers that Algorithm 1's loop finds. Read from
+    the loss's ``convex`` (the solver knows no loss class: the problems layer is above it)."""
+    return bool(getattr(getattr(problem, "loss", None), "convex", False))
 
 
 def _search_passes(run: RunSettings) -> float:
