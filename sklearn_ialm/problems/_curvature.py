@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
 from scipy.special import expit
 
 from . import _gram
@@ -79,15 +80,17 @@ class SecondOrder:
         """
         m = self.n_constraints
         compiled = self._full_evaluation_compiled(x)
+        scores = None
         if compiled is not None:
             f0, grad, c, jac_t = compiled
             J = jac_t(np.eye(m)).T if m else np.zeros((0, self.n_params))
         else:
-            f0, grad, c, _, J = self._numpy_evaluation(x, jacobian=True)
+            operator = self.n_params > _gram.GRAM_MAX_PARAMS
+            f0, grad, c, _, J, scores = self._numpy_evaluation(x, jacobian=True, scores=operator)
         x = np.array(x, dtype=float)
 
         def hessian(mu):
-            H = self._hessian(x, np.asarray(mu, dtype=float))
+            H = self._hessian(x, np.asarray(mu, dtype=float), scores)
             return H if self._dead is None else self._without_dead(H)
 
         if self._dead is not None:
@@ -103,7 +106,6 @@ class SecondOrder:
             H[:, dead] = 0.0
             H[dead, dead] = 1.0  # (the diagonal entries: a boolean index on both axes)
             return H
-        from scipy.sparse.linalg import LinearOperator
 
         def matvec(v):
             v = np.ravel(v)
@@ -120,7 +122,9 @@ class SecondOrder:
         rows = 0
         for A, direct in self._curvature_matrices():
             if self.n_params > _gram.GRAM_MAX_PARAMS:
-                rows += A.shape[0]  # the scores; each product is a read more
+                # The scores, where the evaluation did not keep them (the compiled pass
+                # over dense rows); each product is a read more.
+                rows += 0 if self._dense_pass_code() is None else A.shape[0]
                 continue
             pick = self._hessian_sample(A)[0]
             if pick is None:
@@ -139,7 +143,8 @@ class SecondOrder:
         for A, direct in self._curvature_matrices():
             width = A.nnz / max(A.shape[0], 1) if sp.issparse(A) else A.shape[1]
             if self.n_params > _gram.GRAM_MAX_PARAMS:
-                rows += A.shape[0]
+                # The rows' weights, and their scores where the evaluation did not keep them.
+                rows += 0.05 * A.shape[0] if self._dense_pass_code() is None else A.shape[0]
                 continue
             pick = self._hessian_sample(A)[0]
             gram = A.shape[0] if pick is None else len(pick)
@@ -156,10 +161,12 @@ class SecondOrder:
             out[id(rows.A)] = (A, direct and rows.rows is None)
         return list(out.values())
 
-    def _hessian(self, x, mu):
-        """``hessian(mu)`` of :meth:`second_order_evaluation` at ``x``."""
+    def _hessian(self, x, mu, scores=None):
+        """``hessian(mu)`` of :meth:`second_order_evaluation` at ``x`` (``scores``: the rows'
+        scores there by matrix id, where the evaluation kept them)."""
         if self.n_params > _gram.GRAM_MAX_PARAMS:
-            return self._hessian_operator(self._curvature_weights(x, mu, sample=False))
+            parts = self._curvature_weights(x, mu, sample=False, scores=scores)
+            return self._hessian_operator(parts)
         H = np.zeros((self.n_params, self.n_params))
         compiled = self.use_kernel and _kernels_available()
         inv = np.broadcast_to(self._inv_scale, (self.n_features,)) if self._scaled else None
@@ -218,7 +225,7 @@ class SecondOrder:
             out += weights if rows.rows is None else np.bincount(rows.rows, weights, len(out))
         return out
 
-    def _curvature_weights(self, x, mu, *, sample):
+    def _curvature_weights(self, x, mu, *, sample, scores=None):
         """``[(matrix, pick, weights)]``: the second derivatives of ``g + mu . c`` in the score
         of each row of each matrix read (zero off a row subset), on its
         :meth:`_hessian_sample` rows ``pick`` with ``sample`` (their weights scaled up to the
@@ -242,7 +249,7 @@ class SecondOrder:
 
                 out.append((A, pick, weights))
                 continue
-            z = self._score(A, x)
+            z = self._score(A, x) if scores is None else scores[id(A)]
             r = np.zeros(A.shape[0])
             for rows, weigh in mine:
                 if rows.rows is None:
@@ -268,7 +275,6 @@ class SecondOrder:
 
     def _hessian_operator(self, parts):
         """The Hessian of :meth:`_hessian` as products with it (wide data)."""
-        from scipy.sparse.linalg import LinearOperator
 
         def matvec(v):
             v = np.ravel(v)

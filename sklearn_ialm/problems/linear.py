@@ -386,21 +386,27 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
             return compiled
         return self._numpy_evaluation(x)[:4]
 
-    def _numpy_evaluation(self, x, jacobian=False):
+    def _numpy_evaluation(self, x, jacobian=False, scores=False):
         """:meth:`full_evaluation` by numpy's (and scipy's) products, and with ``jacobian``
         ``J`` as a fifth entry (else None): where the objective and the constraints read
         one matrix, the gradient and ``J`` come from one backward product with ``1 + m``
-        columns instead of two (on CSR 2e5 x 1e4, a third of an evaluation)."""
+        columns instead of two (on CSR 2e5 x 1e4, a third of an evaluation). With
+        ``jacobian``, a sixth entry: with ``scores``, the scores of every row of each
+        matrix read, by the matrix's id (the Hessian's weights then need no read of their
+        own), else None."""
         Ao, Ac = self.A_obj, self.A_con
         shared = self.n_constraints and Ao.A is Ac.A
-        zc = None
+        zc, kept = None, None
         if shared:
             z_all = self._score(Ao.A, x)
+            kept = {id(Ao.A): z_all.copy()} if scores else None
             zo = z_all if Ao.rows is None else z_all[Ao.rows]
             zc = z_all if Ac.rows is None else z_all[Ac.rows]
             del z_all
         else:
-            zo = self._score(Ao.full, x)
+            zo = self._score(Ao.A, x)
+            kept = {id(Ao.A): zo.copy()} if scores else None
+            zo = zo if Ao.rows is None else zo[Ao.rows]
         # The products are formed in arrays made here (scores, and the values of the
         # package's losses, which are new arrays): a few n-vectors fewer at a time, with the
         # same values (a product of two floats does not depend on their order).
@@ -415,9 +421,13 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         fused = jacobian and shared
         grad = None if fused else self._grad(Ao.full, r, Ao.n_rows)
         if not self.n_constraints:
-            return f0, grad, np.zeros(0), lambda v: np.zeros_like(x), np.zeros((0, len(x)))
+            no_jac = np.zeros((0, len(x))) if jacobian else None
+            return f0, grad, np.zeros(0), lambda v: np.zeros_like(x), no_jac, kept
         if not shared:
-            zc = self._score(Ac.full, x)
+            zc = self._score(Ac.A, x)
+            if scores:
+                kept[id(Ac.A)] = zc.copy()
+            zc = zc if Ac.rows is None else zc[Ac.rows]
         p = expit(zc, out=zc)
         del zc
         c = (self.W * p[:, None]).mean(axis=0) + self.offset
@@ -433,9 +443,9 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
             return self._grad(Ac.full, q, 1.0)
 
         if not jacobian:
-            return f0, grad, c, jac_t, None
+            return f0, grad, c, jac_t, None, None
         if not fused:
-            return f0, grad, c, jac_t, jac_t(np.eye(self.n_constraints)).T
+            return f0, grad, c, jac_t, jac_t(np.eye(self.n_constraints)).T, kept
         # Both cotangents as columns over the rows of the one matrix.
         Q = np.empty((Ao.A.shape[0], 1 + self.n_constraints))
         Q[:, 0] = r / Ao.n_rows if Ao.rows is None else np.bincount(
@@ -444,7 +454,7 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         cot = self.W * dp[:, None]
         Q[:, 1:] = cot if Ac.rows is None else Ac.full._spreader() @ cot
         G = self._grad(Ao.A, Q, 1.0)
-        return f0, G[:, 0], c, jac_t, G[:, 1:].T
+        return f0, G[:, 0], c, jac_t, G[:, 1:].T, kept
 
     # -- the same minibatch at two points (PStorm's fast path) ---------------------------------
     def _score_pair(self, A, x1, x2):

@@ -517,10 +517,18 @@ def _finish(parts: _Parts, run: RunSettings, state: _LoopState, verbose) -> None
         state.message = _budget_spent(problem)
         _last_test(parts, state)
         return
+    evaluation = fin.evaluation
     if np.any(fin.shift):
         problem.offset = problem.offset + fin.shift  # the free levels' (problem is a copy)
+        if evaluation is not None:
+            f0, grad, c, J = evaluation
+            evaluation = (f0, grad, np.asarray(c, dtype=float) + fin.shift, J)
     z = np.concatenate([fin.x, z[p:]])
-    verdict = test.evaluate(z, fin.solve_multipliers, fin.beta, state.k, state.n_iter, full=True)
+    # The finish's last Newton solve read all rows at its point: the verdict reads none.
+    verdict = test.evaluate(
+        z, fin.solve_multipliers, fin.beta, state.k, state.n_iter, full=True,
+        evaluation=evaluation,
+    )  # fmt: skip
     parts.inner.z = verdict.z
     state.converged = verdict.converged(tol, dual_tol)
     if state.converged:

@@ -136,13 +136,18 @@ class StopTest:
         moved, self._moved = self._moved, None
         return moved
 
-    def _read(self, x, full):
+    def _read(self, x, full, evaluation=None):
         """``(f0, grad, c, jac_t)`` at ``x``, the evaluation batches of a sampled problem,
         the subsample's chunks and the rows read: on a subsample unless ``full`` or the
-        tests read all rows."""
+        tests read all rows; ``evaluation``: ``(f0, grad, c, J)`` on all rows at ``x``,
+        already read (by the finish), used as it is."""
         problem, counter, m = self.problem, self.counter, self.est.m
         sub = self.subsample
         batches = chunks = None
+        if evaluation is not None:
+            f0, grad, c, J = evaluation
+            J = np.asarray(J, dtype=float)
+            return (f0, grad, c, lambda v: J.T @ v), batches, chunks, self.full_cost or np.nan
         if not full and sub is not None and sub.rows is not None:
             chunks, rows_read = sub.read(problem, self.rng, x, m)
             counter.check_evaluations += rows_read
@@ -168,14 +173,15 @@ class StopTest:
             sub.restart(problem, x, f0, grad, c, jac_t, m, self.est.p)
         return (f0, grad, c, jac_t), batches, chunks, self.full_cost or np.nan
 
-    def evaluate(self, z, y, beta, k, inner, full=False) -> Verdict:
+    def evaluate(self, z, y, beta, k, inner, full=False, evaluation=None) -> Verdict:
         """Residuals at ``z`` for the augmented Lagrangian at ``(y, beta)``: on a subsample
-        of rows unless ``full`` or the tests read all rows. ``k`` and ``inner`` (outer and
-        inner iterations) are recorded with it."""
+        of rows unless ``full`` or the tests read all rows, or from ``evaluation`` (see
+        :meth:`_read`). ``k`` and ``inner`` (outer and inner iterations) are recorded with
+        it."""
         est, problem, h, ineq = self.est, self.problem, self.problem.h, self.est.ineq
         p, m = est.p, est.m
         xk, sk = z[:p], z[p:]
-        (f0, grad, c, jac_t), batches, chunks, rows_read = self._read(xk, full)
+        (f0, grad, c, jac_t), batches, chunks, rows_read = self._read(xk, full, evaluation)
         _check_oracle_values(f0, grad, c, p, m)
         shift = 0.0
         if self.levels is not None:
