@@ -385,6 +385,9 @@ CALIBRATED_EXPECTED_FAILED = {
     ),
 )
 @pytest.mark.filterwarnings("ignore:batch_size=.* is more than the .* rows:UserWarning")
+# (scikit-learn's checks fit tiny blobs at max_fpr=0.5, where one class for every row can be
+# what the held-out half leaves: the fit says so, truthfully, beside the check's point.)
+@pytest.mark.filterwarnings("ignore:.*by predicting the same class for every row:UserWarning")
 def test_sklearn_checks_on_the_calibrated_estimator(estimator, check):
     check(estimator)
 
