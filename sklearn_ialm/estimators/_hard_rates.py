@@ -316,6 +316,9 @@ def fit_hard_rates(
 #: predictions that one solve of :func:`_group_by_group` takes into its bound.
 _GAP_SHARE = 0.5
 
+#: Solves in a row of :func:`_group_by_group` no nearer the bound after which it stops.
+_STALE = 3
+
 
 def _group_by_group(problem, units, steering, solve, results, passes, budget, rounds, verbose):
     """Solves whose surrogate has each constraint's bound moved by its own gap between hard
@@ -332,7 +335,8 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
     boundary (Adult's Black positives), and two groups took turns below the band for eight
     solves; half the gap is the Newton step of that slope. Returns the first solve that is
     the answer (every hard value ``<= 0``, each active one within ``bound_tol``), else
-    ``None`` after ``rounds`` solves or the budget.
+    ``None`` after ``rounds`` solves, the budget, or ``_STALE`` solves in a row that came
+    no nearer the bound.
     """
     base, bound_tol = steering.base, steering.bound_tol
     _, scores, hard, result = steering.infeasible
@@ -344,6 +348,7 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
     room = 0.5 * _shift_cap(steering.column_means, units, scores, base, 0)
     inside = np.where(units.any_positive(result.multipliers) | (hard > BOUND_EPS), 0.5, 0.0)
     misses = np.zeros(len(units))
+    nearest, stale = float(np.max(hard)), 0
     for rnd in range(len(results), len(results) + rounds):
         if passes >= budget:
             break
@@ -371,6 +376,13 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
                 problem, units, result.x, scores, results, [result], 0.0, passes
             ), passes
         misses = np.where(hard > BOUND_EPS, misses + 1, 0)
+        # Solves in a row no nearer the bound than the nearest before them: these bounds
+        # do not close the gap here (100 groups of 20 rows: eight such solves, none nearer
+        # than 0.1, tripled the fit's passes; after two, a five-group fit still met it).
+        stale = stale + 1 if np.max(hard) >= nearest else 0
+        nearest = min(nearest, float(np.max(hard)))
+        if stale == _STALE:
+            break
     return None, passes
 
 
