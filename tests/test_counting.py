@@ -139,8 +139,9 @@ def test_power_iteration_setup_is_counted(monkeypatch):
     monkeypatch.setattr(_gram, "GRAM_MAX_PARAMS", 2)
     tally = Tally()
     pb = _problem("np", False, tally)
+    assert pb.smoothness[0] > 0  # (taken when first read)
     assert tally.scored == 3 * 20 * _data()[0].shape[0]
-    assert pb.setup_evaluations == tally.scored
+    assert pb.smoothness_evaluations == tally.scored
 
 
 @pytest.mark.parametrize("sparse", [False, True])
@@ -167,7 +168,8 @@ def test_one_pass_bound_is_the_exact_spectral_bound(sparse):
         return np.linalg.eigvalsh(B.T @ (weights[:, None] * B) / len(B))[-1]
 
     # Two columns share |W_k|: one Gram serves both, and the whole bound took one pass.
-    assert pb.setup_evaluations == len(X)
+    assert pb.smoothness[0] > 0  # (taken when first read)
+    assert pb.smoothness_evaluations == len(X)
     lam_obj, lam_con, hess, _ = pb._spectral_bounds()
     assert lam_obj == pytest.approx(top(At[pos], u), rel=1e-10)
     assert lam_con == pytest.approx(top(At[neg], np.ones(len(neg))), rel=1e-10)
@@ -215,3 +217,30 @@ def test_eval_every_is_validated():
         stoc_ialm(pb, eval_every="x")
     with pytest.raises(ValueError, match="eval_every must be an integer > 0, got 0"):
         stoc_ialm(pb, eval_every=0)
+
+
+def test_smoothness_bound_is_read_by_a_stochastic_phase_only():
+    """The step size's bound (one sweep over the rows) is taken when a stochastic phase
+    first reads it, charged to every run that reads it (as the set-up when the problem is
+    built), and shared with the copies of other offsets."""
+    tally = Tally()
+    pb = _problem("fairness", False, tally)
+    fresh = _problem("fairness", False, Tally())
+    assert tally.read == pb.setup_evaluations == 0  # nothing read when built
+    # The finish alone (minibatches of every row) needs no step size: no row read for it.
+    alone = stoc_ialm(pb, random_state=0, max_passes=50, batch_size=pb.n_objective_samples)
+    assert alone.n_setup_passes == 0.0
+    assert alone.settings["smoothness_source"] == "unused"
+    assert pb.smoothness_evaluations == 0
+    # Algorithm 1 (the paper's preset) takes it: one sweep over every row of each matrix.
+    read = tally.read
+    res = stoc_ialm(pb, preset="paper", random_state=0, max_passes=5)
+    rows = _data()[0].shape[0] + _data()[0][::2].shape[0]
+    assert tally.read - read == pb.smoothness_evaluations == rows
+    assert res.n_setup_passes * pb.n_samples == pytest.approx(rows)
+    # A copy of another offset keeps that bound (the original offset's), charged once.
+    moved = pb.with_offset(pb.offset + 0.1)
+    read = tally.read
+    again = stoc_ialm(moved, preset="paper", random_state=0, max_passes=5)
+    assert tally.read == read and again.n_setup_passes == 0.0
+    assert moved.smoothness == pb.smoothness == fresh.smoothness_bound()

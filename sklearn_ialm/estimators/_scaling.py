@@ -48,16 +48,22 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     would need coefficients beyond the float64 range.
     """
     n, d = X.shape
-    per_row = X.nnz / max(n, 1) if sp.issparse(X) else d
+    sparse = sp.issparse(X)
+    per_row = X.nnz / max(n, 1) if sparse else d
     step = max(1, int(_BLOCK_ENTRIES / max(per_row, 1)))
     blocks = range(0, n, step)
+    # The blocks are read in place (CSR: slices of its arrays, not sub-matrices, 0.1 s of
+    # 0.13 s on 2e5 x 1e4) into one reused buffer (dense: no temporaries per block).
+    buf = None if sparse else np.empty((min(step, n), d))
     absmax = np.zeros(d)
     for start in blocks:
-        block = X[start : start + step]
-        if sp.issparse(block):
-            np.maximum.at(absmax, block.indices, np.abs(block.data))
+        if sparse:
+            lo, hi = X.indptr[start], X.indptr[min(start + step, n)]
+            np.maximum.at(absmax, X.indices[lo:hi], np.abs(X.data[lo:hi]))
         else:
-            np.maximum(absmax, np.abs(block).max(axis=0), out=absmax)
+            block = X[start : start + step]
+            out = np.abs(block, out=buf[: len(block)])
+            np.maximum(absmax, out.max(axis=0), out=absmax)
     check_not_subnormal(absmax)
     unit = np.where(absmax > 0, absmax, 1.0)
     total = float(np.sum(weights))
@@ -67,20 +73,24 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     nz_weight = np.zeros(d)  # total weight of the stored entries of each column
     nz_count = np.zeros(d, dtype=np.int64)
     for start in blocks:
-        block = X[start : start + step]
         w = weights[start : start + step]
-        if sp.issparse(block):
-            row_w = np.repeat(w, np.diff(block.indptr))
-            dev = block.data / unit[block.indices] - mean[block.indices]
-            first += np.bincount(block.indices, weights=row_w * dev, minlength=d)
-            second += np.bincount(block.indices, weights=row_w * dev * dev, minlength=d)
-            nz_weight += np.bincount(block.indices, weights=row_w, minlength=d)
-            nz_count += np.bincount(block.indices, minlength=d)
+        if sparse:
+            stop = min(start + step, n)
+            lo, hi = X.indptr[start], X.indptr[stop]
+            indices = X.indices[lo:hi]
+            row_w = np.repeat(w, np.diff(X.indptr[start : stop + 1]))
+            dev = X.data[lo:hi] / unit[indices] - mean[indices]
+            first += np.bincount(indices, weights=row_w * dev, minlength=d)
+            second += np.bincount(indices, weights=row_w * dev * dev, minlength=d)
+            nz_weight += np.bincount(indices, weights=row_w, minlength=d)
+            nz_count += np.bincount(indices, minlength=d)
         else:
-            dev = block / unit - mean
+            block = X[start : start + step]
+            dev = np.divide(block, unit, out=buf[: len(block)])
+            dev -= mean
             first += w @ dev
-            second += w @ (dev * dev)
-    if sp.issparse(X):
+            second += w @ np.multiply(dev, dev, out=dev)
+    if sparse:
         # Implicit zeros deviate from the mean by -mean. A column stored in every row has
         # none: its total - nz_weight is rounding, which would read as a spread.
         implicit = np.where(nz_count < n, np.clip(total - nz_weight, 0.0, None), 0.0)

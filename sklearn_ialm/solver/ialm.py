@@ -625,21 +625,35 @@ def _smoothness(problem, from_paper, x, rng, counter):
     """``((L0, LJ), source)``: the paper's constants, the problem's own bound, or an
     estimate; the set-up that computed them is counted."""
     if "smoothness" in from_paper:
-        # The paper's constants. The problem's own set-up was spent all the same: the strict
-        # count keeps it, the paper's count (which has no set-up for them) leaves it out.
-        counter.setup_evaluations += int(getattr(problem, "setup_evaluations", 0))
+        # The paper's constants. The problem's own set-up is spent all the same, as when the
+        # preset was written (a bound taken when first read is taken here): the strict count
+        # keeps it, and with it the budget left to the iterations; the paper's count (which
+        # has no set-up for them) leaves it out.
+        getattr(problem, "smoothness", None)
+        _charge_setup(problem, counter, bound=True)
         return tuple(float(v) for v in from_paper["smoothness"]), "paper"
     if problem.smoothness:
         # The problem's own set-up (e.g. a spectral bound from one pass over its rows).
-        counter.setup_evaluations += int(getattr(problem, "setup_evaluations", 0))
+        _charge_setup(problem, counter, bound=True)
         L0, LJ = problem.smoothness
         return (L0, LJ), "problem"
     return tuple(estimate_smoothness(problem, x, rng, counter=counter)), "estimated"
 
 
+def _charge_setup(problem, counter, *, bound):
+    """Count the problem's set-up in this run: the rows read when it was built
+    (``setup_evaluations``) and, with ``bound``, those of its smoothness bound if taken
+    when first read (``smoothness_evaluations``). Every run is charged alike, whichever
+    took the bound: seeds run in turn or in parallel spend the same budget."""
+    counter.setup_evaluations += int(getattr(problem, "setup_evaluations", 0))
+    if bound:
+        counter.setup_evaluations += int(getattr(problem, "smoothness_evaluations", 0))
+
+
 def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose, momentum=True):
     """The pieces of a run (its inner solver started at ``x0, slack0``, with its first
-    momentum estimate unless not ``momentum``) and the starting multipliers."""
+    momentum estimate and its smoothness constants unless not ``momentum``: then it never
+    steps) and the starting multipliers."""
     levels = getattr(problem, "levels", None)
     if levels is not None:
         # The free levels move the constraint offsets: on a copy of the problem, so that the
@@ -664,7 +678,13 @@ def _set_up(problem, run: RunSettings, rng, *, x0, y0, slack0, verbose, momentum
         max_oracle_calls=run.max_oracle_calls,
         count_scale=float(run.paper.get("count_scale", 1.0)),
     )
-    smoothness, source = _smoothness(problem, run.from_paper, x, rng, counter)
+    if momentum:
+        smoothness, source = _smoothness(problem, run.from_paper, x, rng, counter)
+    else:
+        # No stochastic phase: no step size, and no set-up for one. (A set-up the problem
+        # spent all the same, e.g. its scale, is counted.)
+        _charge_setup(problem, counter, bound=False)
+        smoothness, source = None, "unused"
     counter.setup_in_paper_count = source != "paper"
     history, progress = History(counter, m), _Progress(verbose, counter)
 

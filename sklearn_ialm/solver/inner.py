@@ -34,7 +34,8 @@ class PStormSolver:
         The run's count, with its budget.
     stop_test : StopTest
     knobs : Settings
-    smoothness : tuple (L0, LJ)
+    smoothness : tuple (L0, LJ) or None
+        None for a solver that never steps (a run whose finish is the whole solve).
     batch_size : int
         The first minibatch size.
     """
@@ -43,7 +44,7 @@ class PStormSolver:
         self.est, self.rng, self.counter, self.test, self.knobs = (
             est, rng, counter, stop_test, knobs,
         )  # fmt: skip
-        self.L0, self.LJ = smoothness
+        self.L0, self.LJ = smoothness or (None, None)
         self.batch_size = batch_size
         problem = est.problem
         self.max_batch = max(batch_size, knobs.max_batch_size or 10**9)
