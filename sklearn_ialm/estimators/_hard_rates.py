@@ -20,7 +20,8 @@ satisfy the soft rate by shrinking the scores without changing a decision), so:
 
 If no solve with the bounds moved together meets the bound, each constraint's bound is moved
 by its own gap between hard and soft values (:func:`_group_by_group`, up to ``max_rounds``
-further solves): the first such solve that meets the bound is returned.
+further solves; once a constraint has a solve on each side of its band, by regula falsi
+between them): the first such solve that meets the bound is returned.
 
 If no solve meets the bound (within those solves or the budget), the segment towards
 the constant model (intercept only, every prediction the same class, which meets every
@@ -319,6 +320,66 @@ _GAP_SHARE = 0.5
 #: Solves in a row of :func:`_group_by_group` no nearer the bound after which it stops.
 _STALE = 3
 
+#: The least share of a bracket's width between a regula-falsi step of
+#: :func:`_group_by_group` and either end of the bracket (see :class:`_Brackets`).
+_INSIDE = 0.02
+
+
+class _Brackets:
+    """Per unit, the last solve of :func:`_group_by_group` whose hard value is above the
+    middle of the band ``[-bound_tol, 0]`` and the last below it, as ``(offsets, f)`` with
+    ``f`` the hard value less that middle; once a unit has both, its next bound is the
+    regula-falsi point between them.
+
+    Where the hard rates are very sensitive to the soft bound (two groups, the group tied
+    to the score, 1e6 rows: the hard gap moves about 50 times as far as the soft one), a
+    step by a share of the gap overshoots each time, from one side to the other ([0.33,
+    -0.37], then [-0.40, 0.36]); the regula-falsi point stays inside the bracket, which
+    closes on the band. The Illinois modification halves the ``f`` of an end kept twice in
+    a row, so that a bend of the relation does not leave one end fixed for ever.
+    """
+
+    def __init__(self, n_units, middle):
+        self.middle = middle
+        self.above, self.below = [None] * n_units, [None] * n_units
+        self.last = np.zeros(n_units, int)  # +1: the last solve was above; -1: below
+
+    def add(self, offset, hard):
+        """Record a solve at constraint offsets ``offset`` (kept, not copied) with unit hard
+        values ``hard``."""
+        for u, f in enumerate(hard - self.middle):
+            side = 1 if f > 0 else -1
+            kept = self.below if side > 0 else self.above
+            if side == self.last[u] and kept[u] is not None:
+                kept[u] = (kept[u][0], 0.5 * kept[u][1])  # Illinois
+            (self.above if side > 0 else self.below)[u] = (offset, f)
+            self.last[u] = side
+
+    def closed(self, u):
+        """Whether unit ``u`` has a solve on each side."""
+        return self.above[u] is not None and self.below[u] is not None
+
+    def move(self, units, offset, last, steer):
+        """``offset`` (changed in place) with each bracketed unit's rows set to its
+        regula-falsi point if it is to ``steer`` (it missed or left its bound unused), else
+        to its ``last`` offsets (it met its band: kept); the mask of those rows; and the
+        units set to their regula-falsi point."""
+        moved, points = np.zeros(len(offset), bool), []
+        for u in range(len(units)):
+            if self.closed(u):
+                rows = units.members[u]
+                offset[rows] = self.point(u, rows) if steer[u] else last[rows]
+                moved[rows] = True
+                points += [u] if steer[u] else []
+        return offset, moved, points
+
+    def point(self, u, rows):
+        """The offsets of constraints ``rows`` (unit ``u``'s) where the line between the two
+        ends reaches the middle of the band, at least ``_INSIDE`` of the way from each."""
+        (o_up, f_up), (o_down, f_down) = self.above[u], self.below[u]
+        w = float(np.clip(f_up / (f_up - f_down), _INSIDE, 1.0 - _INSIDE))
+        return o_up[rows] + w * (o_down[rows] - o_up[rows])
+
 
 def _group_by_group(problem, units, steering, solve, results, passes, budget, rounds, verbose):
     """Solves whose surrogate has each constraint's bound moved by its own gap between hard
@@ -333,14 +394,19 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
     in a row). Each solve is the optimum of the surrogate at those bounds. The whole gap
     in one step overshot: a hard rate moves about twice as fast as the soft one near the
     boundary (Adult's Black positives), and two groups took turns below the band for eight
-    solves; half the gap is the Newton step of that slope. Returns the first solve that is
-    the answer (every hard value ``<= 0``, each active one within ``bound_tol``), else
-    ``None`` after ``rounds`` solves, the budget, or ``_STALE`` solves in a row that came
-    no nearer the bound.
+    solves; half the gap is the Newton step of that slope. Once a unit that still misses
+    (or leaves its bound unused) has had a solve on each side of its band's middle, its
+    bounds move to the regula-falsi point between the two instead (:class:`_Brackets`).
+    Returns the first solve that is the answer (every hard value ``<= 0``, each active one
+    within ``bound_tol``), else ``None`` after ``rounds`` solves, the budget, or
+    ``_STALE`` solves in a row that came no nearer the bound.
     """
     base, bound_tol = steering.base, steering.bound_tol
     _, scores, hard, result = steering.infeasible
     shift = units.spread @ steering.infeasible_shift
+    offset = base + shift
+    brackets = _Brackets(len(units), -0.5 * bound_tol)
+    brackets.add(offset, hard)
     # Room for the margin: half the cap, so that the moved bounds with the margin stay
     # within the cap (the shift's share common to a band's two sides halves each solve).
     if steering.column_means is None:
@@ -348,6 +414,7 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
     room = 0.5 * _shift_cap(steering.column_means, units, scores, base, 0)
     inside = np.where(units.any_positive(result.multipliers) | (hard > BOUND_EPS), 0.5, 0.0)
     misses = np.zeros(len(units))
+    steer = np.zeros(len(units), bool)  # the units that missed or left the bound unused
     nearest, stale = float(np.max(hard)), 0
     for rnd in range(len(results), len(results) + rounds):
         if passes >= budget:
@@ -355,15 +422,18 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
         gap = problem.rate_constraints(scores) - problem.rate_constraints(scores, hard=False)
         shift += _GAP_SHARE * (gap - shift)
         margin = np.minimum(inside * bound_tol * 2.0**misses, room)
+        lift = units.spread @ margin
+        offset, moved, points = brackets.move(units, base + shift + lift, offset, steer)
+        shift[moved] = offset[moved] - base[moved] - lift[moved]
         _say(
             verbose,
             f"solve {rnd + 1}: on predictions the constraints are "
             f"{np.round(hard, 4).tolist()}, and moving the surrogate's bounds together does "
             f"not meet them ({passes:.3g} of {budget:g} passes spent): each constraint's "
-            "bound moved by half its own gap between hard and soft rates",
+            "bound moved by half its own gap between hard and soft rates"
+            + (f" (units {points}: to the regula-falsi point of their bracket)" if points else ""),
         )
         warm = (result.x, result.multipliers, result.slack)
-        offset = base + shift + units.spread @ margin
         result = solve(problem.with_offset(offset), rnd, warm, budget - passes)
         results.append(result)
         passes += result.n_data_passes + _pass_share(problem)
@@ -375,6 +445,8 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
             return _finish(
                 problem, units, result.x, scores, results, [result], 0.0, passes
             ), passes
+        brackets.add(offset, hard)
+        steer = (hard > BOUND_EPS) | (active & (hard < -bound_tol))
         misses = np.where(hard > BOUND_EPS, misses + 1, 0)
         # Solves in a row no nearer the bound than the nearest before them: these bounds
         # do not close the gap here (100 groups of 20 rows: eight such solves, none nearer
