@@ -3,17 +3,14 @@
 ``fit`` of either estimator comes here with its rows paired (:func:`._rows.align_rows`)::
 
     working copy -> guarantee [hold rows out -> steps -> certify] -> publish
-    steps: validate -> pose -> start -> solve -> steer -> report -> conclude
+    steps: validate -> pose -> start -> solve (and steer) -> report -> conclude
 
-The route is the fit's three axes, read once from the estimator and its input
-(:class:`Route`): the guarantee (none, Clopper-Pearson's certificate of a fairness bound, the
-umbrella threshold of Neyman-Pearson's), the data (in memory, or dask: in full, or streamed
-when ``max_passes`` is at most :data:`._dask.STREAM_PASSES`) and the classes (two, or more:
-the multinomial model). A combination that no step supports is refused here, before any
-step runs. The steps of each combination are those of its module: :meth:`BaseIALMClassifier.
-_fit_or_raise` (two classes in memory), :mod:`._multiclass`, :mod:`._dask`,
-:mod:`._dask_stream`; the guarantees are :mod:`._certified`, ``_fit_umbrella`` and
-:mod:`._multiclass_umbrella`.
+The route (:class:`Route`) is read once from the estimator and its input: the guarantee, an
+object whose ``fit`` runs the steps (``Unguaranteed``, Clopper-Pearson's certificate of a
+fairness bound in :mod:`._certified`, the umbrella threshold of Neyman-Pearson's in
+:mod:`._umbrella_fit`), whether the rows are a dask collection and whether ``y`` holds more
+than two classes. A combination that no step supports is refused here, before any step
+runs. The steps themselves, with their data source and class model, are :mod:`._steps`'.
 
 A fit on a working copy that raises or is interrupted leaves the estimator as it was
 (:meth:`BaseIALMClassifier._working_copy`).
