@@ -120,7 +120,7 @@ def solve_and_steer(est, problem, context, classes, x0, y0, slack0, in_sequence=
         elif est.preset == "default" and finished is not None and len(finished["beta"]):
             # The multipliers are a finished solve's at a nearby bound: no search, and
             # the finish goes on at the penalty it ended with.
-            kwargs.update(search=False, beta0=float(finished["beta"][-1]))
+            kwargs.update(search=False, beta0=float(finished["beta"][0]))
         first["last"] = solving._solve(pb, [seeds[first["best"]], rnd], kwargs)
         return first["last"]
 

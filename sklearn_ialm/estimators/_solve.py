@@ -101,6 +101,9 @@ def run_seeds(problem, seeds, solver_kwargs, n_jobs=None, in_sequence=False) -> 
     """One solver run per seed: through joblib (``n_jobs``), or one after the other."""
     if len(seeds) == 1 or in_sequence:
         return [_solve(problem, seed, solver_kwargs) for seed in seeds]
+    share = getattr(problem, "share_setup", None)
+    if share is not None:
+        share()  # so that n_jobs gives the same model (see LinearProblem.share_setup)
     return Parallel(n_jobs=n_jobs)(delayed(_solve)(problem, seed, solver_kwargs) for seed in seeds)
 
 

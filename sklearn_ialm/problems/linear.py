@@ -271,6 +271,14 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         self._bound.value = tuple(float(v) for v in value)
         self._owns_bound = True
 
+    def share_setup(self) -> None:
+        """Compute now, in this process, what every run of this problem reads alike (the
+        smoothness bound), before runs in other processes read it: there BLAS runs with
+        other threads (joblib's workers get one each), and the bound's sums could differ in
+        their last bits (OpenBLAS with 2 threads, numpy 1.24: ``n_jobs=2`` against 1 moved
+        ``coef_`` by 1 ulp). The runs are charged its rows as when they read it."""
+        self._bound.read()
+
     @property
     def smoothness_evaluations(self) -> int:
         """The rows the smoothness bound read, once read (0 before): a set-up that every run
