@@ -8,9 +8,9 @@
 The route (:class:`Route`) is read once from the estimator and its input: the guarantee, an
 object whose ``fit`` runs the steps (``Unguaranteed``, Clopper-Pearson's certificate of a
 fairness bound in :mod:`._certified`, the umbrella threshold of Neyman-Pearson's in
-:mod:`._umbrella_fit`), whether the rows are a dask collection and whether ``y`` holds more
-than two classes. A combination that no step supports is refused here, before any step
-runs. The steps themselves, with their data source and class model, are :mod:`._steps`'.
+:mod:`._umbrella_fit`), and for a guarantee whether ``y`` holds more than two classes. A
+combination that no step supports is refused here, before any step runs. The steps
+themselves, with their data source and class model, are :mod:`._steps`'.
 
 A fit on a working copy that raises or is interrupted leaves the estimator as it was
 (:meth:`BaseIALMClassifier._working_copy`).
@@ -37,14 +37,14 @@ class Route:
     """The axes of one fit, read from the estimator and its input."""
 
     guarantee: object  # _GUARANTEES[est.calibration]: its fit runs the steps
-    dask: bool  # X (or y) a dask collection: the rows stay on the workers
-    multiclass: bool  # more than two classes in y (y in memory; the dask fit counts them)
+    multiclass: bool  # a guarantee's y (in memory) holds more than two classes
 
     @classmethod
     def of(cls, est, X, y) -> Route:
-        multiclass = not is_dask_collection(y) and is_multiclass(y)
-        dask = is_dask_collection(X) or is_dask_collection(y)
-        route = cls(_GUARANTEES[est.calibration], dask, multiclass)
+        # Only a guarantee reads the classes here (the steps count them as they validate):
+        # a fit without one does not pay for a second count of y.
+        multiclass = est.calibration is not None and not is_dask_collection(y) and is_multiclass(y)
+        route = cls(_GUARANTEES[est.calibration], multiclass)
         route._refuse(est, X)
         return route
 
