@@ -725,6 +725,31 @@ def _finish(problem, units, x, scores, results, used, t, passes):
     )
 
 
+def _top_order(scores, w, max_rate):
+    """The rows in the order of a stable sort of ``-scores``, as far as :func:`rate_threshold`
+    reads them: the highest scores until their weight exceeds ``max_rate``'s share, with
+    every row tied with the last (the tie test), or all rows. Found by a partition, with only
+    those rows sorted: a sort of
+    all 900000 negatives was 0.06 s of a 0.8 s Neyman-Pearson fit on 1e6 x 20 rows."""
+    n = len(scores)
+    total = w.sum()
+    q = min(n, 2 * int(np.ceil(max_rate * n)) + 2)
+    while q < n:
+        top = np.argpartition(-scores, q - 1)[:q]
+        cut = scores[top].min()
+        # Every row above the cut's score is in ``top``; rows tied with the cut may be left
+        # out, so only the rows strictly above it are sure to come first. They must weigh
+        # more than the bound, with one more row to spare.
+        above = top[scores[top] > cut]
+        if len(above) and w[above].sum() > max_rate * (1 + 1e-12) * total:
+            # The rows up to and including every row tied at the cut: a stable order among
+            # ties is by index, which the partition does not keep.
+            keep = np.flatnonzero(scores >= cut)
+            return keep[np.argsort(-scores[keep], kind="stable")]
+        q = min(n, 2 * q)
+    return np.argsort(-scores, kind="stable")
+
+
 def rate_threshold(scores, weights, max_rate) -> float:
     """The lowest threshold ``t`` with ``weighted share of (scores > t) <= max_rate``.
 
@@ -735,8 +760,12 @@ def rate_threshold(scores, weights, max_rate) -> float:
     """
     scores = np.asarray(scores, dtype=float)
     w = np.asarray(weights, dtype=float)
-    order = np.argsort(-scores, kind="stable")
+    order = _top_order(scores, w, max_rate)
     s, share = scores[order], np.cumsum(w[order]) / w.sum()
+    if len(s) < len(scores) and share[-1] <= max_rate * (1 + 1e-12):
+        # (The partition's rows weigh just max_rate, up to the sums' rounding.)
+        order = np.argsort(-scores, kind="stable")
+        s, share = scores[order], np.cumsum(w[order]) / w.sum()
     # k rows may be positive: the largest k with share[k - 1] <= max_rate, and a tie between
     # row k - 1 and row k would make row k positive too, so back off to a distinct score.
     k = int(np.searchsorted(share, max_rate * (1 + 1e-12), side="right"))
