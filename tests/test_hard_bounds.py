@@ -500,3 +500,24 @@ def test_constant_models_meet_the_bound_as_fairlearn_says(kind):
     fairlearn_says = all(gap(np.full(n, c)) <= 0.05 for c in (0, 1))
     assert _constant_meets(units, means, pb.offset) == fairlearn_says
     assert fairlearn_says == (kind != "error_rate_parity")
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("max_rate", [0.0, 0.003, 0.05, 0.3])
+def test_rate_threshold_is_the_lowest_that_keeps_the_rate(ties, max_rate):
+    """Neyman-Pearson's threshold, found from a partition of the scores, against its
+    definition: the weighted share of ``scores > t`` is within ``max_rate``, and the next
+    distinct score below ``t`` would flag more than that (ties and zero weights included)."""
+    from sklearn_ialm.estimators._hard_rates import rate_threshold
+
+    rng = np.random.default_rng(7)
+    n = 5000
+    scores = rng.integers(0, 40, size=n).astype(float) if ties else rng.normal(size=n)
+    weights = rng.random(n) * (rng.random(n) > 0.1)
+    t = rate_threshold(scores, weights, max_rate)
+    total = weights.sum()
+    assert weights[scores > t].sum() / total <= max_rate * (1 + 1e-12)
+    lower = scores[scores <= t]
+    if len(lower):
+        t_below = lower.max()  # flagging this score too: everything above the next one
+        assert weights[scores >= t_below].sum() / total > max_rate * (1 + 1e-12)
