@@ -18,8 +18,15 @@ An entry of ``figures_allowed.txt`` that no longer matches anything fails too, s
 list stays the list of figures that are in the text. A figure printed by ``live-code``
 (``:live:``) comes from the run of the pages and needs no file.
 
-Usage: ``python .ci/check_figures.py`` from anywhere in the checkout; exit status 1 and
-one line per problem when something is wrong.
+``README.md`` is read where no build runs (a repository's front page, a package index), so
+it quotes a results file by a copy: a block between ``<!-- result-table: SPEC -->`` and
+``<!-- /result-table -->``, ``SPEC`` being ``FILE#Section | rows | columns | header`` as
+the ``result-table`` directive takes them (``;`` between columns, empty parts allowed), holds
+the pipe table that those rows render to. The check fails when the block differs from what
+the file says now; ``python .ci/check_figures.py --write`` rewrites the blocks from the files.
+
+Usage: ``python .ci/check_figures.py [--write]`` from anywhere in the checkout; exit status
+1 and one line per problem when something is wrong.
 """
 
 from __future__ import annotations
@@ -120,16 +127,64 @@ def rst_prose(text: str) -> list[str]:
     return out
 
 
+_BLOCK_START = re.compile(r"^<!-- result-table:\s*(.+?)\s*-->\s*$")
+_BLOCK_END = "<!-- /result-table -->"
+
+
 def md_prose(text: str) -> list[str]:
-    """The lines of a Markdown file with fenced code blanked."""
-    out, fenced = [], False
+    """The lines of a Markdown file with fenced code and result blocks blanked."""
+    out, fenced, quoted = [], False, False
     for line in text.splitlines():
         if line.lstrip().startswith("```"):
             fenced = not fenced
             out.append("")
+        elif not fenced and (_BLOCK_START.match(line) or line.strip() == _BLOCK_END):
+            quoted = bool(_BLOCK_START.match(line))
+            out.append("")
         else:
-            out.append("" if fenced else line)
+            out.append("" if fenced or quoted else line)
     return out
+
+
+def render_block(spec: str, results: Path = RESULTS) -> list[str]:
+    """The pipe table of a README result block's ``spec`` (see the module docstring)."""
+    parts = [p.strip() for p in spec.split("|")] + [""] * 3
+    source, conditions, columns, header = parts[:4]
+    split = [[c.strip() for c in x.split(";") if c.strip()] or None for x in (columns, header)]
+    labels, cells = table(source, conditions, *split, results=results)
+    return [
+        "| " + " | ".join(labels) + " |",
+        "|" + "---|" * len(labels),
+        *("| " + " | ".join(row) + " |" for row in cells),
+    ]
+
+
+def blocks(text: str, results: Path = RESULTS):
+    """``(line number, problem, text with every block rendered anew)`` of a Markdown file's
+    result blocks: a problem for a spec that finds no table, a block that differs from its
+    table, or a block without its end."""
+    lines, out, problems, i = text.splitlines(), [], [], 0
+    while i < len(lines):
+        start = _BLOCK_START.match(lines[i])
+        out.append(lines[i])
+        i += 1
+        if not start:
+            continue
+        end = next((j for j in range(i, len(lines)) if lines[j].strip() == _BLOCK_END), None)
+        if end is None:
+            problems.append((i, f"no {_BLOCK_END} after this result block"))
+            continue
+        try:
+            rendered = render_block(start.group(1), results)
+        except ResultError as exc:
+            problems.append((i, str(exc)))
+            rendered = lines[i:end]
+        if lines[i:end] != rendered:
+            stale = "the result block differs from its file: run .ci/check_figures.py --write"
+            problems.append((i, stale))
+        out.extend(rendered)
+        i = end
+    return problems, "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def figures(path: Path) -> list[tuple[int, str]]:
@@ -155,7 +210,7 @@ def keys(path: Path, results: Path = RESULTS) -> list[tuple[int, str]]:
     """``(line number, problem)`` for every ``:result:`` key or ``result-table`` of a page
     that does not find its figures."""
     text = path.read_text(encoding="utf-8")
-    problems = []
+    problems = blocks(text, results)[0] if path.suffix == ".md" else []
     for match in _RESULT_ROLE.finditer(text):
         try:
             lookup(match.group(1), results)
@@ -217,7 +272,16 @@ def check(root: Path = ROOT, allowed_path: Path = ALLOWED) -> list[str]:
     return problems
 
 
+def write(root: Path = ROOT) -> None:
+    """Rewrite the result blocks of ``README.md`` from the results files."""
+    readme = root / "README.md"
+    _, text = blocks(readme.read_text(encoding="utf-8"), root / "benchmarks" / "results")
+    readme.write_text(text, encoding="utf-8")
+
+
 def main() -> int:
+    if "--write" in sys.argv[1:]:
+        write()
     problems = check()
     for problem in problems:
         print(problem)

@@ -220,3 +220,35 @@ def test_a_quoted_figure_is_the_files_own_text():
     seconds = line.split(",")[4]
     key = "dask.csv | n=10000000; fit=fair DP 0.05; where=dask | seconds"
     assert lookup(key) == seconds
+
+
+README_BLOCK = """\
+# Project
+
+<!-- result-table: bench.md#First part | method=ours | case; CPU s; passes | case; s; passes -->
+{table}
+<!-- /result-table -->
+"""
+
+
+def test_a_readme_result_block_is_the_table_of_its_file(tree):
+    """A README block quoting a results file: the copy passes (its figures are not typed by
+    hand), a stale copy fails, ``--write`` renders it anew from the file."""
+    fresh = "| case | s | passes |\n|---|---|---|\n| small | 0.25 | 12.5 |"
+    readme = tree / "README.md"
+    readme.write_text(README_BLOCK.format(table=fresh))
+    assert _check(tree, "No figure.\n") == []
+    readme.write_text(README_BLOCK.format(table=fresh.replace("0.25", "0.20")))
+    problems = _check(tree, "No figure.\n")
+    assert len(problems) == 1 and "differs from its file" in problems[0]
+    check_figures.write(tree)
+    assert readme.read_text() == README_BLOCK.format(table=fresh)
+    assert _check(tree, "No figure.\n") == []
+
+
+def test_a_readme_result_block_without_its_table_or_end_fails(tree):
+    readme = tree / "README.md"
+    readme.write_text(README_BLOCK.format(table="").replace("method=ours", "method=nobody"))
+    assert "no row with" in " ".join(_check(tree, "No figure.\n"))
+    readme.write_text(README_BLOCK.format(table="").replace("<!-- /result-table -->", ""))
+    assert "no <!-- /result-table -->" in " ".join(_check(tree, "No figure.\n"))
