@@ -155,3 +155,81 @@ def test_newton_conjugate_gradient_finish_reaches_the_reference(monkeypatch):
     value = f[0] + pb.h.value(fin.x)
     assert abs(value - ref["objective"]) <= 1e-6 * max(1.0, abs(ref["objective"]))
     np.testing.assert_allclose(fin.x, ref["x"], atol=1e-4)
+
+
+def _wide_csr(n=4000, d=1100, nnz=10, seed=0):
+    """CSR rows of ``nnz`` non-zeros in [0, 1) over ``d`` columns (more than
+    ``GRAM_MAX_PARAMS``: the finish's Hessian is an operator), labels and a group that
+    follow a sparse linear score."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    cols, vals = rng.integers(0, d, size=(n, nnz)), rng.random((n, nnz))
+    indptr = np.arange(0, n * nnz + 1, nnz)
+    X = sp.csr_matrix((vals.ravel(), cols.ravel(), indptr), shape=(n, d))
+    X.sum_duplicates()
+    s = X @ (rng.standard_normal(d) * (rng.random(d) < 0.1) * 3)
+    y = (s + rng.logistic(size=n) > np.median(s)).astype(int)
+    g = (s + rng.normal(scale=s.std(), size=n) > np.median(s)).astype(int)
+    return X, y, g
+
+
+def _wide_problem(bound):
+    X, y, g = _wide_csr()
+    return _ridge(fairness_problem(X, y, X, g, bound=bound, constraint="demographic_parity",
+                                   loss="logistic", fit_intercept=True))  # fmt: skip
+
+
+def _finish(pb):
+    start = np.zeros(pb.n_params), np.zeros(pb.n_constraints)
+    return alm_finish(pb, *start, 1.0, tol=1e-6, dual_tol=1e-6, max_evaluations=3000)
+
+
+def test_wide_csr_finish_reaches_the_dense_newton_optimum(monkeypatch):
+    """CSR rows of 1100 columns: the finish by conjugate gradients on Hessian products
+    reaches the optimum of the finish by Cholesky on the Gram matrix (the same problem with
+    the Gram matrix allowed), the bound binding."""
+    from sklearn_ialm.problems import _gram
+
+    pb = _wide_problem(0.02)
+    assert pb.n_params > _gram.GRAM_MAX_PARAMS
+    wide = _finish(pb)
+    monkeypatch.setattr(_gram, "GRAM_MAX_PARAMS", 10**5)
+    dense = _finish(_wide_problem(0.02))
+    assert wide.converged and dense.converged, (wide.message, dense.message)
+    f, ref = pb.full_evaluation(wide.x), pb.full_evaluation(dense.x)
+    assert abs(f[0] + pb.h.value(wide.x) - ref[0] - pb.h.value(dense.x)) <= 1e-7
+    np.testing.assert_allclose(wide.x, dense.x, atol=1e-4)
+    assert np.all(f[2] <= 1e-5) and np.max(ref[2]) > -1e-5  # met, and binding
+
+
+def test_operator_newton_step_takes_the_penalty_it_crosses_into(monkeypatch):
+    """At a point inside the bound, a penalty past its kink (``y + beta c < 0``), the Newton
+    step of the augmented Lagrangian crosses into the penalty's side. By conjugate gradients
+    it is the step of the piecewise quadratic model as Cholesky's active-set steps find it;
+    blind to the penalty it crossed, it was ten times as long (a line search's three
+    reads, on CSR 2e5 x 1e4 at beta = 1000)."""
+    from sklearn_ialm.problems import _gram
+    from sklearn_ialm.solver.finish import _AugmentedLagrangian
+
+    pb = _wide_problem(0.02)
+    opt, loose = _finish(pb), _finish(_wide_problem(0.9))
+    x = opt.x - 0.1 * (loose.x - opt.x)  # from the optimum away from the unconstrained one
+    c = pb.full_evaluation(x)[2]
+    k = int(np.argmax(opt.multipliers))
+    y = opt.multipliers
+    beta = 3.0 * y[k] / abs(c[k])
+    assert c[k] < 0 and y[k] > 0
+
+    def step(limit):
+        monkeypatch.setattr(_gram, "GRAM_MAX_PARAMS", limit)
+        al = _AugmentedLagrangian(pb, None, np.asarray(pb.inequality, bool), 10**6)
+        _, grad, cx, w, Jv = al.point(x, y, beta)
+        assert w[k] == 0.0  # the penalty is flat at the point
+        s = al.direction(grad, y, beta, cx, w, Jv, True)
+        return s, y[k] + beta * (cx[k] + Jv[k] @ s)
+
+    (s_op, w_op), (s_dense, w_dense) = step(1024), step(10**5)
+    assert w_dense > 0  # the step ends on the penalty's side
+    assert 0.8 <= np.linalg.norm(s_op) / np.linalg.norm(s_dense) <= 1.25
+    assert abs(w_op - w_dense) <= 0.05 * w_dense
