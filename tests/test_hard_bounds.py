@@ -521,3 +521,54 @@ def test_rate_threshold_is_the_lowest_that_keeps_the_rate(ties, max_rate):
     if len(lower):
         t_below = lower.max()  # flagging this score too: everything above the next one
         assert weights[scores >= t_below].sum() / total > max_rate * (1 + 1e-12)
+
+
+def test_path_step_reads_the_next_solve_off_two_solves(monkeypatch):
+    """Two solves that miss a strongly binding bound (the group tied to the label's score):
+    the line through their solutions predicts the hard values of the solve at the shift it
+    proposes, and that solve meets the bound within ``bound_tol``."""
+    from benchmarks.families import binding_data
+    from sklearn_ialm.estimators import _base, _hard_rates
+
+    X, y, g, *_ = binding_data(1.5, n=30000)
+    caught = {}
+
+    def spy(problem, solve, **kwargs):
+        caught.update(problem=problem, solve=solve)
+        return _hard_rates.fit_hard_rates(problem, solve, **kwargs)
+
+    monkeypatch.setattr(_base, "fit_hard_rates", spy)
+    bound = 0.02
+    clf = FairLogisticClassifier(bound=bound, random_state=0).fit(X, y, sensitive_features=g)
+    gap = fairlearn_metrics.demographic_parity_difference(y, clf.predict(X), sensitive_features=g)
+    assert clf.converged_ and bound - BOUND_TOL <= gap <= bound
+
+    problem, solve = caught["problem"], caught["solve"]
+    units, base = _hard_rates._Units(problem), problem.offset.copy()
+
+    def solve_at(shift, rnd, warm):
+        result = solve(problem.with_offset(base + units.spread @ shift), rnd, warm, 100.0)
+        scores = problem.constraint_scores(result.x)
+        hard = units.values(problem.rate_constraints(scores, offset=base))
+        return result.x, scores, shift, result, hard
+
+    first = solve_at(np.zeros(len(units)), 0, None)
+    k = int(np.argmax(first[4]))
+    assert first[4][k] > 10 * bound  # far from the bound on predictions
+    second_shift = np.zeros(len(units))
+    second_shift[k] = 0.9 * bound  # nine tenths of the way to soft parity
+    second = solve_at(second_shift, 1, (first[0], first[3].multipliers, first[3].slack))
+    assert second[4][k] > BOUND_TOL  # still misses
+    cap = np.where(np.arange(len(units)) == k, 0.999 * bound, 0.0)
+    step = _hard_rates._path_step(problem, units, first, second, base, cap, BOUND_TOL)
+    assert step is not None
+    shift, warm = step
+    assert 0.9 * bound < shift[k] < 0.999 * bound
+    predicted = units.values(
+        problem.rate_constraints(problem.constraint_scores(warm[0]), offset=base)
+    )
+    # On the line, the unit reaches the middle of its band (to a few rows' worth).
+    assert abs(predicted[k] + 0.5 * BOUND_TOL) <= 5e-4
+    third = solve_at(shift, 2, warm)
+    np.testing.assert_allclose(third[4], predicted, atol=2e-3)
+    assert -BOUND_TOL <= third[4][k] <= 0
