@@ -5,6 +5,8 @@ rows, and the finish on all rows from the sample's point ends at the optimum."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
+import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.datasets import make_classification
 
@@ -19,16 +21,18 @@ def _data(n, seed=0):
     return X, y, g
 
 
-def test_the_sample_is_the_mean_over_its_rows():
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_sample_is_the_mean_over_its_rows(sparse):
     X, y, g = _data(4000)
-    pb = fairness_problem(X, y, X, g, bound=0.05, constraint="demographic_parity",
+    rows_in = sp.csr_matrix(X) if sparse else X
+    pb = fairness_problem(rows_in, y, rows_in, g, bound=0.05, constraint="demographic_parity",
                           loss="logistic", fit_intercept=True)  # fmt: skip
     view = pb.row_sample(np.random.default_rng(0), 0.1)
     assert view.n_objective_samples == 400
     x = np.random.default_rng(1).normal(size=pb.n_params)
     f0, grad, c, jac_t = view.full_evaluation(x)
     # The truth from the rows the view holds (its copy), by numpy and finite differences.
-    A = view.A_obj.A
+    A = view.A_obj.A.toarray() if sparse else view.A_obj.A
     coef, b0 = pb.coef(x)
     rows = np.flatnonzero(np.isin(X, A).all(axis=1))
     assert len(rows) == 400 and np.allclose(X[rows], A)
