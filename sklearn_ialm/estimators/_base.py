@@ -304,13 +304,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     _judged_by_accuracy = True
 
     def _ratio_bound(self) -> bool:
-        """Whether the bound is a ratio of rates. Such a fit that binds is solved as before
-        the finish (stochastic solves only): solved to the optimum, a ratio's soft rates are
-        met by scores shrunk towards 0.5, and the steering to the hard rates then moved
-        them the wrong way (false-positive-rate ratio, 2000 rows: 5 precise solves and none
-        met on predictions, where 3 stochastic ones did). One that does not bind (zero
-        multipliers after the stochastic solve) is finished: ``LogisticRegression``'s
-        model."""
+        """Whether the bound is a ratio of rates (the remedies of a fit that misses it
+        advise a lower bound, not a higher one)."""
         return False
 
     def _steers_hard_rates(self, problem) -> bool:

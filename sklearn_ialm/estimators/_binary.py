@@ -19,7 +19,6 @@ from scipy.special import expit, log_expit
 from sklearn.metrics import roc_auc_score
 from sklearn.utils.extmath import safe_sparse_dot
 
-from ..problems._numeric import BOUND_EPS
 from . import _solve as solving  # every run through _solve.py's _solve: one seam
 from ._inputs import _label
 from ._solve import (
@@ -102,22 +101,14 @@ def solve_and_steer(est, problem, context, classes, x0, y0, slack0, in_sequence=
     def solve(pb, rnd, warm, budget):
         """Round 0: every seed, the best kept; later rounds warm-start the chosen seed."""
         kwargs = dict(solver_kwargs, max_passes=budget)
-        stochastic = est.preset == "default" and est._ratio_bound() and pb.n_constraints
         if rnd == 0:
-            if stochastic:
-                kwargs.update(finish=False)
             results = run_seeds(pb, seeds, kwargs, est.n_jobs, in_sequence)
             first.update(results=results, best=_select(results))
             first["last"] = results[first["best"]]
-            if stochastic and np.all(first["last"].multipliers <= 0):
-                first["last"] = _finish_inactive(pb, first["last"], kwargs)
             return first["last"]
         kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
         finished = first["last"].finish_history
-        if stochastic:
-            # A ratio bound that binds: its re-solves stay stochastic (see _ratio_bound).
-            kwargs.update(finish=False)
-        elif est.preset == "default" and finished is not None and len(finished["beta"]):
+        if est.preset == "default" and finished is not None and len(finished["beta"]):
             # The multipliers are a finished solve's at a nearby bound: no search, and
             # the finish goes on at the penalty it ended with.
             kwargs.update(search=False, beta0=float(finished["beta"][0]))
@@ -276,25 +267,3 @@ def _at_least_constant(est, scores, y01, sample_weight, context):
     est.intercept_ = np.array([logit])
     est._constant_fallback = (label, constant, found)
     return np.full(len(scores), logit)
-
-
-def _finish_inactive(problem, result, kwargs):
-    """The finish of a stochastic solve whose constraints are all inactive, from its point
-    (zero multipliers: the unconstrained problem), kept where they stay inactive at the
-    optimum and the bound holds on its predictions; else the stochastic solve (see
-    ``_ratio_bound``). Every pass is counted."""
-    left = kwargs["max_passes"] - result.n_data_passes
-    if left <= 0:
-        return result
-    kwargs = dict(kwargs, x0=result.x, y0=result.multipliers, slack0=result.slack)
-    kwargs.update(finish=True, search=False, max_passes=left)
-    finished = solving._solve(problem, 0, kwargs)
-    # Kept where the bound holds on its predictions too (else the steering would start
-    # from another point than the stochastic solve's, see _ratio_bound).
-    hard = problem.rate_constraints(problem.constraint_scores(finished.x))
-    finished.n_data_passes += problem.n_constraint_samples / problem.n_samples
-    inactive = not np.any(finished.multipliers > 0) and np.all(hard <= BOUND_EPS)
-    kept, spent = (finished, result) if inactive else (result, finished)
-    kept.n_data_passes += spent.n_data_passes
-    kept.n_check_passes += spent.n_check_passes
-    return kept

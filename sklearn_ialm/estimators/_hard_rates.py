@@ -445,7 +445,7 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
         del scores  # the next solve's scores do not come on top
         scores = problem.constraint_scores(result.x)
         hard = units.values(problem.rate_constraints(scores, offset=base))
-        active = units.any_positive(result.multipliers) | (margin != 0)
+        active = _in_play(units, result, margin)
         if steering.keep(result, scores, hard, active) and _beats_constant(problem, result):
             return _finish(
                 problem, units, result.x, scores, results, [result], 0.0, passes
@@ -461,6 +461,19 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
         if stale == _STALE:
             break
     return None, passes
+
+
+def _in_play(units, result, margin):
+    """The units of a solve of :func:`_group_by_group` whose bound shapes it: a positive
+    multiplier, or a margin taken into the bound unless the solve was finished (exact
+    multipliers: a zero one is a bound that does not bind, and another margin there gives
+    the same model). A hard value inside such a bound by more than ``bound_tol`` is not
+    room left unused. (A ratio of three groups' selection rates, 2000 rows, bound 0.8: the
+    solve met every bound on predictions, the one it binds within the band, another pair's
+    margin left 0.02 inside with a zero multiplier; taken as unused, the steering
+    re-solved the same model until it stalled and moved it towards the constant model.)"""
+    finished = getattr(result, "finish_history", None) is not None and result.converged
+    return units.any_positive(result.multipliers) | ((margin != 0) & (not finished))
 
 
 def _beats_constant(problem, result):
