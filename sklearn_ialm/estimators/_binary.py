@@ -117,9 +117,16 @@ def solve_and_steer(est, problem, context, classes, x0, y0, slack0, in_sequence=
         if stochastic:
             # A ratio bound that binds: its re-solves stay stochastic (see _ratio_bound).
             kwargs.update(finish=False)
-        elif est.preset == "default" and finished is not None and len(finished["beta"]):
+        elif (
+            est.preset == "default"
+            and pb.n_constraints
+            and finished is not None
+            and len(finished["beta"])
+        ):
             # The multipliers are a finished solve's at a nearby bound: no search, and
-            # the finish goes on at the penalty it ended with.
+            # the finish goes on at the penalty it ended with. (Without constraints, e.g.
+            # Neyman-Pearson's reweighted fits, the run may start on a sample of the rows:
+            # its point is the new weights' optimum, where the last solve's is not.)
             kwargs.update(search=False, beta0=float(finished["beta"][0]))
         first["last"] = solving._solve(pb, [seeds[first["best"]], rnd], kwargs)
         return first["last"]
