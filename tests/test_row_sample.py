@@ -78,3 +78,25 @@ def test_a_large_problem_runs_on_a_sample_and_ends_at_the_finish_alone_optimum(c
     share = min(_SAMPLE_ROWS / _SAMPLE_MIN_ROWS, 0.1)
     assert res.n_setup_passes >= share * 0.5
     assert res.n_data_passes < alone.n_data_passes
+
+
+def test_an_unconstrained_fit_starts_on_a_sample_and_ends_at_logistic_regressions(capsys):
+    """Without constraints (Neyman-Pearson's reweighted fits) the finish on all rows starts
+    from the sample's optimum too, and ends at scikit-learn's unpenalised optimum, in fewer
+    passes than from the caller's start."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, g = _data(_SAMPLE_MIN_ROWS, seed=1)
+    pb = fairness_problem(X, y, X, g, bound=0.02, constraint="demographic_parity",
+                          loss="logistic", fit_intercept=True, protected=[])  # fmt: skip
+    assert pb.n_constraints == 0
+    res = stoc_ialm(pb, random_state=0, finish_tol=1e-6, verbose=1)
+    assert "on a sample of" in capsys.readouterr().out
+    alone = stoc_ialm(pb, random_state=0, finish_tol=1e-6, search=False)
+    assert "on a sample of" not in capsys.readouterr().out
+    ref = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(X, y)
+    coef, intercept = pb.coef(res.x)
+    assert res.converged
+    np.testing.assert_allclose(coef, ref.coef_[0], atol=1e-6)
+    assert abs(intercept - ref.intercept_[0]) <= 1e-6
+    assert res.n_data_passes < alone.n_data_passes

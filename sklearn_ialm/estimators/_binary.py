@@ -108,9 +108,16 @@ def solve_and_steer(est, problem, context, classes, x0, y0, slack0, in_sequence=
             return first["last"]
         kwargs.update(x0=warm[0], y0=warm[1], slack0=warm[2])
         finished = first["last"].finish_history
-        if est.preset == "default" and finished is not None and len(finished["beta"]):
+        if (
+            est.preset == "default"
+            and pb.n_constraints
+            and finished is not None
+            and len(finished["beta"])
+        ):
             # The multipliers are a finished solve's at a nearby bound: no search, and
-            # the finish goes on at the penalty it ended with.
+            # the finish goes on at the penalty it ended with. (Without constraints, e.g.
+            # Neyman-Pearson's reweighted fits, the run may start on a sample of the rows:
+            # its point is the new weights' optimum, where the last solve's is not.)
             kwargs.update(search=False, beta0=float(finished["beta"][0]))
         first["last"] = solving._solve(pb, [seeds[first["best"]], rnd], kwargs)
         return first["last"]
