@@ -304,8 +304,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     _judged_by_accuracy = True
 
     def _ratio_bound(self) -> bool:
-        """Whether the bound is a ratio of rates (the remedies of a fit that misses it
-        advise a lower bound, not a higher one)."""
+        """Whether the bound is a ratio of rates: the remedies of a fit that misses it
+        advise a lower bound, not a higher one, and its steering takes no path steps (see
+        :func:`~._hard_rates.fit_hard_rates`)."""
         return False
 
     def _steers_hard_rates(self, problem) -> bool:
@@ -315,8 +316,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _steer(self, problem, solve, context, budget):
         """The solves that steer the surrogate (a :class:`HardRateFit`)."""
         return fit_hard_rates(
-            problem, solve, bound_tol=self.bound_tol, budget=budget, verbose=self.verbose
-        )
+            problem, solve, bound_tol=self.bound_tol, budget=budget, verbose=self.verbose,
+            path_steps=not self._ratio_bound(),
+        )  # fmt: skip
 
     def _steers_hard_rates_after_fit(self, context) -> bool:
         """Whether the fit's bound is on hard predictions (see :meth:`_away_from_ties`)."""
