@@ -100,3 +100,26 @@ def test_an_unconstrained_fit_starts_on_a_sample_and_ends_at_logistic_regression
     np.testing.assert_allclose(coef, ref.coef_[0], atol=1e-6)
     assert abs(intercept - ref.intercept_[0]) <= 1e-6
     assert res.n_data_passes < alone.n_data_passes
+
+
+def test_a_wide_problem_keeps_all_rows(capsys):
+    """Where the sample would hold fewer than _SAMPLE_ROWS_PER_PARAM rows per parameter its
+    optimum is far from all rows' (CSR 2e5 x 1e4: the finish from it read three times the
+    passes of the finish from zero): the run does not start on a sample."""
+    from sklearn_ialm.solver.ialm import _SAMPLE_ROWS_PER_PARAM, _SAMPLE_SHARE
+
+    rng = np.random.default_rng(0)
+    n = _SAMPLE_MIN_ROWS
+    d = int(min(_SAMPLE_ROWS, _SAMPLE_SHARE * n) / _SAMPLE_ROWS_PER_PARAM) + 1
+    X = sp.random(n, d, density=5 / d, format="csr", random_state=0)
+    y = (X @ rng.normal(size=d) + rng.logistic(size=n) > 0).astype(int)
+    g = rng.integers(0, 2, size=n)
+    pb = fairness_problem(X, y, X, g, bound=0.02, constraint="demographic_parity",
+                          loss="logistic", fit_intercept=True)  # fmt: skip
+    stoc_ialm(pb, random_state=0, max_passes=2, verbose=1)
+    assert "on a sample of" not in capsys.readouterr().out
+    narrow = fairness_problem(X[:, : d // 2], y, X[:, : d // 2], g, bound=0.02,
+                              constraint="demographic_parity", loss="logistic",
+                              fit_intercept=True)  # fmt: skip
+    stoc_ialm(narrow, random_state=0, max_passes=2, verbose=1)
+    assert "on a sample of" in capsys.readouterr().out

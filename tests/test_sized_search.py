@@ -53,6 +53,28 @@ def test_no_search_below_its_rows():
     assert res.n_iter == 0 and _minibatch_passes(res) == 0
 
 
+def test_no_search_on_wide_data():
+    # Above _SEARCH_MAX_PARAMS parameters the step size's power iterations cost more than
+    # the phase saves: the finish is the whole solve, as below _SEARCH_MIN_ROWS rows.
+    import scipy.sparse as sp
+
+    from sklearn_ialm.solver.ialm import _SEARCH_MAX_PARAMS
+
+    rng = np.random.default_rng(0)
+    n, d = _SEARCH_MIN_ROWS, _SEARCH_MAX_PARAMS + 1
+    X = sp.random(n, d, density=5 / d, format="csr", random_state=0)
+    y = (X @ rng.normal(size=d) + rng.logistic(size=n) > 0).astype(int)
+    g = rng.integers(0, 2, size=n)
+    pb = fairness_problem(X, y, X, g, bound=0.02, constraint="demographic_parity",
+                          loss="logistic", fit_intercept=True)  # fmt: skip
+    res = stoc_ialm(pb, random_state=0, max_passes=3)
+    assert res.n_iter == 0 and _minibatch_passes(res) == 0
+    narrow = fairness_problem(X[:, :50], y, X[:, :50], g, bound=0.02,
+                              constraint="demographic_parity", loss="logistic",
+                              fit_intercept=True)  # fmt: skip
+    assert stoc_ialm(narrow, random_state=0, max_passes=3).n_iter > 0
+
+
 def test_a_nonconvex_loss_keeps_algorithm_1s_search():
     # From zero multipliers the finish of the paper's sigmoid model diverges: its search still
     # ends outer iterations by stop tests and steps the multipliers.

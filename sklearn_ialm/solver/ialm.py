@@ -57,6 +57,13 @@ _SEARCH_DRAWS = 30_000
 #: 18.9 passes against 18.0, ``benchmarks/results/finish_ab_stochastic.md``), and within a
 #: budget of 10 passes it left the steering's re-solves short of passes.
 _SEARCH_MIN_ROWS = 10_000
+#: Above this many parameters there is no stochastic phase before the finish either: its
+#: step size needs power iterations on the rows (a Gram matrix of more would not fit), which
+#: cost more than the phase saves. CSR 2e5 x 1e4 (30 values a row, demographic parity 0.02,
+#: one thread, ``benchmarks/results/finish_ab_wide.md``): with the phase 19.7 and 35.2
+#: passes (loose, binding), 3.96 and 6.70 x LogisticRegression's CPU; without it 18.5 and
+#: 36.5 passes, 2.81 and 5.39 x.
+_SEARCH_MAX_PARAMS = 1024
 #: From this many rows (the larger set), the stochastic phase before the finish is the run
 #: on a sample of ``_SAMPLE_ROWS`` rows, at most ``_SAMPLE_SHARE`` of them (the search, when
 #: the sample has ``_SEARCH_MIN_ROWS`` rows, and the finish on the sample), then the finish
@@ -76,6 +83,12 @@ _SEARCH_MIN_ROWS = 10_000
 _SAMPLE_MIN_ROWS = 100_000
 _SAMPLE_ROWS = 30_000
 _SAMPLE_SHARE = 0.1
+#: The sample must hold this many rows per parameter: its optimum is then within about
+#: ``sqrt(params / rows)``, a tenth, of all rows' (in the metric of the Hessian). On wide
+#: data it is not: CSR 2e5 x 1e4 (30 values a row, demographic parity 0.02, loose), a
+#: 20000-row sample's finish read 176 of its passes and the finish on all rows from its
+#: point 61.5, where the finish from zero read 19.7 in all.
+_SAMPLE_ROWS_PER_PARAM = 100
 #: What Algorithm 1's stochastic phase may spend when the finish follows it (a loss other
 #: than the logistic, see :func:`_sized_search_applies`): a tenth of ``max_passes``
 #: or ``_SEARCH_PASSES``, whichever is more, and at most half. The Newton finish converges
@@ -359,7 +372,8 @@ def stoc_ialm(
     rng = _generator(random_state)
     search = problem.n_constraints and run.knobs.search and not run.full_batch
     sized = run.finish and _sized_search_applies(problem)
-    search = search and not (sized and _search_passes(run) == 0.0)
+    wide = problem.n_params > _SEARCH_MAX_PARAMS
+    search = search and not (sized and (_search_passes(run) == 0.0 or wide))
     sample = _sample_of(problem, run, rng, search=search, sized=sized)
     if sample is not None:
         args = dict(
@@ -405,9 +419,12 @@ def _sample_of(problem, run, rng, *, search, sized):
     plain = not problem.n_constraints and run.knobs.search and not run.full_batch
     if not ((search or plain) and sized and run.rows >= _SAMPLE_MIN_ROWS):
         return None
+    share = min(_SAMPLE_ROWS / run.rows, _SAMPLE_SHARE)
     if not hasattr(problem, "row_sample"):
         return None
-    return problem.row_sample(rng, min(_SAMPLE_ROWS / run.rows, _SAMPLE_SHARE))
+    if share * problem.n_objective_samples < _SAMPLE_ROWS_PER_PARAM * problem.n_params:
+        return None
+    return problem.row_sample(rng, share)
 
 
 def _search_on_sample(problem, sample, rng, args) -> IALMResult:

@@ -147,7 +147,10 @@ class Settings(Mapping):
         that phase and a finish run on a sample of 30000 rows (at most a tenth), and the
         finish on all rows starts from the sample's point and multipliers: on dense 1e6 x 20
         (demographic parity 0.02) the fit takes about 0.8 of the CPU of the finish alone
-        (``benchmarks/results/finish_ab_stochastic2.md``). Other losses
+        (``benchmarks/results/finish_ab_stochastic2.md``); not on wide data (more than
+        1024 parameters: on CSR 2e5 x 1e4 it cost more than it saved,
+        ``benchmarks/results/finish_ab_wide.md``), nor where a sample would hold fewer than 100
+        rows per parameter. Other losses
         keep Algorithm 1's loop, which looks for the multipliers (its stop test on ``tol``
         for both residuals): from zero multipliers the finish of the paper's sigmoid model
         diverged. For finite sums whose ``h`` is smooth
