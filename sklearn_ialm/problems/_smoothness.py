@@ -12,11 +12,14 @@ from ._gram import _block_gram, _kernels_available, _scaled_block
 from ._rows import _Rows, _Subset
 from .losses import SIGMOID_CURVATURE
 
-#: Above this many rows in a matrix the Gram matrices are estimated from that many rows (as
-#: :meth:`SmoothnessBound._top_eigenvalue` estimates its products). The stochastic phase
-#: before the finish draws 30000 rows; from 200000 rows the set-up was 0.10-0.14 s of a
-#: 1 s fit on 1e6 x 20 (demographic parity 0.02), LogisticRegression's whole fit 0.4 s.
-_GRAM_MAX_ROWS = 50_000
+#: Above this many rows in a matrix the Gram matrices are estimated from that many rows
+#: (with a margin, see :meth:`SmoothnessBound._spectral_bounds`). Only the stochastic phase
+#: reads the bound, and before the finish it draws 30000 rows. From 200000 rows the set-up
+#: was 0.10-0.14 s of a 1 s fit on 1e6 x 20 (demographic parity 0.02), LogisticRegression's
+#: whole fit 0.4 s; on the anchor task (30000 x 100) the set-up from all its rows made the
+#: fit with that phase 1.13 times as long as the fit without it, from 10000 rows 0.98
+#: (``python -m benchmarks.finish_ab --cases anchor --seeds 0``, A/B).
+_GRAM_MAX_ROWS = 10_000
 #: Rows per block where a per-row array is read in blocks (a few hundred kB each).
 _BLOCK_ROWS = 1 << 15
 #: Entries of a block of rows of the smoothness bound's set-up sweep (see
@@ -163,7 +166,7 @@ class SmoothnessBound:
         each distinct ``|W_k|`` over the constraint rows, spread over the rows of the
         underlying matrix (zero off a row subset; a row listed twice counts twice). One sweep
         over each matrix serves them all: every block of rows is read once and used for every
-        column while it is in cache. Above ``_GRAM_MAX_ROWS`` rows (fewer for large ``d``) the
+        column while it is in cache. Above ``_GRAM_MAX_ROWS`` rows the
         sums are estimated from a fixed random subset of rows, scaled up. Adds the rows read to
         ``setup_evaluations``.
 
@@ -219,9 +222,7 @@ class SmoothnessBound:
         low = self.feature_center is None
         for A, weights_of, J in groups:
             n, d = A.shape
-            # The arithmetic grows like rows * d**2 per weight column: past about 2e10 flops an
-            # estimate from fewer rows gives as good a step size.
-            max_rows = min(_GRAM_MAX_ROWS, max(20_000, int(2e10 / (d * d * J))))
+            max_rows = _GRAM_MAX_ROWS
             factor, order = 1.0, np.arange(n)
             if n > max_rows:
                 order = np.sort(rng.choice(n, size=max_rows, replace=False))
