@@ -59,9 +59,9 @@ _SEARCH_DRAWS = 30_000
 _SEARCH_MIN_ROWS = 10_000
 #: On all rows (not a sample, see ``_SAMPLE_MIN_ROWS``) there is none at any size: it cost
 #: more than it saved (``FairLogisticClassifier``, CPU with it over CPU without, one thread,
-#: ``benchmarks/results/finish_ab_issue42.md`` before this rule: the anchor task 0.98,
-#: Adult by race 1.06-1.26 for the five kinds at 0.05; dense 1e6 x 20 1.12 before the
-#: sample, ``finish_ab_final.md``).
+#: ``benchmarks/results/finish_ab_before_samples.md``: the anchor task 0.98, Adult by race
+#: 1.14-1.26 for the five kinds at 0.05, 1.06 by race and sex; dense 1e6 x 20 1.12 before
+#: the sample, ``finish_ab_final.md``).
 #: Above this many parameters there is no stochastic phase before the finish either: its
 #: step size needs power iterations on the rows (a Gram matrix of more would not fit), which
 #: cost more than the phase saves. CSR 2e5 x 1e4 (30 values a row, demographic parity 0.02,

@@ -144,10 +144,11 @@ class Settings(Mapping):
         finish on all rows starts from the sample's point and multipliers. On dense 1e6 x 20
         (demographic parity 0.02) the fit takes about 0.8 of the CPU of the finish alone
         (``benchmarks/results/finish_ab_issue42.md``). On all rows the phase cost more than
-        it saved at every size measured (Adult by race, 32561 rows: 1.06-1.26 times the CPU
-        of the finish alone; dense 1e6 x 20: 1.12), and so did the sample on wide data (more
-        than 1024 parameters, or fewer than 100 sample rows a parameter: CSR 2e5 x 1e4,
-        ``benchmarks/results/finish_ab_wide.md``): there the finish is the whole solve.
+        it saved at every size measured (Adult by race, 32561 rows: 1.14-1.26 times the CPU
+        of the finish alone, ``finish_ab_before_samples.md``; dense 1e6 x 20: 1.12), and
+        so did the sample on wide data (more than 1024 parameters, or fewer than 100 sample
+        rows a parameter: CSR 2e5 x 1e4, ``benchmarks/results/finish_ab_wide.md``): there
+        the finish is the whole solve.
         Other losses
         keep Algorithm 1's loop, which looks for the multipliers (its stop test on ``tol``
         for both residuals): from zero multipliers the finish of the paper's sigmoid model
