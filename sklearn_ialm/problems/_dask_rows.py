@@ -545,6 +545,7 @@ feature_center
         # mean over the sample is near one, as over all rows): the multipliers found are in
         # the units of the problem on all rows.
         super(LinearProblem, view).__init__(len(idx), len(idx) if m else 0)
+        view.sample_share = share
         return view
 
     def _block_rows(self, draws):

@@ -151,6 +151,10 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
     array([0., 0., 0.])
     """
 
+    #: The share of another problem's rows this one holds (:meth:`row_sample`), or None:
+    #: the solver runs its stochastic phase on samples only (see ``stoc_ialm``).
+    sample_share: float | None = None
+
     def __init__(
         self,
         A_objective,
@@ -474,6 +478,7 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
             view.stratify_constraints(np.asarray(self.constraint_strata)[ic])
         view.setup_evaluations = len(io) + (len(ic) if n_c else 0)
         view._bound, view._owns_bound = _LazyBound(view), True
+        view.sample_share = share
         return view
 
     # -- all rows at once (the stopping rule) ------------------------------------------------

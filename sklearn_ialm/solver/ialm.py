@@ -57,6 +57,11 @@ _SEARCH_DRAWS = 30_000
 #: 18.9 passes against 18.0, ``benchmarks/results/finish_ab_stochastic.md``), and within a
 #: budget of 10 passes it left the steering's re-solves short of passes.
 _SEARCH_MIN_ROWS = 10_000
+#: On all rows (not a sample, see ``_SAMPLE_MIN_ROWS``) there is none at any size: it cost
+#: more than it saved (``FairLogisticClassifier``, CPU with it over CPU without, one thread,
+#: ``benchmarks/results/finish_ab_before_samples.md``: the anchor task 0.98, Adult by race
+#: 1.14-1.26 for the five kinds at 0.05, 1.06 by race and sex; dense 1e6 x 20 1.12 before
+#: the sample, ``finish_ab_final.md``).
 #: Above this many parameters there is no stochastic phase before the finish either: its
 #: step size needs power iterations on the rows (a Gram matrix of more would not fit), which
 #: cost more than the phase saves. CSR 2e5 x 1e4 (30 values a row, demographic parity 0.02,
@@ -375,6 +380,10 @@ def stoc_ialm(
     wide = problem.n_params > _SEARCH_MAX_PARAMS
     search = search and not (sized and (_search_passes(run) == 0.0 or wide))
     sample = _sample_of(problem, run, rng, search=search, sized=sized)
+    if sized and getattr(problem, "sample_share", None) is None:
+        # Before the finish, the stochastic phase runs on a sample of the rows only (see
+        # _SAMPLE_MIN_ROWS): on all rows it cost more than it saved at every size measured.
+        search = False
     if sample is not None:
         args = dict(
             x0=x0, tol=tol, dual_tol=dual_tol, preset=preset, beta0=beta0, sigma=sigma,

@@ -137,20 +137,19 @@ class Settings(Mapping):
         End the run with the deterministic finish (:func:`~sklearn_ialm.solver.finish.alm_finish`):
         the augmented Lagrangian method with Newton inner solves on all rows takes the
         stochastic phase's point and multipliers to the finish's tolerances (``finish_tol``);
-        ``converged`` is its verdict. Before it, on a logistic loss, the stochastic phase is
-        PStorm at the starting multipliers for 30000 minibatch draws (at most a pass), with
-        no stop test (``eval_every`` and ``check_sample`` unused): the finish's first
-        evaluation judges its point. Below 10000 rows there is none: on 2000 rows (100 groups
-        of 20) a pass of it cost more than it saved (18.9 passes against 18.0 without it);
-        on 30000 (the anchor task) the fit takes 0.93-0.95 of its CPU without it, 0.91-1.06
-        on Adult by race (``benchmarks/results/finish_ab_stochastic.md``). From 100000 rows
-        that phase and a finish run on a sample of 30000 rows (at most a tenth), and the
-        finish on all rows starts from the sample's point and multipliers: on dense 1e6 x 20
+        ``converged`` is its verdict. Before it, on a logistic loss, the stochastic phase
+        runs on a sample of the rows only: from 100000 rows, PStorm at the starting
+        multipliers for 30000 minibatch draws and a finish, on a sample of 30000 rows (at
+        most a tenth), with no stop test (``eval_every`` and ``check_sample`` unused); the
+        finish on all rows starts from the sample's point and multipliers. On dense 1e6 x 20
         (demographic parity 0.02) the fit takes about 0.8 of the CPU of the finish alone
-        (``benchmarks/results/finish_ab_stochastic2.md``); not on wide data (more than
-        1024 parameters: on CSR 2e5 x 1e4 it cost more than it saved,
-        ``benchmarks/results/finish_ab_wide.md``), nor where a sample would hold fewer than 100
-        rows per parameter. Other losses
+        (``benchmarks/results/finish_ab_issue42.md``). On all rows the phase cost more than
+        it saved at every size measured (Adult by race, 32561 rows: 1.14-1.26 times the CPU
+        of the finish alone, ``finish_ab_before_samples.md``; dense 1e6 x 20: 1.12), and
+        so did the sample on wide data (more than 1024 parameters, or fewer than 100 sample
+        rows a parameter: CSR 2e5 x 1e4, ``benchmarks/results/finish_ab_wide.md``): there
+        the finish is the whole solve.
+        Other losses
         keep Algorithm 1's loop, which looks for the multipliers (its stop test on ``tol``
         for both residuals): from zero multipliers the finish of the paper's sigmoid model
         diverged. For finite sums whose ``h`` is smooth
