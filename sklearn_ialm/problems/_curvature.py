@@ -11,6 +11,7 @@ from scipy.special import expit
 
 from . import _gram
 from ._gram import _kernels_available, _weighted_gram
+from ._numeric import SAMPLE_SEED
 from .losses import Logistic, SigmoidLoss, TruncatedLogistic
 
 #: The finish's Hessians read up to this many rows per parameter, at least
@@ -205,7 +206,7 @@ class SecondOrder:
         cache = self.__dict__.setdefault("_hessian_cache", {})
         if id(A) not in cache:
             chance = _draw_chances(self._row_importance(A), limit)
-            pick = np.flatnonzero(np.random.default_rng(0).random(n) < chance)
+            pick = np.flatnonzero(np.random.default_rng(SAMPLE_SEED).random(n) < chance)
             cache[id(A)] = (A, pick, 1.0 / chance[pick])  # A kept: its id stays its own
         return cache[id(A)][1:]
 

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from . import _gram
 from ._gram import _block_gram, _kernels_available, _scaled_block
+from ._numeric import SAMPLE_SEED
 from ._rows import _Rows, _Subset
 from .losses import SIGMOID_CURVATURE
 
@@ -176,7 +177,7 @@ class SmoothnessBound:
 
         Returns ``(G, mu, total, estimated)`` with one entry per weight column.
         """
-        rng = np.random.default_rng(0)
+        rng = np.random.default_rng(SAMPLE_SEED)
         Ao, Ac = self.A_obj, self.A_con
         first = self._distinct_weight_columns()
         distinct = [k for k in range(self.n_constraints) if first[k] == k]
@@ -281,7 +282,7 @@ class SmoothnessBound:
         first = self._distinct_weight_columns()
         distinct = [k for k in range(m) if first[k] == k]
         if self.n_params > _gram.GRAM_MAX_PARAMS:
-            rng = np.random.default_rng(0)
+            rng = np.random.default_rng(SAMPLE_SEED)
             lam_obj = self._top_eigenvalue(self.A_obj.full, self.u, rng)
             if not m:
                 return lam_obj, 0.0, None, None
