@@ -48,7 +48,8 @@ Run from the root of a checkout (its ``sklearn_ialm`` is imported)::
         --cases anchor,dense1e6,csr2e5,adult,multiclass --seeds 0,1,2 \\
         --out benchmarks/results/finish_ab.md
 
-(those cases and seeds are the defaults; ``--big`` adds ``dense5e6`` and ``csr1e6``).
+(those cases and seeds are the defaults; ``--big`` adds ``dense5e6``, ``csr1e6`` and
+``dense1e7``: 1e7 x 20, moderate, where the stochastic phase is asked A/B <= 0.6).
 
 Rows go to the ``.md`` and to a ``.csv`` beside it; a row of the same commit, case and
 setting that is already there is replaced, others are kept.
@@ -82,7 +83,7 @@ from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ["anchor", "dense1e6", "csr2e5", "adult", "multiclass"]
-BIG = ["dense5e6", "csr1e6"]  # only with --big
+BIG = ["dense5e6", "csr1e6", "dense1e7"]  # only with --big
 MODERATE, STRONG = 1.0, 1.5  # group noise of benchmarks.speed.binding's two levels
 MC_BOUNDS = (0.02, 0.05, 0.1, 0.2)
 MC_LOSS_TOL = 0.01  # "reaches LogisticRegression's log-loss": within this share of it
@@ -383,6 +384,7 @@ def cases(quick):
         "anchor": anchor,
         "dense1e6": lambda s, r: dense(1_000_000 // k, ("moderate", "strong"), s, r, "dense1e6"),
         "dense5e6": lambda s, r: dense(5_000_000 // k, ("strong",), s, r, "dense5e6"),
+        "dense1e7": lambda s, r: dense(10_000_000 // k, ("moderate",), s, r, "dense1e7"),
         "csr2e5": lambda s, r: csr(200_000 // k, 10_000 // kd, s, r, "csr2e5"),
         "csr1e6": lambda s, r: csr(1_000_000 // k, 10_000 // kd, s, r, "csr1e6"),
         "adult": adult,
