@@ -375,15 +375,7 @@ def stoc_ialm(
         multiplier_samples=multiplier_samples, theory_constants=theory_constants,
     )  # fmt: skip
     rng = _generator(random_state)
-    search = problem.n_constraints and run.knobs.search and not run.full_batch
-    sized = run.finish and _sized_search_applies(problem)
-    wide = problem.n_params > _SEARCH_MAX_PARAMS
-    search = search and not (sized and (_search_passes(run) == 0.0 or wide))
-    sample = _sample_of(problem, run, rng, search=search, sized=sized)
-    if sized and getattr(problem, "sample_share", None) is None:
-        # Before the finish, the stochastic phase runs on a sample of the rows only (see
-        # _SAMPLE_MIN_ROWS): on all rows it cost more than it saved at every size measured.
-        search = False
+    search, sized, sample = _before_finish(problem, run, rng)
     if sample is not None:
         args = dict(
             x0=x0, tol=tol, dual_tol=dual_tol, preset=preset, beta0=beta0, sigma=sigma,
@@ -399,20 +391,40 @@ def stoc_ialm(
         problem, run, rng, x0=x0, y0=y0, slack0=slack0, verbose=verbose,
         momentum=not (run.finish and not search),
     )  # fmt: skip
-    if run.finish and not search:
-        # No multipliers to find (none, or the caller's y0 are a finished solve's), or
-        # minibatches of every row (a deterministic method, whose quasi-Newton form the
-        # finish is): the deterministic finish is the whole solve.
-        state = _LoopState(y=y, beta=float(run.beta0), message="no search")
-    elif sized:
-        state = _search(parts, run, y)
-    else:
-        state = _outer_loop(parts, run, y)
+    state = _stochastic_phase(parts, run, y, search=search, sized=sized)
     if run.finish:
         _finish(parts, run, state, verbose)
     else:
         _last_test(parts, state)
     return _result(parts, run, state)
+
+
+def _before_finish(problem, run, rng):
+    """``(search, sized, sample)``: whether the run has a stochastic phase on these rows,
+    whether it is the sized search (:func:`_search`, a finish follows), and the sample of the
+    rows the run starts on instead (:func:`_sample_of`), or None."""
+    search = bool(problem.n_constraints) and run.knobs.search and not run.full_batch
+    sized = run.finish and _sized_search_applies(problem)
+    wide = problem.n_params > _SEARCH_MAX_PARAMS
+    search = search and not (sized and (_search_passes(run) == 0.0 or wide))
+    sample = _sample_of(problem, run, rng, search=search, sized=sized)
+    if sized and getattr(problem, "sample_share", None) is None:
+        # Before the finish, the stochastic phase runs on a sample of the rows only (see
+        # _SAMPLE_MIN_ROWS): on all rows it cost more than it saved at every size measured.
+        search = False
+    return search, sized, sample
+
+
+def _stochastic_phase(parts, run, y, *, search, sized) -> _LoopState:
+    """The run's stochastic phase: none, the sized search, or Algorithm 1's loop."""
+    if run.finish and not search:
+        # No multipliers to find (none, or the caller's y0 are a finished solve's), or
+        # minibatches of every row (a deterministic method, whose quasi-Newton form the
+        # finish is): the deterministic finish is the whole solve.
+        return _LoopState(y=y, beta=float(run.beta0), message="no search")
+    if sized:
+        return _search(parts, run, y)
+    return _outer_loop(parts, run, y)
 
 
 def _sample_of(problem, run, rng, *, search, sized):
