@@ -553,9 +553,9 @@ def alm_finish(
     if max_outer_iter < 1:
         raise ValueError(f"max_outer_iter must be >= 1, got {max_outer_iter!r}.")
     y_solve, beta_solve = y, beta
-    # Whether the multipliers may come from Newton's step on the KKT system, and whether the
-    # last ones did.
-    kkt_steps, from_kkt = newton and m > 0, False
+    # Whether the multipliers may come from Newton's step on the KKT system, whether the
+    # last ones did, and the point and classical multipliers they replaced.
+    kkt_steps, from_kkt, before_kkt = newton and m > 0, False, None
     record = {"primal_residual": [], "dual_residual": [], "beta": [], "evaluations": []}
     if levels is not None and newton and max_evaluations >= 2:
         # The free levels start where they minimise the augmented Lagrangian at x0 (no
