@@ -105,7 +105,8 @@ class _Units:
         """Unit values of constraint values ``V`` (shape ``(..., m)``)."""
         V = np.asarray(V, dtype=float)
         out = np.empty(V.shape[:-1] + (len(self),))
-        out[..., self.n_bands :] = V[..., self.free]
+        # (np.take: indexing the columns with an array took as long as the sweep's sort.)
+        out[..., self.n_bands :] = np.take(V, self.free, axis=-1)
         for u in range(self.n_bands):
             rows, (a, e, upper) = self.members[u], self.slopes[u]
             hi = V[..., rows[upper]].max(axis=-1)  # falls as a * t with the level t
@@ -154,18 +155,22 @@ def _segment_point(problem, units, z_in, z_out, offset):
     """
     q_in, q_out = z_in > 0, z_out > 0
     moving = np.flatnonzero(q_in != q_out)
-    t_event = z_in[moving] / (z_in[moving] - z_out[moving])
-    order = np.argsort(t_event, kind="stable")
-    moving, t_event = moving[order], t_event[order]
+    # (np.take throughout: indexing with an index array took up to ten times as long, 0.02 s
+    # of the sweep's 0.056 s on 218717 events.)
+    at_in = np.take(z_in, moving)
+    t_event = at_in / (at_in - np.take(z_out, moving))
+    del at_in
+    order = _stable_order(t_event)
+    moving, t_event = np.take(moving, order), np.take(t_event, order)
     # In place, one (events x constraints) matrix: nearly every row may move, and each such
     # matrix is several vectors of all rows (the fit's memory, see tests/test_memory.py).
-    hard = problem.W[moving]
-    hard *= np.where(q_out[moving], 1.0, -1.0)[:, None]
+    hard = np.take(problem.W, moving, axis=0)
+    hard *= np.where(np.take(q_out, moving), 1.0, -1.0)[:, None]
     hard /= len(z_in)
     np.cumsum(hard, axis=0, out=hard)
     start = problem.rate_constraints(z_in, offset=offset)
     hard += start  # hard[i]: after the first i + 1 events
-    meets = np.all(units.values(hard) <= BOUND_EPS, axis=1)
+    meets = _all_met(units.values(hard))
     meets = np.concatenate([[bool(np.all(units.values(start[None]) <= BOUND_EPS))], meets])
     bounds = np.concatenate([[0.0], t_event, [1.0]])
     # Rows with equal scores at both ends (identical rows) change prediction at the same t:
@@ -173,6 +178,34 @@ def _segment_point(problem, units, z_in, z_out, offset):
     ok = np.flatnonzero(meets & (np.diff(bounds) > 0))
     i = int(ok[0]) if len(ok) else len(moving)
     return 0.5 * (bounds[i] + bounds[i + 1]) if i > 0 else 0.0
+
+
+def _stable_order(t):
+    """``np.argsort(t, kind="stable")``, by an unstable sort whose runs of equal values are
+    put back in index order: on 218717 events (dense 1e6 x 20, a strongly binding parity
+    bound) the stable sort took 0.024 s, the unstable one 0.015 s."""
+    order = np.argsort(t)
+    s = t[order]
+    tied = s[1:] == s[:-1]
+    if tied.any():
+        # The positions in a run of equal values (identical rows), each run then sorted by
+        # index: a lexicographic sort of those positions only, by value, then by index.
+        inside = np.zeros(len(t), bool)
+        inside[1:] |= tied
+        inside[:-1] |= tied
+        at = np.flatnonzero(inside)
+        order[at] = order[at][np.lexsort((order[at], s[at]))]
+    return order
+
+
+def _all_met(values):
+    """Per row of unit ``values`` (events x units), whether every unit is ``<= 0`` (up to
+    ``BOUND_EPS``): column by column (``np.all(..., axis=1)`` over few columns took ten
+    times as long)."""
+    met = values[:, 0] <= BOUND_EPS if values.shape[1] else np.ones(len(values), bool)
+    for k in range(1, values.shape[1]):
+        met &= values[:, k] <= BOUND_EPS
+    return met
 
 
 def _say(verbose, text):
