@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from scipy.special import log_expit
 
-from sklearn_ialm.estimators._binary import _at_least_constant, _clearly_below
+from sklearn_ialm.estimators._binary import (
+    _at_least_constant,
+    _below_chance,
+    _clearly_accurate,
+    _clearly_below,
+)
 
 
 def _log_loss(scores, positive, w):
@@ -92,3 +97,45 @@ def test_at_least_constant_returns_the_constant_when_the_model_is_worse():
     assert label == int(logit > 0) and est.reports == 1
     assert constant == _entropy(y01 == 1, w) and found == _log_loss(scores, y01 == 1, w)
     np.testing.assert_array_equal(est.coef_, np.zeros((1, 2)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_clearly_accurate_agrees_with_the_sums_by_masks(seed):
+    """Accuracy from well below to well above the majority class's share: the quick test
+    says accurate only where the exact sums (by masks, as ``_below_chance``) say it is not
+    below the majority, and says so wherever it is above by a millionth."""
+    rng = np.random.default_rng(seed)
+    n = 20000
+    w = rng.uniform(0.0, 3.0, n)
+    positive = rng.random(n) < 0.3
+    total = float(np.sum(w))
+    said = []
+    for flip in np.linspace(0.5, 0.9, 81):  # the accuracy, about; the majority: 0.7
+        predicted = np.where(rng.random(n) < flip, positive, ~positive)
+        hits = predicted == positive
+        share = float(np.sum(w, where=positive)) / total
+        accuracy = float(np.sum(w, where=hits)) / total
+        majority = max(share, 1 - share)
+        quick = _clearly_accurate(w, hits, positive, total)
+        assert not quick or accuracy >= majority - 1e-12
+        if accuracy >= majority + 1e-6:
+            assert quick
+        said.append(quick)
+    assert any(said) and not all(said)
+
+
+class _Chance:
+    _judged_by_accuracy = True
+    classes_ = np.array([0, 1])
+
+
+def test_below_chance_speaks_only_below_the_majority():
+    rng = np.random.default_rng(0)
+    n = 4000
+    x = rng.normal(size=n)
+    y01 = (rng.random(n) < 1 / (1 + np.exp(-3 * x))).astype(int)
+    w = rng.uniform(0.5, 2.0, n)
+    assert _below_chance(_Chance(), x, x > 0, y01, w, False) is None
+    said = _below_chance(_Chance(), -x, -x > 0, y01, w, False)
+    accuracy = np.average((-x > 0) == (y01 == 1), weights=w)
+    assert said is not None and f"{accuracy:.4f}" in said and "AUC" in said

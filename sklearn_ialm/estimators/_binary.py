@@ -169,6 +169,8 @@ def _below_chance(est, scores, predicted, y01, sw, one_class) -> str | None:
     below the majority's or the predictions are one class."""
     # Weighted sums by masks (``where=``): no n-vector of products at the fit's peak.
     positive, total = y01 == 1, float(np.sum(sw))
+    if not one_class and _clearly_accurate(sw, predicted == positive, positive, total):
+        return None  # (what the lines below return then, at a third of their cost)
     share = float(np.sum(sw, where=positive)) / total
     majority = max(share, 1.0 - share)
     accuracy = float(np.sum(sw, where=predicted == positive)) / total
@@ -192,6 +194,21 @@ def _below_chance(est, scores, predicted, y01, sw, one_class) -> str | None:
         f"{said}: compare it with that constant model before using it (the bound may "
         "leave a linear model little room on these data)."
     )
+
+
+def _clearly_accurate(sw, hits, positive, total) -> bool:
+    """Whether the weighted accuracy (rows ``hits``) is above the majority class's share by
+    far more than rounding, by dot products (two sums by masks took 0.011 s on 1e6 rows):
+    then :func:`_below_chance` says nothing, and needs neither its exact sums nor the AUC.
+
+    A sum of ``n`` non-negative terms, in any order, is within ``(n - 1) eps / 2`` of its
+    value, relative: a share summed two ways differs by less than ``n eps``, and the margin
+    ``4 n eps`` on each side covers both shares.
+    """
+    margin = 4.0 * len(sw) * np.finfo(float).eps
+    share = float(np.dot(sw, positive)) / total
+    accuracy = float(np.dot(sw, hits)) / total
+    return accuracy - margin >= max(share, 1.0 - share) + margin - 1e-12
 
 
 def _nearest_solve(est, X, nearest, y01, sw, context) -> dict:
