@@ -5,7 +5,13 @@ of the first stretch where every constraint, recomputed from the scores there, h
 import numpy as np
 import pytest
 
-from sklearn_ialm.estimators._hard_rates import _segment_point, _stable_order, _Units
+from sklearn_ialm.estimators._hard_rates import (
+    _past_misses,
+    _segment_point,
+    _stable_order,
+    _sweep,
+    _Units,
+)
 from sklearn_ialm.problems import fairness_problem
 from sklearn_ialm.problems._numeric import BOUND_EPS
 
@@ -97,3 +103,78 @@ def test_segment_point_lands_inside_on_some_segment():
         t = _segment_point(pb, _Units(pb), z_in, z_out, pb.offset)
         inside += 0.0 < t < 1.0
     assert inside
+
+
+def _events(pb, z_in, z_out):
+    q_out = z_out > 0
+    moving = np.flatnonzero((z_in > 0) != q_out)
+    t_event = z_in[moving] / (z_in[moving] - z_out[moving])
+    return moving, t_event, q_out
+
+
+@pytest.mark.parametrize("kind, n_groups", [("demographic_parity", 2), ("demographic_parity", 5)])
+def test_past_misses_is_the_full_sweep_or_defers_to_it(kind, n_groups):
+    """Passing over the buckets of event times where no model meets the bound gives the
+    full sweep's point, or None; on most of these segments it passes over some."""
+    passed = 0
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        pb, X, g = _problem(rng, 3000, kind, n_groups)
+        units = _Units(pb)
+        z_in, z_out = _ends(rng, X, g)
+        moving, t_event, q_out = _events(pb, z_in, z_out)
+        start = pb.rate_constraints(z_in, offset=pb.offset)
+        assert not np.all(units.values(start[None]) <= BOUND_EPS)  # the start misses
+        full = _sweep(pb.W, units, moving, t_event, q_out, start)
+        quick = _past_misses(pb.W, units, moving, t_event, q_out, start)
+        assert quick is None or quick == full
+        passed += quick is not None
+    assert passed >= 4
+
+
+def test_segment_point_where_values_reach_the_bound_exactly():
+    """Two groups of 1000 rows, unweighted, bound 0.05: the gap between selection rates
+    reaches the bound exactly (values within rounding of 0): the point is brute force's."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    g = np.repeat([0, 1], n // 2)
+    X = rng.normal(size=(n, 2))
+    y = (rng.random(n) < 0.5).astype(int)
+    pb = fairness_problem(X, y, X, g, bound=0.05, constraint="demographic_parity")
+    units = _Units(pb)
+    z_in = X[:, 0] + 1.5 * (g == 0) - 0.75
+    z_out = X[:, 0] + rng.normal(0, 0.3, n)
+    t = _segment_point(pb, units, z_in, z_out, pb.offset)
+    assert 0 < t < 1 and t == _brute_point(pb, units, z_in, z_out, pb.offset)
+    z = (1 - t) * z_in + t * z_out
+    rates = [np.mean(z[g == k] > 0) for k in (0, 1)]
+    assert abs(rates[0] - rates[1]) <= 0.05 + 1e-12
+
+
+def test_segment_point_finds_a_dip_within_one_bucket_of_event_times():
+    """Within one bucket of event times (width 1/1024) the bound is met, then missed again
+    before the bucket ends (group 0's rows flip first, then group 1's): the bucket's value
+    at its end misses, the point is inside it."""
+    n = 2000
+    g = np.repeat([0, 1], n // 2)
+    X = np.column_stack([np.arange(n, dtype=float), g])
+    y = np.tile([0, 1], n // 2)
+    pb = fairness_problem(X, y, X, g, bound=0.0505, constraint="demographic_parity")
+    units = _Units(pb)
+    # Group 0: every row positive; group 1: half. Rows flip at the times ``t`` given.
+    z_in = np.where((g == 0) | (np.arange(n) < 1500), 1.0, -1.0)
+    t = np.full(n, np.nan)
+    t[:460] = 0.5 + 0.0004 * np.arange(460) / 460  # group 0 down to 0.54: met
+    t[1000:1460] = 0.5006 + 0.0003 * np.arange(460) / 460  # group 1 down to 0.04: missed
+    # Earlier, in other buckets: pairs of group 1's rows flip each way (its rate stays).
+    t[1460:1500] = np.linspace(0.1, 0.3, 40)
+    t[1500:1540] = t[1460:1500] + 1e-4
+    inverse = 1.0 / np.where(np.isnan(t), 1.0, t)  # t = z_in / (z_in - z_out)
+    z_out = np.where(np.isnan(t), z_in, z_in * (1.0 - inverse))
+    point = _segment_point(pb, units, z_in, z_out, pb.offset)
+    assert 0.5 < point < 0.5006
+    assert point == _brute_point(pb, units, z_in, z_out, pb.offset)
+    # The buckets of the flipping pairs are passed over: the point without the full sweep.
+    moving, t_event, q_out = _events(pb, z_in, z_out)
+    start = pb.rate_constraints(z_in, offset=pb.offset)
+    assert _past_misses(pb.W, units, moving, t_event, q_out, start) == point
