@@ -211,10 +211,11 @@ def _past_misses(W, units, moving, t_event, q_out, start):
     events, whose sort was 0.015 s of the sweep's 0.03 s. Within a bucket every value is at
     least its value before the bucket plus the negative contributions of the bucket's
     events; where that misses the bound by more than the rounding of either sum, no model of
-    the bucket meets it. The sweep's values and these differ by less than ``delta``: sums of
-    at most ``len(moving) + _BUCKETS + 2`` terms, each within that many ``eps / 2`` of the
-    sum of the terms' magnitudes (twice that here); so a value beyond ``delta`` of the bound
-    is on the same side in both.
+    the bucket meets it. Either way a value is a sum of at most ``k = len(moving) +
+    _BUCKETS + 2`` terms, within ``k eps / 2`` times the sum of their magnitudes of its
+    exact value: the sweep's values and these differ by less than ``k eps`` times that sum,
+    a quarter of the margin ``2 delta`` asked here; a value beyond it from the bound is on
+    the same side of it in both.
     """
     n, m = len(q_out), W.shape[1]
     bucket = np.minimum((t_event * _BUCKETS).astype(np.intp), _BUCKETS - 1)
