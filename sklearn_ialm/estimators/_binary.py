@@ -169,6 +169,8 @@ def _below_chance(est, scores, predicted, y01, sw, one_class) -> str | None:
     below the majority's or the predictions are one class."""
     # Weighted sums by masks (``where=``): no n-vector of products at the fit's peak.
     positive, total = y01 == 1, float(np.sum(sw))
+    if not one_class and _clearly_accurate(sw, predicted == positive, positive, total):
+        return None  # (what the lines below return then, at a third of their cost)
     share = float(np.sum(sw, where=positive)) / total
     majority = max(share, 1.0 - share)
     accuracy = float(np.sum(sw, where=predicted == positive)) / total
@@ -192,6 +194,21 @@ def _below_chance(est, scores, predicted, y01, sw, one_class) -> str | None:
         f"{said}: compare it with that constant model before using it (the bound may "
         "leave a linear model little room on these data)."
     )
+
+
+def _clearly_accurate(sw, hits, positive, total) -> bool:
+    """Whether the weighted accuracy (rows ``hits``) is above the majority class's share by
+    far more than rounding, by dot products (two sums by masks took 0.011 s on 1e6 rows):
+    then :func:`_below_chance` says nothing, and needs neither its exact sums nor the AUC.
+
+    A sum of ``n`` non-negative terms, in any order, is within ``(n - 1) eps / 2`` of its
+    value, relative: a share summed two ways differs by less than ``n eps``, and the margin
+    ``4 n eps`` on each side covers both shares.
+    """
+    margin = 4.0 * len(sw) * np.finfo(float).eps
+    share = float(np.dot(sw, positive)) / total
+    accuracy = float(np.dot(sw, hits)) / total
+    return accuracy - margin >= max(share, 1.0 - share) + margin - 1e-12
 
 
 def _nearest_solve(est, X, nearest, y01, sw, context) -> dict:
@@ -260,6 +277,8 @@ def _at_least_constant(est, scores, y01, sample_weight, context):
         # Without an intercept the only constant score is 0: p = 1/2 for every row,
         # predicting classes_[0] (a score of 0 is not positive).
         logit, constant = 0.0, float(np.log(2.0))
+    if _clearly_below(scores, positive, sample_weight, constant):
+        return scores  # (what the tests below return too, at less than half their cost)
     label = int(logit > 0)
     pred = np.full(len(scores), float(label))
     if not est._meets(est._constraint_report(pred, y01, sample_weight, context), context):
@@ -274,3 +293,26 @@ def _at_least_constant(est, scores, y01, sample_weight, context):
     est.intercept_ = np.array([logit])
     est._constant_fallback = (label, constant, found)
     return np.full(len(scores), logit)
+
+
+#: The relative margin below the constant's log-loss that :func:`_clearly_below` asks of
+#: its estimate: far above the few units in the last place that it is off by.
+_CLEAR = 1e-9
+
+
+def _clearly_below(scores, positive, sample_weight, constant) -> bool:
+    """Whether the training log-loss of ``scores`` is below ``constant`` by far more than
+    rounding, by numpy's vectorised ``log1p(exp(-|m|)) + max(-m, 0)`` of each margin ``m``
+    (a few units in the last place from scipy's ``log_expit``: at most 3 on 1e6 normal
+    margins of scales 1 to 300; 0.012 s where ``log_expit`` took 0.045 s): then the
+    constant model is not returned, whether or not it meets the bound, and neither its
+    report nor the exact log-loss is needed."""
+    loss = np.where(positive, -scores, scores)  # minus each margin, in place below
+    term = np.abs(loss)
+    np.negative(term, out=term)
+    np.exp(term, out=term)
+    np.log1p(term, out=term)
+    np.maximum(loss, 0.0, out=loss)
+    loss += term
+    del term
+    return bool(np.average(loss, weights=sample_weight) <= constant * (1.0 - _CLEAR))
