@@ -29,3 +29,28 @@ def test_the_sampled_hessian_is_that_of_all_rows_for_data_drawn_with_seed_0():
     p = expit(A1 @ x)
     exact = (A1 * (p * (1 - p))[:, None]).T @ A1 / n
     assert np.linalg.norm(H - exact) <= 0.05 * np.linalg.norm(exact)
+
+
+def test_copies_at_other_bounds_share_the_hessian_sample(monkeypatch):
+    # The steering solves copies of one problem at moved bounds (with_offset): the same rows
+    # and weights, so the same sample, drawn once (a read of the constraint weights).
+    from sklearn_ialm.problems._curvature import SecondOrder
+
+    n = 60_000
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((n, 20))
+    group = (X[:, 0] + rng.standard_normal(n) > 0).astype(int)
+    y = (rng.random(n) < expit(X[:, 1])).astype(int)
+    pb = fairness_problem(X, y, X, group, bound=0.02, constraint="demographic_parity",
+                          loss="logistic", fit_intercept=True)  # fmt: skip
+    draws = []
+    importance = SecondOrder._row_importance
+    monkeypatch.setattr(
+        SecondOrder, "_row_importance", lambda self, A: draws.append(1) or importance(self, A)
+    )
+    copies = [pb.with_offset(pb.offset - shift) for shift in (0.0, 0.01)]
+    picks = [c._hessian_sample(c.A_obj.A)[0] for c in [*copies, pb]]
+    assert picks[0] is not None and len(picks[0]) < n  # a sample, the case under test
+    assert len(draws) == 1
+    for pick in picks[1:]:
+        np.testing.assert_array_equal(pick, picks[0])
