@@ -632,6 +632,7 @@ def test_n_jobs_does_not_change_the_model_and_seeds_replay(data):
             max_passes=300,
             dual_tol=dual_tol,
             finish_tol=solving._FINISH_TOL,
+            finish_dual_floor=solving._dual_floor(one, problem),
         )
         assert result.objective == pytest.approx(record["objective"], rel=1e-12)
     # A different random_state gives different seeds; the same one the same model.

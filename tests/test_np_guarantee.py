@@ -144,6 +144,7 @@ def test_calibration_none_is_the_model_of_today(data):
         max_passes=50,
         dual_tol=dual_tol,
         finish_tol=solving._FINISH_TOL,
+        finish_dual_floor=solving._dual_floor(clf, problem),
     )
     coef, intercept = problem.coef(result.x)
     assert_allclose(clf.coef_[0], coef, rtol=1e-12)

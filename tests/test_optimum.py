@@ -171,3 +171,33 @@ def test_full_batches_converge_like_a_deterministic_method(make):
         clf.fit(Xtr, ytr, **kwargs)
     assert clf.converged_
     assert clf.n_data_passes_ < 150
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_dual_floor_is_logistic_regressions_stop_rule(monkeypatch, center):
+    """On wide data (a Hessian operator) the finish's dual tolerance floor puts every entry
+    of the gradient in the data's units (``coef_``, ``intercept_``) within
+    LogisticRegression's stop rule, ``tol=1e-4``, for the estimators' tol=1e-2, and no
+    further: the worst gradient of that norm in the solver's ``x`` reaches it. The data's
+    units from the problem's own map ``point`` (model -> ``x``), column by column. Narrow
+    data have no floor."""
+    from sklearn_ialm.problems import LinearProblem, _gram
+    from sklearn_ialm.problems.losses import Logistic
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 4))
+    pb = LinearProblem(
+        X, np.ones(50), Logistic(), X, np.ones((50, 1)), np.zeros(1), fit_intercept=True,
+        feature_scale=np.array([0.5, 3.0, 1.0, 7.0]),
+        feature_center=rng.standard_normal(4) * 4 if center else None,
+    )  # fmt: skip
+    assert solving._dual_floor(FairLogisticClassifier(), pb) == 0.0
+    monkeypatch.setattr(_gram, "GRAM_MAX_PARAMS", 2)
+    floor = solving._dual_floor(FairLogisticClassifier(), pb)
+    origin = pb.point(np.zeros(4), 0.0)
+    M = np.column_stack(
+        [pb.point(e, 0.0) - origin for e in np.eye(4)] + [pb.point(np.zeros(4), 1.0) - origin]
+    )
+    # d f / d model = M^T g: its largest entry over ||g|| = floor.
+    worst = floor * np.max(np.linalg.norm(M, axis=0))
+    assert worst == pytest.approx(1e-4, rel=1e-12)

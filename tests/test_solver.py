@@ -11,8 +11,9 @@ from sklearn.datasets import make_classification
 
 from benchmarks.optimum import logistic_regression_like
 from sklearn_ialm import FairLogisticClassifier
-from sklearn_ialm.problems import neyman_pearson_problem
+from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver import FiniteSumProblem, FunctionProblem, stoc_ialm
+from sklearn_ialm.solver.prox import Ridge
 from sklearn_ialm.solver.pstorm import AugmentedLagrangianEstimator, Counter
 
 
@@ -133,6 +134,26 @@ def test_converged_is_judged_at_the_callers_tol(seed):
     assert res.primal_residual <= 1e-2 and res.dual_residual <= 1e-2
     primal, dual = _neyman_pearson_kkt(X, y, res)
     assert primal <= 1e-2 and dual <= 1e-2 + 1e-6
+
+
+def test_finish_dual_floor_is_the_finishs_dual_tolerance_at_least():
+    # finish_tol=1e-4 asks the finish for a dual residual of 1e-6; a floor of 1e-4 (the
+    # estimators' on wide data: LogisticRegression's precision) ends it there, converged,
+    # in no more passes than the finish that went on to 1e-6.
+    X, y = make_classification(1500, 6, n_informative=4, n_redundant=0, random_state=0)
+    g = (X[:, 0] + np.random.default_rng(0).normal(size=1500) > 0.3).astype(int)
+    pb = fairness_problem(X, y, X, g, bound=0.02, constraint="demographic_parity",
+                          loss="logistic", fit_intercept=True)  # fmt: skip
+    pb.h = Ridge(1e-3, mask=np.r_[np.ones(pb.n_features, bool), False])
+    runs = {
+        floor: stoc_ialm(pb, random_state=0, finish_tol=1e-4, finish_dual_floor=floor)
+        for floor in (0.0, 1e-4)
+    }
+    for floor, res in runs.items():
+        assert res.converged, res.message
+        assert res.dual_residual <= max(1e-6, floor) and res.primal_residual <= 1e-6
+    assert runs[1e-4].dual_residual > 1e-6  # the floor acted
+    assert runs[1e-4].n_data_passes <= runs[0.0].n_data_passes
 
 
 def test_estimators_ask_the_finish_for_their_precision():
@@ -340,6 +361,8 @@ def test_unconstrained_problem_is_plain_pstorm():
         (dict(max_passes=np.nan), "max_passes"),
         (dict(finish_tol=0.0), "finish_tol"),
         (dict(finish_tol=1.5), "finish_tol"),
+        (dict(finish_dual_floor=-1e-3), "finish_dual_floor"),
+        (dict(finish_dual_floor=np.nan), "finish_dual_floor"),
     ],
 )
 def test_bad_settings_raise_naming_the_parameter(kw, match):

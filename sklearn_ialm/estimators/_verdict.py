@@ -320,7 +320,8 @@ def _finish_remedy(est, result, finish, steered) -> str:
     share = settings["finish_tol"]
     # Each residual over its tolerance: the larger one stands between the finish and
     # its end.
-    gap = np.maximum(pres / (share * settings["tol"]), dres / (share * settings["dual_tol"]))
+    dual_tol = max(share * settings["dual_tol"], settings.get("finish_dual_floor", 0.0))
+    gap = np.maximum(pres / (share * settings["tol"]), dres / dual_tol)
     if len(gap) >= 3 and gap[-1] > 0.5 * gap[-3] and beta[-1] > beta[-3]:
         return (
             f"The residuals stayed at {pres[-1]:.2g} (primal) and {dres[-1]:.2g} (dual) "

@@ -112,7 +112,7 @@ class SecondOrder:
             v = np.ravel(v)
             return np.where(dead, v, H @ np.where(dead, 0.0, v))
 
-        return LinearOperator(H.shape, matvec=matvec, dtype=float)
+        return HessianOperator(len(dead), matvec, lambda: np.where(dead, 1.0, H.diagonal()))
 
     @property
     def curvature_passes(self) -> float:
@@ -281,4 +281,53 @@ class SecondOrder:
             v = np.ravel(v)
             return sum(self._grad(A, r * self._score(A, v), 1.0) for A, _, r in parts)
 
-        return LinearOperator((self.n_params, self.n_params), matvec=matvec, dtype=float)
+        return HessianOperator(self.n_params, matvec, lambda: self._hessian_diagonal(parts))
+
+    def _hessian_diagonal(self, parts):
+        """The diagonal of :meth:`_hessian_operator`'s Hessian (a read of every row):
+        ``sum_i r_i (d z_i / d x_k)^2`` for each parameter ``k``."""
+        d = self.n_features
+        out = np.zeros(self.n_params)
+        for A, _, r in parts:
+            sq = _weighted_square_sums(A, r)
+            if self.feature_center is not None:
+                c = self.feature_center
+                sq = sq - 2.0 * c * (A.T @ r) + c * c * r.sum()
+            out[:d] += sq * (self._inv_scale**2 if self._scaled else 1.0)
+            if self.fit_intercept:
+                out[d] += r.sum()
+        return out
+
+
+class HessianOperator(LinearOperator):
+    """An ``n x n`` Hessian as products with it (each a read of every row) and, by one more
+    read, its :meth:`diagonal` (the finish preconditions its conjugate gradients with it)."""
+
+    def __init__(self, n, matvec, diagonal):
+        super().__init__(dtype=np.dtype(float), shape=(n, n))
+        self._product, self._diagonal = matvec, diagonal
+
+    def _matvec(self, v):
+        return self._product(np.ravel(v))
+
+    def diagonal(self):
+        """The Hessian's diagonal (a read of every row)."""
+        return self._diagonal()
+
+
+def _weighted_square_sums(A, r):
+    """``sum_i r_i A_ik^2`` for each column ``k`` of ``A`` (dense or CSR), in blocks of rows
+    (``A.multiply(A)`` would hold a second copy of the matrix)."""
+    d = A.shape[1]
+    out = np.zeros(d)
+    step = 1 << 12
+    for start in range(0, A.shape[0], step):
+        if sp.issparse(A):
+            ptr = A.indptr[start : start + step + 1]
+            vals = A.data[ptr[0] : ptr[-1]]  # views
+            weights = np.repeat(r[start : start + len(ptr) - 1], np.diff(ptr))
+            out += np.bincount(A.indices[ptr[0] : ptr[-1]], vals * vals * weights, d)
+        else:
+            B = np.asarray(A[start : start + step], dtype=float)
+            out += r[start : start + len(B)] @ (B * B)
+    return out

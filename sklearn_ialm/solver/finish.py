@@ -191,15 +191,20 @@ def _cg_step(H, g, floor=0.0):
     the last step of a solve took 16 products to reach a gradient of 3e-7 where 9e-7 was
     asked)."""
     norm = np.linalg.norm(g)
-    return _cg_solve(H, -g, max(min(0.5, np.sqrt(norm)) * norm, floor))
+    target = max(min(0.5, np.sqrt(norm)) * norm, floor)
+    return _cg_solve(H, -g, target, getattr(H, "precondition", None))
 
 
-def _cg_solve(H, b, target):
-    """``H^-1 b`` by conjugate gradients, to a residual of ``target``; at a direction of
-    negative curvature it stops (with ``b`` itself, the steepest descent of ``H``'s
-    quadratic, if it is the first)."""
+def _cg_solve(H, b, target, precondition=None):
+    """``H^-1 b`` by conjugate gradients, to a residual ``||H s - b||`` of ``target``,
+    preconditioned by ``precondition(r)`` (an approximate ``H^-1 r``; None: none); at a
+    direction of negative curvature it stops (with ``b`` itself, the steepest descent of
+    ``H``'s quadratic, if it is the first)."""
+    if precondition is None:
+        precondition = np.copy
     s, r = np.zeros_like(b), b.copy()
-    d, rr = r.copy(), float(r @ r)
+    d = precondition(r)
+    rz, rr = float(r @ d), float(r @ r)
     for _ in range(_CG_MAX_ITER):
         if np.sqrt(rr) <= target:
             break
@@ -207,12 +212,36 @@ def _cg_solve(H, b, target):
         curve = float(d @ Hd)
         if curve <= 1e-14 * float(d @ d):
             return s if np.any(s) else b.copy()
-        alpha = rr / curve
+        alpha = rz / curve
         s += alpha * d
         r -= alpha * Hd
-        rr, rr_old = float(r @ r), rr
-        d = r + (rr / rr_old) * d
+        z = precondition(r)
+        rz, rz_old, rr = float(r @ z), rz, float(r @ r)
+        d = z + (rz / rz_old) * d
     return s
+
+
+def _preconditioner(alpha, Ja):
+    """``r -> P^-1 r`` for ``P = alpha I + Ja^T Ja`` (``Ja`` of few rows): by Woodbury's
+    identity, one solve of ``alpha I + Ja Ja^T``."""
+    factor = cho_factor(alpha * np.eye(len(Ja)) + Ja @ Ja.T)
+
+    def apply(r):
+        return (r - Ja.T @ cho_solve(factor, Ja @ r)) / alpha
+
+    return apply
+
+
+class _HessianOperator(LinearOperator):
+    """The augmented Lagrangian's Hessian as products ``matvec`` and a preconditioner
+    (``precondition``, None or see :func:`_preconditioner`) for conjugate gradients."""
+
+    def __init__(self, n, matvec, precondition):
+        super().__init__(dtype=np.dtype(float), shape=(n, n))
+        self._product, self.precondition = matvec, precondition
+
+    def _matvec(self, v):
+        return self._product(np.ravel(v))
 
 
 class _AugmentedLagrangian:
@@ -231,6 +260,7 @@ class _AugmentedLagrangian:
         self.best_jacobian = None  # Jv at best (a Newton solve's)
         self.best_evaluation = None  # the problem's (f0, grad, c, J) at best (the same)
         self.fresh_curvature = False  # whether the data curvature is formed at every step
+        self._typical_curvature = None  # the preconditioner's scalar (wide data)
 
     def split(self, v):
         return v[: self.p], v[self.p :]
@@ -317,13 +347,34 @@ class _AugmentedLagrangian:
             return H + Ja.T @ Ja
 
         def matvec(s):
-            s = np.ravel(s)
             self.charge(1)  # a product with the data's Hessian reads every row
             out = Ja.T @ (Ja @ s)
             out[:p] += data @ s[:p] + diag_h * s[:p]
             return out
 
-        return LinearOperator((p + q, p + q), matvec=matvec, dtype=float)
+        return _HessianOperator(p + q, matvec, self._preconditioner(data, diag_h, Ja))
+
+    def _preconditioner(self, data, diag_h, Ja):
+        """:func:`_preconditioner` of the penalty ``Ja^T Ja`` and a scalar for the rest of the
+        Hessian, or None without an active penalty or where ``data`` gives no diagonal.
+
+        The penalty's few eigenvalues grow with ``beta`` (to 1e3) and each cost conjugate
+        gradients a product or more; the scalar is the median of the Hessian's diagonal (of
+        the first Hessian of the finish that needs it: a read of every row), the typical
+        curvature of a parameter. Not the diagonal itself: on non-negative rows (TF-IDF,
+        counts) the intercept and the columns' mean direction are nearly parallel, and
+        scaled by their diagonal they became an eigenvalue near zero (CSR 2e5 x 1e4, a
+        loose bound: 50 products where unpreconditioned CG took 27). On CSR 2e5 x 1e4 at a
+        binding bound, the same systems took 46 products where unpreconditioned CG took 53.
+        """
+        if not len(Ja) or not hasattr(data, "diagonal"):
+            return None
+        if self._typical_curvature is None:
+            self.charge(1)
+            self._typical_curvature = float(np.median(data.diagonal() + diag_h))
+        if not self._typical_curvature > 0:
+            return None
+        return _preconditioner(self._typical_curvature, Ja)
 
     def solve(self, v, y, beta, tol, *, newton, bounds):
         """One inner solve from ``v`` (by :meth:`newton`, or L-BFGS-B within ``bounds``), its

@@ -178,6 +178,10 @@ class Settings(Mapping):
         and bank fairness, spambase Neyman-Pearson) converged in their 100 passes, all the
         others at residuals within ``tol`` (a9a, seed 0: 2.5e-4 / 1.5e-4; issue 40); with
         ``1``, 10 of 10 on each (``benchmarks/results/paper_converged.md``).
+    finish_dual_floor : float >= 0, default=0.0
+        The finish's dual tolerance is at least this (its Euclidean norm, in the problem's
+        ``x``): ``finish_tol * dual_tol`` asks for more precision than a caller's reference
+        may have (the estimators: ``LogisticRegression``'s, see their ``solver_settings``).
 
     Examples
     --------
@@ -207,6 +211,7 @@ class Settings(Mapping):
     finish: bool = True
     search: bool = True
     finish_tol: float = 1.0
+    finish_dual_floor: float = 0.0
 
     def __getitem__(self, name: str):
         if name not in _KNOBS:
@@ -297,7 +302,7 @@ class RunSettings:
     def finish_tols(self) -> tuple[float, float]:
         """The finish's primal and dual tolerances."""
         share = self.knobs.finish_tol
-        return share * self.tol, share * self.dual_tol
+        return share * self.tol, max(share * self.dual_tol, self.knobs.finish_dual_floor)
 
     def penalty(self, k: int) -> float:
         """``beta_k = beta0 * sigma**k``, Algorithm 1's penalty schedule."""
@@ -390,6 +395,9 @@ def _check_numbers(knobs):
     # At most 1: a finish short of the caller's tolerances would not be "converged".
     if not (np.isfinite(knobs.finish_tol) and 0 < knobs.finish_tol <= 1):
         raise ValueError(f"finish_tol must be a number > 0 and <= 1, got {knobs.finish_tol!r}.")
+    floor = knobs.finish_dual_floor
+    if not (np.isfinite(floor) and floor >= 0):
+        raise ValueError(f"finish_dual_floor must be a number >= 0, got {floor!r}.")
 
 
 def _check_rows(problem):
