@@ -38,7 +38,8 @@ def _initial_dual_residual(problem) -> float:
     the test at (or near) the null model only because the gradient there is small.
     """
     x = np.zeros(problem.n_params)
-    _, grad, _, _ = problem.full_evaluation(x)
+    null = getattr(problem, "null_gradient", None)
+    grad = null() if null is not None else problem.full_evaluation(x)[1]
     return float(np.linalg.norm(problem.h.dist_subdiff(x, np.asarray(grad, dtype=float))))
 
 
