@@ -432,7 +432,7 @@ def test_soft_predictions_give_the_metric_of_the_soft_rates():
     ],
 )
 def test_unique_codes_are_numpys(values):
-    from sklearn_ialm.problems.fairness import unique_codes
+    from sklearn_ialm.problems.fairness import distinct, unique_codes
 
     given = values.copy()
     labels, codes = unique_codes(values)
@@ -440,5 +440,7 @@ def test_unique_codes_are_numpys(values):
     np.testing.assert_array_equal(labels, want_labels)
     assert labels.dtype == want_labels.dtype
     np.testing.assert_array_equal(codes, want_codes.reshape(-1))
+    np.testing.assert_array_equal(distinct(values), want_labels)
+    assert distinct(values).dtype == want_labels.dtype
     codes[:] = -1  # the codes are the caller's own: the labels given are left as they were
     np.testing.assert_array_equal(values, given)

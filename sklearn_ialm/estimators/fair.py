@@ -12,6 +12,7 @@ from sklearn.utils.metaestimators import available_if
 
 from .._warnings import warn
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
+from ..problems.fairness import distinct
 from ._base import BaseIALMClassifier, MatrixLike
 from ._fit import fit
 from ._groups import (
@@ -708,7 +709,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 codes=codes,
                 protected=np.array([], dtype=int),
                 bound=bound,
-                groups=np.array([] if labels is None else labels[np.unique(codes)]),
+                groups=np.array([] if labels is None else labels[distinct(codes)]),
                 labels=labels,
             )
             problem = fairness_problem(
@@ -755,7 +756,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             codes=codes,
             protected=protected,
             bound=bound,
-            groups=labels[np.unique(codes)],
+            groups=labels[distinct(codes)],
             labels=labels,
         )
         return self._with_fpr_bound(problem, y01, sample_weight), context
