@@ -166,6 +166,28 @@ def test_subnormal_features_are_refused_by_name(quick_start, make):
     assert_array_equal(small.predict(X * 1e-300), _quick_start_fit(make, X, y, groups).predict(X))
 
 
+def test_null_start_is_the_weighted_log_odds():
+    # The start's intercept: the log-odds of the weighted positive share, against exact sums.
+    import math
+
+    from sklearn_ialm.problems import LinearProblem
+    from sklearn_ialm.problems.losses import Logistic
+
+    rng = np.random.default_rng(5)
+    n = 20000
+    X = rng.standard_normal((n, 3))
+    b = np.where(rng.random(n) < 0.2, 1.0, -1.0)
+    w = rng.uniform(0.1, 5.0, n)
+    problem = LinearProblem(
+        X, b, Logistic(), X, np.zeros((n, 0)), np.zeros(0), objective_weights=w,
+        fit_intercept=True,
+    )  # fmt: skip
+    coef, intercept = problem.coef(solving._null_start(problem))
+    assert_array_equal(coef, 0.0)
+    odds = math.fsum(w[b > 0]) / math.fsum(w[b < 0])
+    assert_allclose(intercept, math.log(odds), rtol=1e-13)
+
+
 def test_column_moments_match_numpy(moments_path):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((500, 4)) * [1.0, 1e-3, 1e6, 1e200] + [0.0, 5.0, 1e7, 0.0]
