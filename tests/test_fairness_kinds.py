@@ -423,13 +423,24 @@ def test_soft_predictions_give_the_metric_of_the_soft_rates():
         np.array(["b", "a", "c", "a"]),
         np.array([True, False, True]),
         np.array([0.5, 2.0, 0.5]),
+        # Every value from the smallest to the largest present (codes without a look-up).
+        np.array([2, 0, 1, 2]),
+        np.array([6, 4, 5, 4], dtype=np.uint16),
+        np.array([4, 3, 4], dtype=np.uint8),
+        np.array([5, 5, 5]),
+        np.array([0, 0], dtype=np.intp),
     ],
 )
 def test_unique_codes_are_numpys(values):
-    from sklearn_ialm.problems.fairness import unique_codes
+    from sklearn_ialm.problems.fairness import distinct, unique_codes
 
+    given = values.copy()
     labels, codes = unique_codes(values)
     want_labels, want_codes = np.unique(values, return_inverse=True)
     np.testing.assert_array_equal(labels, want_labels)
     assert labels.dtype == want_labels.dtype
     np.testing.assert_array_equal(codes, want_codes.reshape(-1))
+    np.testing.assert_array_equal(distinct(values), want_labels)
+    assert distinct(values).dtype == want_labels.dtype
+    codes[:] = -1  # the codes are the caller's own: the labels given are left as they were
+    np.testing.assert_array_equal(values, given)

@@ -313,6 +313,34 @@ def test_signed_columns_rebuild_the_weight_matrix():
     np.testing.assert_array_equal(W, W[:, cols[pos]] * sign)
 
 
+def test_signed_columns_once_per_weight_matrix(monkeypatch):
+    """Copies of a problem (the steering's solves) share its W and its signed columns; a new
+    W is read afresh, also where it reuses a dead one's address."""
+    import copy
+    import gc
+
+    calls = []
+    real = _kernels.signed_columns
+    monkeypatch.setattr(_kernels, "signed_columns", lambda W: calls.append(W) or real(W))
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 3))
+    col = np.where(rng.random(40) < 0.4, 1.0, -0.5)
+    pb = LinearProblem(X, np.sign(col), Logistic(), X, np.column_stack([col, -col]), [0.0, 0.0])
+    copies = [copy.copy(pb) for _ in range(3)]
+    for p in copies + [pb]:
+        cols, pos, sign = p._signed_columns()
+    assert len(calls) == 1
+    np.testing.assert_array_equal(pb.W, pb.W[:, cols[pos]] * sign)
+    for _ in range(5):  # new matrices, whose ids may be those of the dead ones
+        calls.clear()
+        pb.W = np.column_stack([col, col, 2 * col])
+        gc.collect()
+        cols, pos, sign = pb._signed_columns()
+        assert len(calls) == 1
+        np.testing.assert_array_equal(cols, [0, 2])
+        np.testing.assert_array_equal(pb.W, pb.W[:, cols[pos]] * sign)
+
+
 def _wide_problem(m, h):
     """CSR data with many more columns than a minibatch reads (60 columns, 3 non-zeros a
     row), two centred columns, per-column scales and an intercept."""

@@ -289,6 +289,18 @@ def test_full_evaluation_matches_the_generic_oracles(sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+def test_null_gradient_is_the_full_evaluations_at_zero(sparse):
+    # The estimators scale their stop test by the gradient at x = 0, now read in one
+    # backward product: it must be the full evaluation's there, and the objective's slope.
+    for pb in _problems(sparse) + [_subset_problem(sparse)]:
+        zero = np.zeros(pb.n_params)
+        got = pb.null_gradient()
+        np.testing.assert_allclose(got, pb.full_evaluation(zero)[1], rtol=1e-12, atol=1e-15)
+        slope = _fd_grad(lambda x, pb=pb: pb.full_evaluation(x)[0], zero)
+        np.testing.assert_allclose(got, slope, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
 def test_row_subset_with_repeated_rows_is_the_copied_rows(sparse):
     # A constraint row list may name a row several times (the estimators' balanced lists
     # repeat small groups' rows): every oracle must read it as that many rows, as the same

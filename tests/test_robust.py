@@ -26,6 +26,7 @@ import sklearn_ialm.estimators._base as base
 import sklearn_ialm.estimators._scaling as scaling
 import sklearn_ialm.estimators._solve as solving
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+from sklearn_ialm.problems import _kernels
 from sklearn_ialm.solver import FunctionProblem, stoc_ialm
 from sklearn_ialm.solver.prox import Ridge
 
@@ -122,12 +123,23 @@ def test_a_constant_column_leaves_the_model_as_it_is(quick_start, make, fmt):
         assert abs(est.coef_[0, -1]) < 1e-12
 
 
-def test_constant_columns_have_no_spread():
+@pytest.fixture(params=["compiled", "numpy"])
+def moments_path(request, monkeypatch):
+    """Dense column moments by the compiled reads (numba) or numpy's blocks."""
+    if request.param == "compiled" and not _kernels.available():
+        pytest.skip("numba is not installed")
+    if request.param == "numpy":
+        monkeypatch.setattr(scaling._kernels, "moment_sums", lambda X, w: None)
+    return request.param
+
+
+@pytest.mark.parametrize("n", [2000, 30000])  # (30000: several blocks of the compiled sums)
+def test_constant_columns_have_no_spread(moments_path, n):
     rng = np.random.default_rng(0)
-    w = rng.uniform(0.5, 2.0, 2000)
+    w = rng.uniform(0.5, 2.0, n)
     w /= w.sum()
-    X = np.column_stack([np.full(2000, v) for v in (0.3, 0.7, 1.1, 3.0, 1e-300, 7e250)])
-    X = np.column_stack([X, rng.standard_normal(2000) * 1e-9 + 1.0])
+    X = np.column_stack([np.full(n, v) for v in (0.3, 0.7, 1.1, 3.0, 1e-300, 7e250)])
+    X = np.column_stack([X, rng.standard_normal(n) * 1e-9 + 1.0])
     for data in (X, sp.csr_matrix(X)):
         mean, std = scaling._column_moments(data, w)
         assert_array_equal(std[:-1], 0.0)
@@ -154,7 +166,29 @@ def test_subnormal_features_are_refused_by_name(quick_start, make):
     assert_array_equal(small.predict(X * 1e-300), _quick_start_fit(make, X, y, groups).predict(X))
 
 
-def test_column_moments_match_numpy():
+def test_null_start_is_the_weighted_log_odds():
+    # The start's intercept: the log-odds of the weighted positive share, against exact sums.
+    import math
+
+    from sklearn_ialm.problems import LinearProblem
+    from sklearn_ialm.problems.losses import Logistic
+
+    rng = np.random.default_rng(5)
+    n = 20000
+    X = rng.standard_normal((n, 3))
+    b = np.where(rng.random(n) < 0.2, 1.0, -1.0)
+    w = rng.uniform(0.1, 5.0, n)
+    problem = LinearProblem(
+        X, b, Logistic(), X, np.zeros((n, 0)), np.zeros(0), objective_weights=w,
+        fit_intercept=True,
+    )  # fmt: skip
+    coef, intercept = problem.coef(solving._null_start(problem))
+    assert_array_equal(coef, 0.0)
+    odds = math.fsum(w[b > 0]) / math.fsum(w[b < 0])
+    assert_allclose(intercept, math.log(odds), rtol=1e-13)
+
+
+def test_column_moments_match_numpy(moments_path):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((500, 4)) * [1.0, 1e-3, 1e6, 1e200] + [0.0, 5.0, 1e7, 0.0]
     X[rng.random(X.shape) < 0.5] = 0.0
@@ -167,6 +201,36 @@ def test_column_moments_match_numpy():
         dev = (X - expected_mean) / np.abs(X).max(axis=0)
         expected_std = np.sqrt(np.average(dev**2, weights=w, axis=0)) * np.abs(X).max(axis=0)
         assert_allclose(std, expected_std, rtol=1e-10)
+
+
+@pytest.mark.skipif(not _kernels.available(), reason="numba is not installed")
+def test_compiled_column_moments_are_numpys(monkeypatch):
+    # Unscaled, constant, huge, tiny and negative columns; -0.0 and a column of zeros.
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((7000, 7)) * [1.0, 0.0, 1e200, 1e-300, 1.0, 1.0, 3.0]
+    X += [1e7, 0.3, 0.0, 0.0, -5.0, 0.0, 0.0]
+    X[:, 5] = -0.0
+    X[rng.random(7000) < 0.3, 6] = -40.0  # the largest magnitude is negative
+    w = rng.uniform(0.5, 2.0, 7000)
+    w /= w.sum()
+    absmax, wsum = _kernels.moment_sums(X, w)
+    assert_array_equal(absmax, np.abs(X).max(axis=0))  # a maximum is exact
+    assert_allclose(wsum, w @ X, rtol=1e-13)
+    assert _kernels.moment_sums(np.asfortranarray(X), w) is None
+    compiled = scaling._column_moments(X, w)
+    monkeypatch.setattr(scaling._kernels, "moment_sums", lambda X, w: None)
+    for got in (scaling._column_moments(X, w), scaling._column_moments(sp.csr_matrix(X), w)):
+        assert_allclose(got[0], compiled[0], rtol=1e-14, atol=0.0)
+        # (The offset column: numpy's blocks are 2.6e-12 off its exact spread, the
+        # compiled reads 1e-15.)
+        assert_allclose(got[1], compiled[1], rtol=1e-11, atol=0.0)
+    unit = np.where(X.any(axis=0), np.abs(X).max(axis=0), 1.0)
+    mean = np.average(X / unit, weights=w, axis=0)
+    assert_allclose(compiled[0], mean * unit, rtol=1e-13)
+    spread = np.sqrt(np.average((X / unit - mean) ** 2, weights=w, axis=0)) * unit
+    live = [0, 2, 3, 4, 6]  # numpy's spread of the constant column is its rounding, not 0
+    assert_allclose(compiled[1][live], spread[live], rtol=1e-10)
+    assert_array_equal(compiled[1][[1, 5]], 0.0)
 
 
 def test_sparse_many_features_good_or_honest():

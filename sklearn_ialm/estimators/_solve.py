@@ -47,7 +47,8 @@ def _initial_dual_residual(problem) -> float:
     the test at (or near) the null model only because the gradient there is small.
     """
     x = np.zeros(problem.n_params)
-    _, grad, _, _ = problem.full_evaluation(x)
+    null = getattr(problem, "null_gradient", None)
+    grad = null() if null is not None else problem.full_evaluation(x)[1]
     return float(np.linalg.norm(problem.h.dist_subdiff(x, np.asarray(grad, dtype=float))))
 
 
@@ -84,8 +85,9 @@ def _null_start(problem):
         return None
     if type(problem.loss) is not Logistic:
         return None
-    positive = float(problem.u[problem.b > 0].sum())
-    negative = float(problem.u[problem.b < 0].sum())
+    # (Products by the masks: 2 ms, where the masked copies took 10 on 1e6 rows.)
+    positive = float(problem.u @ (problem.b > 0))
+    negative = float(problem.u @ (problem.b < 0))
     if positive <= 0 or negative <= 0:
         return None
     return problem.point(np.zeros(problem.n_features), np.log(positive / negative))

@@ -12,6 +12,7 @@ from sklearn.utils.metaestimators import available_if
 
 from .._warnings import warn
 from ..problems import CONSTRAINTS, LinearProblem, fairness_metric, fairness_problem
+from ..problems.fairness import distinct
 from ._base import BaseIALMClassifier, MatrixLike
 from ._fit import fit
 from ._groups import (
@@ -654,10 +655,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
         training = getattr(self, "_training_bound", None)
         return 0.0 if training is None else self._check_bound() - training
 
-    def _protected_codes(self, codes, labels):
-        """Codes of the protected groups among the groups present in ``codes``."""
+    def _protected_codes(self, codes, labels, counts=None):
+        """Codes of the protected groups among the groups present in ``codes`` (``counts``:
+        their ``np.bincount``, where already counted)."""
         # (The codes are 0 .. k-1: counted in one pass, where np.unique sorted 1e6 of them.)
-        counts = np.bincount(codes)
+        counts = np.bincount(codes) if counts is None else counts
         present = np.flatnonzero(counts).astype(codes.dtype)
         counts = counts[present]
         if self.protected_groups is None:
@@ -695,8 +697,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         else:
             # Explicit groups are checked first: naming a group that is absent is an error
             # even when the data leave nothing to constrain.
-            protected = self._protected_codes(codes, labels)
-            if np.count_nonzero(np.bincount(codes)) == 1:
+            counts = np.bincount(codes)
+            protected = self._protected_codes(codes, labels, counts)
+            if np.count_nonzero(counts) == 1:
                 void = f"sensitive_features has a single group ({_group_key(labels[codes[0]])!r})"
         if void is not None:
             warn(
@@ -708,7 +711,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 codes=codes,
                 protected=np.array([], dtype=int),
                 bound=bound,
-                groups=np.array([] if labels is None else labels[np.unique(codes)]),
+                groups=np.array([] if labels is None else labels[distinct(codes)]),
                 labels=labels,
             )
             problem = fairness_problem(
@@ -755,7 +758,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             codes=codes,
             protected=protected,
             bound=bound,
-            groups=labels[np.unique(codes)],
+            groups=labels[distinct(codes)],
             labels=labels,
         )
         return self._with_fpr_bound(problem, y01, sample_weight), context

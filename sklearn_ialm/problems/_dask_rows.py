@@ -647,6 +647,11 @@ feature_center
             self._last_sums = (key, tuple(out))
         return self._from_sums(x, out)
 
+    def null_gradient(self):
+        """:meth:`full_evaluation`'s gradient at ``x = 0``: on the cluster a pass is one
+        reduction either way."""
+        return self.full_evaluation(np.zeros(self.n_params))[1]
+
     def _evaluation_key(self, x):
         """What the sums of a pass at ``x`` depend on, beside the rows."""
         return tuple(np.asarray(a, dtype=float).tobytes() for a in (x, self.u, self.B, self.H))

@@ -501,6 +501,14 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
             return compiled
         return self._numpy_evaluation(x)[:4]
 
+    def null_gradient(self):
+        """:meth:`full_evaluation`'s gradient at ``x = 0``, where every score is 0: one
+        backward product over the objective rows, without the scores, the loss values or the
+        constraints (on dense 1e6 x 20, 5 ms against a 14 ms compiled pass; the estimators'
+        stop test is scaled by its norm)."""
+        r = self.loss.derivative(np.zeros(1))[0] * self.bu
+        return self._grad(self.A_obj.full, r, self.A_obj.n_rows)
+
     def _numpy_evaluation(self, x, jacobian=False, scores=False):
         """:meth:`full_evaluation` by numpy's (and scipy's) products, and with ``jacobian``
         ``J`` as a fifth entry (else None): where the objective and the constraints read
