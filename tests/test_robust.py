@@ -129,7 +129,7 @@ def moments_path(request, monkeypatch):
     if request.param == "compiled" and not _kernels.available():
         pytest.skip("numba is not installed")
     if request.param == "numpy":
-        monkeypatch.setattr(scaling._kernels, "moment_sums", lambda X, w: None)
+        monkeypatch.setattr(_kernels, "moment_sums", lambda X, w: None)
     return request.param
 
 
@@ -218,7 +218,7 @@ def test_compiled_column_moments_are_numpys(monkeypatch):
     assert_allclose(wsum, w @ X, rtol=1e-13)
     assert _kernels.moment_sums(np.asfortranarray(X), w) is None
     compiled = scaling._column_moments(X, w)
-    monkeypatch.setattr(scaling._kernels, "moment_sums", lambda X, w: None)
+    monkeypatch.setattr(_kernels, "moment_sums", lambda X, w: None)
     for got in (scaling._column_moments(X, w), scaling._column_moments(sp.csr_matrix(X), w)):
         assert_allclose(got[0], compiled[0], rtol=1e-14, atol=0.0)
         # (The offset column: numpy's blocks are 2.6e-12 off its exact spread, the

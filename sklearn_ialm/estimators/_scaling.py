@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import safe_sparse_dot
 
-from ..problems import LinearProblem, _kernels
+from ..problems import LinearProblem
 from ..problems._numeric import ROUNDING_SPREAD, check_not_subnormal
 from ..solver.prox import Ridge
 
@@ -50,6 +50,10 @@ def _column_moments(X, weights) -> tuple[np.ndarray, np.ndarray]:
     would need coefficients beyond the float64 range.
     """
     total = float(np.sum(weights))
+    # Imported here: numba, which the compiled moments need, loads at the first fit, not
+    # with the package.
+    from ..problems import _kernels
+
     compiled = None if sp.issparse(X) else _kernels.moment_sums(X, weights)
     absmax = _column_absmax(X) if compiled is None else compiled[0]
     check_not_subnormal(absmax)
