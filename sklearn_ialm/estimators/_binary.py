@@ -235,17 +235,22 @@ def _away_from_ties(est, scores, y01, sample_weight, context):
     big = max(1.0, float(np.max(np.abs(scores), initial=0.0)))
     if not np.any(np.abs(scores) <= 1e-9 * big):
         return scores
-    best = None
-    for step in (1e-8 * big, -1e-8 * big):
-        moved = scores + step
-        pred = moved > 0
-        hard = est._constraint_report(pred.astype(float), y01, sample_weight, context)
-        accuracy = float(np.average(pred == (y01 == 1), weights=sample_weight))
-        key = (est._meets(hard, context), accuracy)
-        if best is None or key > best[0]:
-            best = (key, step, moved)
-    est.intercept_ = est.intercept_ + best[1]
-    return best[2]
+    # ``scores + step > 0`` is ``scores > -step``: a sum rounds to 0 only where it is 0
+    # (gradual underflow) and keeps its sign, so no moved copy is formed for either side.
+    steps = (1e-8 * big, -1e-8 * big)
+    preds = [scores > -step for step in steps]
+    meets = [
+        est._meets(est._constraint_report(p.astype(float), y01, sample_weight, context), context)
+        for p in preds
+    ]
+    if meets[0] != meets[1]:
+        side = 0 if meets[0] else 1  # (the accuracy, second in the order, is not read)
+    else:
+        positive = y01 == 1
+        accuracy = [float(np.average(p == positive, weights=sample_weight)) for p in preds]
+        side = int(accuracy[1] > accuracy[0])  # (a tie, or a nan: the first side)
+    est.intercept_ = est.intercept_ + steps[side]
+    return scores + steps[side]
 
 
 def _at_least_constant(est, scores, y01, sample_weight, context):

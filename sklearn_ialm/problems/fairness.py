@@ -298,10 +298,7 @@ def fairness_metric(
     0.5
     """
     form = _check_form(kind, form)
-    pred = np.asarray(y_pred, dtype=float)
-    # (Two reductions: a nan fails both comparisons, an infinity one.)
-    if pred.ndim != 1 or not (pred.min(initial=0.0) >= 0 and pred.max(initial=1.0) <= 1):
-        raise ValueError("y_pred must be a 1-d array of predictions in [0, 1].")
+    pred = checked_predictions(y_pred)
     n = len(pred)
     groups = np.asarray(groups)
     if groups.shape != (n,):
@@ -309,34 +306,73 @@ def fairness_metric(
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     if w.shape != (n,):
         raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}.")
+    rows = metric_rows(kind, y_true, groups, w)
+    protected = rows.labels if protected is None else np.asarray(list(protected))
+    return rows.metric(kind, form, pred, protected)
+
+
+class MetricRows:
+    """What :func:`fairness_metric` reads of the rows besides the predictions: the groups'
+    labels and codes, their total weights, the weights and the labels (``y``, bool, for
+    the kinds that read them). Built once by :func:`metric_rows`, it gives the metric of
+    several predictions of the same rows (the fit's report weighs four or five) with the
+    same operations, to the bit, as :func:`fairness_metric` on each."""
+
+    def __init__(self, y, labels, codes, group_weight, weights):
+        self.y, self.labels, self.codes = y, labels, codes
+        self.group_weight, self.weights = group_weight, weights
+
+    def metric(self, kind, form, pred, protected) -> float:
+        """:func:`fairness_metric` of predictions ``pred`` (of :func:`checked_predictions`),
+        ``form`` of :func:`_check_form`, ``protected`` an array of labels."""
+        labels, codes, w, group_weight = self.labels, self.codes, self.weights, self.group_weight
+        missing = [g for g in protected if g not in labels]
+        if missing:
+            raise ValueError(f"protected: group {_label(missing[0])!r} has no rows in groups.")
+        if kind in ("positive_share", "disparate_impact"):
+            at = np.searchsorted(labels, protected)
+            rates = _group_rates("selection_rate", codes, len(labels), w, None, pred, group_weight)
+            rates = rates[at]
+            overall = np.dot(w, pred) / w.sum()
+            if kind == "positive_share":
+                rates = rates * group_weight[at] / w.sum()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return float(np.min(rates / overall)) if overall > 0 else np.nan
+        values = [
+            _pair_metric(
+                _group_rates(r, codes, len(labels), w, self.y, pred, group_weight),
+                labels,
+                protected,
+                form,
+            )
+            for r in _PARITY_RATES[kind]
+        ]
+        # Python's max/min over the per-rate metrics, in fairlearn's order (tpr, then fpr).
+        return float(max(values) if form == "difference" else min(values))
+
+
+def checked_predictions(y_pred) -> np.ndarray:
+    """``y_pred`` as a float array; an error unless 1-d with values in ``[0, 1]``."""
+    pred = np.asarray(y_pred, dtype=float)
+    # (Two reductions: a nan fails both comparisons, an infinity one.)
+    if pred.ndim != 1 or not (pred.min(initial=0.0) >= 0 and pred.max(initial=1.0) <= 1):
+        raise ValueError("y_pred must be a 1-d array of predictions in [0, 1].")
+    return pred
+
+
+def metric_rows(kind, y_true, groups, weights) -> MetricRows:
+    """The :class:`MetricRows` of rows with labels ``y_true`` (read by the kinds that need
+    them), ``groups`` and float ``weights`` of the same length; an error for labels other
+    than 0/1 and for a group of zero total weight."""
+    n = len(weights)
     needs_y = kind in _PARITY_RATES and kind != "demographic_parity"
     y = _binary("y_true", y_true, n) if needs_y else None
     labels, codes = unique_codes(groups)
-    group_weight = np.bincount(codes, weights=w, minlength=len(labels))
+    group_weight = np.bincount(codes, weights=weights, minlength=len(labels))
     if np.any(group_weight <= 0):
         g = labels[np.flatnonzero(group_weight <= 0)[0]]
         raise ValueError(f"Group {_label(g)!r} has zero total sample_weight.")
-    protected = labels if protected is None else np.asarray(list(protected))
-    missing = [g for g in protected if g not in labels]
-    if missing:
-        raise ValueError(f"protected: group {_label(missing[0])!r} has no rows in groups.")
-    if kind in ("positive_share", "disparate_impact"):
-        at = np.searchsorted(labels, protected)
-        rates = _group_rates("selection_rate", codes, len(labels), w, None, pred, group_weight)
-        rates = rates[at]
-        overall = np.dot(w, pred) / w.sum()
-        if kind == "positive_share":
-            rates = rates * group_weight[at] / w.sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return float(np.min(rates / overall)) if overall > 0 else np.nan
-    values = [
-        _pair_metric(
-            _group_rates(r, codes, len(labels), w, y, pred, group_weight), labels, protected, form
-        )
-        for r in _PARITY_RATES[kind]
-    ]
-    # Python's max/min over the per-rate metrics, in fairlearn's order (tpr, then fpr).
-    return float(max(values) if form == "difference" else min(values))
+    return MetricRows(y, labels, codes, group_weight, weights)
 
 
 #: Rows per block when ``W`` is filled: each group's per-row weights exist for one block at a

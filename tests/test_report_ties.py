@@ -1,0 +1,126 @@
+"""The fit's report on its training rows, computed with shared work: the groups' codes and
+totals built once for every report of the same rows (:class:`MetricRows`), and the intercept
+moved off ties (``_away_from_ties``) with neither moved copy of the scores formed, nor the
+accuracies read where the bound alone decides. Each against the direct computation:
+``fairness_metric`` on every call, and the two full reports of the moved scores."""
+
+import numpy as np
+import pytest
+
+from sklearn_ialm import FairLogisticClassifier
+from sklearn_ialm.estimators._binary import _away_from_ties
+from sklearn_ialm.problems import fairness_metric
+from sklearn_ialm.problems.fairness import _check_form, metric_rows
+
+KINDS = [
+    ("demographic_parity", "difference"),
+    ("demographic_parity", "ratio"),
+    ("equalized_odds", "difference"),
+    ("true_positive_rate_parity", "ratio"),
+    ("error_rate_parity", "difference"),
+    ("positive_share", None),
+    ("disparate_impact", None),
+]
+
+
+def _rows(seed, n=3000, k=3):
+    rng = np.random.default_rng(seed)
+    groups = rng.integers(0, k, n).astype(np.int8)
+    y01 = (rng.random(n) < 0.3 + 0.1 * groups).astype(np.int64)
+    w = rng.uniform(0.2, 3.0, n)
+    return rng, groups, y01, w
+
+
+@pytest.mark.parametrize(("kind", "form"), KINDS)
+def test_metric_rows_equal_fairness_metric_on_each_prediction(kind, form):
+    rng, groups, y01, w = _rows(0)
+    rows = metric_rows(kind, y01, groups, w)
+    checked = _check_form(kind, form)
+    for protected in ([0], [1, 2], [0, 1, 2]):
+        for pred in (rng.random(len(y01)) < 0.4, rng.random(len(y01))):
+            pred = pred.astype(float)
+            direct = fairness_metric(
+                kind, y01, pred, groups, form=form, sample_weight=w, protected=protected
+            )
+            shared = rows.metric(kind, checked, pred, np.asarray(protected))
+            assert shared == direct or (np.isnan(shared) and np.isnan(direct))
+
+
+def _estimator(kind, form, bound):
+    est = FairLogisticClassifier(constraint=kind, form=form, bound=bound, rate="hard")
+    est.coef_, est.intercept_ = np.ones((1, 1)), np.array([0.25])
+    return est
+
+
+def test_constraint_report_cache_follows_the_rows():
+    """Reports in one context equal those in a fresh context each, also when the labels or
+    weights given change between calls (the kept rows are not those)."""
+    rng, groups, y01, w = _rows(1)
+    est = _estimator("equalized_odds", None, 0.1)
+    shared = {"codes": groups, "protected": np.array([0, 2]), "bound": 0.1}
+    other_y, other_w = rng.permutation(y01), w[::-1].copy()
+    for labels, weights in ((y01, w), (y01, w), (other_y, w), (other_y, other_w), (y01, w)):
+        pred = (rng.random(len(y01)) < 0.5).astype(float)
+        fresh = {"codes": groups, "protected": np.array([0, 2]), "bound": 0.1}
+        kept = est._constraint_report(pred, labels, weights, shared)
+        direct = est._constraint_report(pred, labels, weights, fresh)
+        np.testing.assert_array_equal(kept, direct)
+    assert shared["report_rows"][0] is y01 and shared["report_rows"][1] is w
+
+
+def _direct_away_from_ties(est, scores, y01, w, context):
+    """The intercept moved off ties by the two full reports of the moved scores (the
+    definition: the side that meets the bound, else the more accurate, else the first)."""
+    big = max(1.0, float(np.max(np.abs(scores), initial=0.0)))
+    if not np.any(np.abs(scores) <= 1e-9 * big):
+        return scores, est.intercept_
+    best = None
+    for step in (1e-8 * big, -1e-8 * big):
+        moved = scores + step
+        pred = moved > 0
+        fresh = dict(context)
+        fresh.pop("report_rows", None)
+        hard = est._constraint_report(pred.astype(float), y01, w, fresh)
+        accuracy = float(np.average(pred == (y01 == 1), weights=w))
+        key = (est._meets(hard, context), accuracy)
+        if best is None or key > best[0]:
+            best = (key, step, moved)
+    return best[2], est.intercept_ + best[1]
+
+
+@pytest.mark.parametrize(("kind", "form"), KINDS)
+def test_away_from_ties_equals_the_two_full_reports(kind, form):
+    """Rows on the boundary (identical rows: exact zeros, and scores within the step of
+    0 on both sides), weights, three groups: the same scores and intercept as the two full
+    reports, at bounds that one side meets, both or neither, with the tie rows' labels
+    favouring either side (so that both sides, and both ways of deciding, are taken)."""
+    rng, groups, y01, w = _rows(2)
+    n = len(y01)
+    scores = rng.normal(0, 2, n)
+    on = rng.random(n) < 0.2
+    # Ties mostly in group 2: the side taken moves its rates.
+    scores[on & (groups == 2)] = 0.0
+    near = on & (groups == 1) & (rng.random(n) < 0.3)
+    scores[near] = rng.choice([-4e-8, 0.0, 3e-8, 1e-7], near.sum())
+    protected = np.array([2])
+    sides = set()
+    for label in (0, 1):
+        y = y01.copy()
+        y[on & (rng.random(n) < 0.9)] = label
+        est = _estimator(kind, form, 0.0)
+        plain = {"codes": groups, "protected": protected}
+        values = [
+            est._constraint_report((scores > -s).astype(float), y, w, dict(plain))[0]
+            for s in (1e-8 * np.max(np.abs(scores)), -1e-8 * np.max(np.abs(scores)))
+        ]
+        assert values[0] != values[1]
+        low, high = min(values), max(values)
+        for bound in (0.5 * (low + high), high + 0.01, low - 0.01):
+            est = _estimator(kind, form, bound)
+            context = dict(plain, bound=bound)
+            expected, intercept = _direct_away_from_ties(est, scores, y, w, context)
+            got = _away_from_ties(est, scores.copy(), y, w, context)
+            np.testing.assert_array_equal(got, expected)
+            assert est.intercept_[0] == intercept[0]
+            sides.add(float(np.sign(est.intercept_[0] - 0.25)))
+    assert sides == {-1.0, 1.0}
