@@ -124,3 +124,37 @@ def test_away_from_ties_equals_the_two_full_reports(kind, form):
             assert est.intercept_[0] == intercept[0]
             sides.add(float(np.sign(est.intercept_[0] - 0.25)))
     assert sides == {-1.0, 1.0}
+
+
+@pytest.mark.parametrize("kind", ["demographic_parity", "equalized_odds", "positive_share"])
+def test_soft_rates_and_cap_from_given_probabilities(kind):
+    """``rate_constraints`` and ``_shift_cap`` given ``expit(scores)`` (the steering's one
+    evaluation for both) equal those that evaluate it; a different ``proba`` is read."""
+    from scipy.special import expit
+
+    from sklearn_ialm.estimators._hard_rates import _CAP_SHARES, _shift_cap, _Units
+    from sklearn_ialm.problems import fairness_problem
+
+    rng, groups, y01, w = _rows(3, n=2000)
+    X = rng.normal(size=(len(y01), 3))
+    pb = fairness_problem(
+        X, y01, X, groups, bound=0.05, constraint=kind, sample_weight=w,
+        constraint_sample_weight=w,
+    )  # fmt: skip
+    units = _Units(pb)
+    scores = X @ rng.normal(size=3) + rng.normal(0, 0.5)
+    proba = expit(scores)
+    base = pb.offset.copy()
+    direct = pb.rate_constraints(scores, hard=False, offset=base)
+    np.testing.assert_array_equal(
+        pb.rate_constraints(scores, hard=False, offset=base, proba=proba), direct
+    )
+    other = pb.rate_constraints(scores, hard=False, offset=base, proba=1.0 - proba)
+    assert np.any(other != direct)
+    column_means = pb.rate_constraints(np.ones(len(y01))) - pb.offset
+    for depth in range(len(_CAP_SHARES)):
+        d = np.full(len(units), depth)
+        np.testing.assert_array_equal(
+            _shift_cap(column_means, units, scores, base, d, proba=proba),
+            _shift_cap(column_means, units, scores, base, d),
+        )
