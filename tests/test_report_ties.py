@@ -158,3 +158,75 @@ def test_soft_rates_and_cap_from_given_probabilities(kind):
             _shift_cap(column_means, units, scores, base, d, proba=proba),
             _shift_cap(column_means, units, scores, base, d),
         )
+
+
+@pytest.mark.parametrize(("kind", "form"), KINDS)
+def test_unit_weights_take_no_products_and_change_no_bit(kind, form):
+    """Every weight 1: the rates summed without the products by the weights equal, to the
+    bit, those summed with them (and ``fairness_metric`` without weights takes that way)."""
+    rng, groups, y01, _ = _rows(4)
+    ones = np.ones(len(y01))
+    by_products = metric_rows(kind, y01, groups, ones, unit=False)
+    unit = metric_rows(kind, y01, groups, ones)
+    assert unit.rate_weights is None and by_products.rate_weights is ones
+    checked = _check_form(kind, form)
+    for protected in ([0], [1, 2]):
+        for pred in ((rng.random(len(y01)) < 0.4).astype(float), rng.random(len(y01))):
+            expected = by_products.metric(kind, checked, pred, np.asarray(protected))
+            got = unit.metric(kind, checked, pred, np.asarray(protected))
+            direct = fairness_metric(kind, y01, pred, groups, form=form, protected=protected)
+            assert got == expected == direct or np.isnan([got, expected, direct]).all()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_more_accurate_reads_the_two_averages(seed):
+    """The side of ``_more_accurate`` (from the tie rows, or both averages where rounding
+    could decide) is that of the two weighted averages compared directly: few tie rows and
+    many, weights or none, and ties balanced exactly (equal accuracies)."""
+    from sklearn_ialm.estimators._binary import _more_accurate
+
+    rng = np.random.default_rng(seed)
+    n = 5000
+    y01 = (rng.random(n) < 0.4).astype(np.int64)
+    w = None if seed % 4 == 0 else rng.choice([0.5, 1.0, 2.0], n)
+    first = rng.random(n) < 0.5
+    second = first.copy()
+    k = [0, 1, 2, 30, 2000][seed % 5]
+    on = rng.choice(np.flatnonzero(first), k, replace=False)
+    if seed % 3 == 0 and k >= 2:
+        # One positive and one negative tie row of equal weight: a gain of exactly 0.
+        on = np.concatenate([
+            rng.choice(np.flatnonzero(first & (y01 == 1)), 1),
+            rng.choice(np.flatnonzero(first & (y01 == 0)), 1),
+        ])  # fmt: skip
+        if w is not None:
+            w[on] = 1.0
+    second[on] = False
+    accuracy = [np.average(p == (y01 == 1), weights=w) for p in (first, second)]
+    assert _more_accurate([first, second], y01, w) == int(accuracy[1] > accuracy[0])
+
+
+def test_more_accurate_follows_rounding_where_the_accuracies_are_equal():
+    """Two tie rows of equal weight, one of each class: equal accuracies, whose averages
+    (sums in another order) can differ in their last bit; the side is that of the averages
+    as computed, as where both were always computed."""
+    from sklearn_ialm.estimators._binary import _more_accurate
+
+    by_rounding = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        n = 5000
+        positive = rng.random(n) < 0.4
+        w = rng.uniform(0.1, 3.0, n)
+        first = rng.random(n) < 0.5
+        a = rng.choice(np.flatnonzero(first & positive))
+        b = rng.choice(np.flatnonzero(first & ~positive))
+        w[b] = w[a]
+        second = first.copy()
+        second[[a, b]] = False
+        accuracy = [np.average(p == positive, weights=w) for p in (first, second)]
+        by_rounding += accuracy[1] > accuracy[0]
+        assert _more_accurate([first, second], positive.astype(int), w) == int(
+            accuracy[1] > accuracy[0]
+        )
+    assert by_rounding  # (the last bit decided somewhere)

@@ -191,14 +191,17 @@ def _group_rates(rate, codes, n_groups, weights, y, pred, group_weight):
     each group's total weight, the denominators of the rates over all rows.
 
     A group without rows that the rate averages over has rate 0, as in fairlearn (whose
-    rates come from scikit-learn's normalised confusion matrix).
+    rates come from scikit-learn's normalised confusion matrix). ``weights`` None: every
+    weight 1, by which no product is formed (``1.0 * x`` is ``x``, to the bit).
     """
     rows, c, s = _rate_terms(rate, y)
-    w = weights if rows is None else weights * rows
+    w = weights
+    if rows is not None:
+        w = rows.astype(float) if weights is None else weights * rows
     total = group_weight if rows is None else np.bincount(codes, weights=w, minlength=n_groups)
     # A selection rate counts the predictions as they are (0 + 1 * pred is pred).
     terms = pred if rate == "selection_rate" else c + s * pred
-    hits = np.bincount(codes, weights=w * terms, minlength=n_groups)
+    hits = np.bincount(codes, weights=terms if w is None else w * terms, minlength=n_groups)
     return np.divide(hits, total, out=np.zeros(n_groups), where=total != 0)
 
 
@@ -306,7 +309,7 @@ def fairness_metric(
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     if w.shape != (n,):
         raise ValueError(f"sample_weight must have shape ({n},), got {w.shape}.")
-    rows = metric_rows(kind, y_true, groups, w)
+    rows = metric_rows(kind, y_true, groups, w, unit=True if sample_weight is None else None)
     protected = rows.labels if protected is None else np.asarray(list(protected))
     return rows.metric(kind, form, pred, protected)
 
@@ -318,9 +321,11 @@ class MetricRows:
     several predictions of the same rows (the fit's report weighs four or five) with the
     same operations, to the bit, as :func:`fairness_metric` on each."""
 
-    def __init__(self, y, labels, codes, group_weight, weights):
+    def __init__(self, y, labels, codes, group_weight, weights, unit):
         self.y, self.labels, self.codes = y, labels, codes
         self.group_weight, self.weights = group_weight, weights
+        # Every weight 1 (no sample weights): the rates' sums take no products by them.
+        self.rate_weights = None if unit else weights
 
     def metric(self, kind, form, pred, protected) -> float:
         """:func:`fairness_metric` of predictions ``pred`` (of :func:`checked_predictions`),
@@ -331,7 +336,9 @@ class MetricRows:
             raise ValueError(f"protected: group {_label(missing[0])!r} has no rows in groups.")
         if kind in ("positive_share", "disparate_impact"):
             at = np.searchsorted(labels, protected)
-            rates = _group_rates("selection_rate", codes, len(labels), w, None, pred, group_weight)
+            rates = _group_rates(
+                "selection_rate", codes, len(labels), self.rate_weights, None, pred, group_weight
+            )
             rates = rates[at]
             overall = np.dot(w, pred) / w.sum()
             if kind == "positive_share":
@@ -340,7 +347,7 @@ class MetricRows:
                 return float(np.min(rates / overall)) if overall > 0 else np.nan
         values = [
             _pair_metric(
-                _group_rates(r, codes, len(labels), w, self.y, pred, group_weight),
+                _group_rates(r, codes, len(labels), self.rate_weights, self.y, pred, group_weight),
                 labels,
                 protected,
                 form,
@@ -360,10 +367,11 @@ def checked_predictions(y_pred) -> np.ndarray:
     return pred
 
 
-def metric_rows(kind, y_true, groups, weights) -> MetricRows:
+def metric_rows(kind, y_true, groups, weights, unit=None) -> MetricRows:
     """The :class:`MetricRows` of rows with labels ``y_true`` (read by the kinds that need
     them), ``groups`` and float ``weights`` of the same length; an error for labels other
-    than 0/1 and for a group of zero total weight."""
+    than 0/1 and for a group of zero total weight. ``unit``: whether every weight is 1
+    (None: read from ``weights``)."""
     n = len(weights)
     needs_y = kind in _PARITY_RATES and kind != "demographic_parity"
     y = _binary("y_true", y_true, n) if needs_y else None
@@ -372,7 +380,9 @@ def metric_rows(kind, y_true, groups, weights) -> MetricRows:
     if np.any(group_weight <= 0):
         g = labels[np.flatnonzero(group_weight <= 0)[0]]
         raise ValueError(f"Group {_label(g)!r} has zero total sample_weight.")
-    return MetricRows(y, labels, codes, group_weight, weights)
+    if unit is None:
+        unit = bool(np.all(weights == 1.0))
+    return MetricRows(y, labels, codes, group_weight, weights, unit)
 
 
 #: Rows per block when ``W`` is filled: each group's per-row weights exist for one block at a
