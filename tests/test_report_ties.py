@@ -88,13 +88,17 @@ def _direct_away_from_ties(est, scores, y01, w, context):
     return best[2], est.intercept_ + best[1]
 
 
+@pytest.mark.parametrize("unit", [False, True])
 @pytest.mark.parametrize(("kind", "form"), KINDS)
-def test_away_from_ties_equals_the_two_full_reports(kind, form):
+def test_away_from_ties_equals_the_two_full_reports(kind, form, unit):
     """Rows on the boundary (identical rows: exact zeros, and scores within the step of
     0 on both sides), weights, three groups: the same scores and intercept as the two full
     reports, at bounds that one side meets, both or neither, with the tie rows' labels
-    favouring either side (so that both sides, and both ways of deciding, are taken)."""
+    favouring either side (so that both sides, and both ways of deciding, are taken).
+    Weights 1: the second side's report from the first's counts."""
     rng, groups, y01, w = _rows(2)
+    if unit:
+        w = np.ones(len(y01))
     n = len(y01)
     scores = rng.normal(0, 2, n)
     on = rng.random(n) < 0.2
@@ -203,7 +207,9 @@ def test_more_accurate_reads_the_two_averages(seed):
             w[on] = 1.0
     second[on] = False
     accuracy = [np.average(p == (y01 == 1), weights=w) for p in (first, second)]
-    assert _more_accurate([first, second], y01, w) == int(accuracy[1] > accuracy[0])
+    assert _more_accurate([first, second], np.flatnonzero(first != second), y01, w) == int(
+        accuracy[1] > accuracy[0]
+    )
 
 
 def test_more_accurate_follows_rounding_where_the_accuracies_are_equal():
@@ -226,7 +232,32 @@ def test_more_accurate_follows_rounding_where_the_accuracies_are_equal():
         second[[a, b]] = False
         accuracy = [np.average(p == positive, weights=w) for p in (first, second)]
         by_rounding += accuracy[1] > accuracy[0]
-        assert _more_accurate([first, second], positive.astype(int), w) == int(
-            accuracy[1] > accuracy[0]
-        )
+        assert _more_accurate(
+            [first, second], np.flatnonzero(first != second), positive.astype(int), w
+        ) == int(accuracy[1] > accuracy[0])
     assert by_rounding  # (the last bit decided somewhere)
+
+
+@pytest.mark.parametrize(("kind", "form"), KINDS)
+def test_counts_off_are_the_counts_of_the_moved_predictions(kind, form):
+    """Weights 1: the counts less those of the rows turned negative are, to the bit, the
+    counts of the moved predictions, and so is the metric; other weights: None."""
+    rng, groups, y01, w = _rows(5)
+    ones = np.ones(len(y01))
+    rows = metric_rows(kind, y01, groups, ones)
+    first = rng.random(len(y01)) < 0.5
+    off = rng.choice(np.flatnonzero(first), 300, replace=False)
+    second = first.copy()
+    second[off] = False
+    counts = rows.counts(kind, first.astype(float))
+    moved = rows.counts_off(kind, counts, off)
+    direct = rows.counts(kind, second.astype(float))
+    assert moved.keys() == direct.keys()
+    for key, value in direct.items():
+        np.testing.assert_array_equal(np.asarray(moved[key]), np.asarray(value))
+    checked = _check_form(kind, form)
+    protected = np.array([1, 2])
+    got = rows.metric_of_counts(kind, checked, moved, protected)
+    expected = fairness_metric(kind, y01, second, groups, form=form, protected=[1, 2])
+    assert got == expected or (np.isnan(got) and np.isnan(expected))
+    assert metric_rows(kind, y01, groups, w).counts_off(kind, counts, off) is None

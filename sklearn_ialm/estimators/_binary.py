@@ -241,22 +241,21 @@ def _away_from_ties(est, scores, y01, sample_weight, context):
     # (gradual underflow) and keeps its sign, so no moved copy is formed for either side.
     steps = (1e-8 * big, -1e-8 * big)
     preds = [scores > -step for step in steps]
-    meets = [
-        est._meets(est._constraint_report(p.astype(float), y01, sample_weight, context), context)
-        for p in preds
-    ]
+    off = np.flatnonzero(preds[0] != preds[1])  # the ties: positive on the first side only
+    reports = est._tie_reports(preds, off, y01, sample_weight, context)
+    meets = [est._meets(report, context) for report in reports]
     if meets[0] != meets[1]:
         side = 0 if meets[0] else 1  # (the accuracy, second in the order, is not read)
     else:
-        side = _more_accurate(preds, y01, sample_weight)
+        side = _more_accurate(preds, off, y01, sample_weight)
     est.intercept_ = est.intercept_ + steps[side]
     return scores + steps[side]
 
 
-def _more_accurate(preds, y01, sample_weight) -> int:
+def _more_accurate(preds, tie, y01, sample_weight) -> int:
     """1 where predictions ``preds[1]`` are more accurate than ``preds[0]`` (their weighted
     averages of ``pred == (y01 == 1)`` compared; a tie, or a nan: 0), where ``preds[1]``
-    differs from ``preds[0]`` only on rows ``preds[0]`` predicts positive.
+    differs from ``preds[0]`` only on rows ``tie``, which ``preds[0]`` predicts positive.
 
     Read from those rows (the ties: a few, where each average read every row), where
     their difference is far beyond rounding: each average is a sum of ``n`` non-negative
@@ -264,7 +263,6 @@ def _more_accurate(preds, y01, sample_weight) -> int:
     1), and the rows' own sum within ``k eps`` of the sum of their ``k`` weights; the
     margin is twice both. Else (equal accuracies, up to rounding) by the two averages.
     """
-    tie = np.flatnonzero(preds[0] != preds[1])
     wrong_first = y01[tie] == 0  # (the first predicts each positive)
     w = np.ones(len(tie)) if sample_weight is None else sample_weight[tie]
     gain = float(np.sum(w, where=wrong_first)) - float(np.sum(w, where=~wrong_first))

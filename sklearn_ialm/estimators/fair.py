@@ -824,19 +824,39 @@ class FairLogisticClassifier(BaseIALMClassifier):
         one value, the metric over the constrained pairs of groups, for the parity kinds.
         Undefined ratios (no positive prediction at all) are nan.
         """
-        protected = context["protected"]
-        if not len(protected):
+        if not len(context["protected"]):
             return np.array([], dtype=float)
-        kind = self.constraint
-        form = _check_form(kind, None if self._form() == "share" else self._form())
         pred = checked_predictions(proba)
-        rows = _report_rows(kind, y01, sample_weight, context)
+        rows = _report_rows(self.constraint, y01, sample_weight, context)
+        return self._report_of_counts(rows, rows.counts(self.constraint, pred), context)
+
+    def _report_of_counts(self, rows, counts, context):
+        """:meth:`_constraint_report` from the weighted counts of the predictions (one
+        set for every protected group's value)."""
+        kind, protected = self.constraint, context["protected"]
+        form = _check_form(kind, None if self._form() == "share" else self._form())
         with np.errstate(invalid="ignore", divide="ignore"):
             if kind in ("positive_share", "disparate_impact"):
                 return np.array(
-                    [rows.metric(kind, form, pred, np.asarray([g])) for g in protected]
+                    [rows.metric_of_counts(kind, form, counts, np.asarray([g])) for g in protected]
                 )
-            return np.array([rows.metric(kind, form, pred, np.asarray(list(protected)))])
+            return np.array(
+                [rows.metric_of_counts(kind, form, counts, np.asarray(list(protected)))]
+            )
+
+    def _tie_reports(self, preds, off, y01, sample_weight, context):
+        """The reports of hard predictions ``preds[0]`` and ``preds[1]`` (the first with
+        rows ``off`` predicted negative), the second from the first's counts and the rows
+        ``off`` where that is exact (every weight 1: see ``MetricRows.counts_off``)."""
+        if not len(context["protected"]):
+            return super()._tie_reports(preds, off, y01, sample_weight, context)
+        kind = self.constraint
+        rows = _report_rows(kind, y01, sample_weight, context)
+        counts = rows.counts(kind, preds[0].astype(float))
+        moved = rows.counts_off(kind, counts, off)
+        if moved is None:
+            moved = rows.counts(kind, preds[1].astype(float))
+        return [self._report_of_counts(rows, c, context) for c in (counts, moved)]
 
     def _set_report_attributes(self, context):
         if self.max_fpr is not None:
