@@ -261,7 +261,8 @@ def _more_accurate(preds, tie, y01, sample_weight) -> int:
     their difference is far beyond rounding: each average is a sum of ``n`` non-negative
     terms over another, within ``(2 n + 1) eps / 2`` of its value, relative (each at most
     1), and the rows' own sum within ``k eps`` of the sum of their ``k`` weights; the
-    margin is twice both. Else (equal accuracies, up to rounding) by the two averages.
+    margin is twice both. Else (equal accuracies, up to rounding) by the two averages,
+    but where every weight is 1.
     """
     wrong_first = y01[tie] == 0  # (the first predicts each positive)
     w = np.ones(len(tie)) if sample_weight is None else sample_weight[tie]
@@ -269,7 +270,9 @@ def _more_accurate(preds, tie, y01, sample_weight) -> int:
     total = len(y01) if sample_weight is None else float(np.sum(sample_weight))
     eps = np.finfo(float).eps
     margin = 2.0 * ((2 * len(y01) + 2) * eps * total + len(tie) * eps * float(np.sum(w)))
-    if abs(gain) > margin:
+    if abs(gain) > margin or sample_weight is None or np.all(sample_weight == 1.0):
+        # (Weights 1: each average is a whole count, exact, over ``n``: equal counts give
+        # equal averages, and the gain, exact too, decides.)
         return int(gain > 0)
     positive = y01 == 1
     accuracy = [float(np.average(p == positive, weights=sample_weight)) for p in preds]
