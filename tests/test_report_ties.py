@@ -65,7 +65,7 @@ def test_constraint_report_cache_follows_the_rows():
         kept = est._constraint_report(pred, labels, weights, shared)
         direct = est._constraint_report(pred, labels, weights, fresh)
         np.testing.assert_array_equal(kept, direct)
-    assert shared["report_rows"][0] is y01 and shared["report_rows"][1] is w
+    assert shared["report_rows"][1] is y01 and shared["report_rows"][2] is w
 
 
 def _direct_away_from_ties(est, scores, y01, w, context):
