@@ -588,8 +588,8 @@ def test_path_step_reads_the_next_solve_off_two_solves(monkeypatch):
     def solve_at(shift, rnd, warm):
         result = solve(problem.with_offset(base + units.spread @ shift), rnd, warm, 100.0)
         scores = problem.constraint_scores(result.x)
-        hard = units.values(problem.rate_constraints(scores, offset=base))
-        return result.x, scores, shift, result, hard
+        means = problem.rate_constraints(scores, offset=0.0)
+        return result.x, scores, shift, result, units.values(means + base), means
 
     first = solve_at(np.zeros(len(units)), 0, None)
     k = int(np.argmax(first[4]))

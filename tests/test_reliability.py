@@ -146,7 +146,7 @@ _INTERRUPTS = [
     ("umbrella", solving, "_solve", 1),
     ("umbrella", neyman_pearson, "umbrella_threshold", 0),
     ("plain", solving, "_solve", 0),
-    ("plain", fair, "fairness_metric", 0),  # the report, after coef_ is set
+    ("plain", fair, "metric_rows", 0),  # the report, after coef_ is set
     ("warm", solving, "_solve", 0),
 ]
 

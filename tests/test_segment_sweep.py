@@ -178,3 +178,24 @@ def test_segment_point_finds_a_dip_within_one_bucket_of_event_times():
     moving, t_event, q_out = _events(pb, z_in, z_out)
     start = pb.rate_constraints(z_in, offset=pb.offset)
     assert _past_misses(pb.W, units, moving, t_event, q_out, start) == point
+
+
+@pytest.mark.parametrize(
+    "kind, n_groups",
+    [("demographic_parity", 2), ("equalized_odds", 3), ("demographic_parity", 5)],
+)
+@pytest.mark.parametrize("seed", range(3))
+def test_segment_point_from_known_means_is_the_same(kind, n_groups, seed):
+    """The start's means given (the steering's hard check of the same scores): the point
+    of the sweep that reads them from the scores, at offsets other than the problem's."""
+    rng = np.random.default_rng(seed)
+    pb, X, g = _problem(rng, 400, kind, n_groups)
+    units = _Units(pb)
+    z_in, z_out = _ends(rng, X, g)
+    means = pb.rate_constraints(z_in, offset=0.0)
+    for offset in (pb.offset, pb.offset + rng.uniform(-0.05, 0.05, pb.n_constraints)):
+        start = pb.rate_constraints(z_in, offset=offset)
+        np.testing.assert_array_equal(means + offset, start)
+        t = _segment_point(pb, units, z_in, z_out, offset, means)
+        assert t == _segment_point(pb, units, z_in, z_out, offset)
+        assert t == _brute_point(pb, units, z_in, z_out, offset)

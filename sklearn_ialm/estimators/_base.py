@@ -127,6 +127,13 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """Constraint values, in the units of the bound, for positive predictions ``proba``."""
         raise NotImplementedError
 
+    def _tie_reports(self, preds, off, y01, sample_weight, context) -> list:
+        """The constraint reports of hard predictions ``preds[0]`` and ``preds[1]`` (bool;
+        the second is the first with rows ``off`` predicted negative)."""
+        return [
+            self._constraint_report(p.astype(float), y01, sample_weight, context) for p in preds
+        ]
+
     def _set_report_attributes(self, context) -> None:
         """Estimator-specific fitted attributes (after the common ones are set)."""
 

@@ -232,20 +232,51 @@ def _away_from_ties(est, scores, y01, sample_weight, context):
     """
     if not (est._steers_hard_rates_after_fit(context) and est.fit_intercept):
         return scores  # (without an intercept there is nothing to move)
-    big = max(1.0, float(np.max(np.abs(scores), initial=0.0)))
-    if not np.any(np.abs(scores) <= 1e-9 * big):
+    size = np.abs(scores)
+    big = max(1.0, float(np.max(size, initial=0.0)))
+    if not np.any(size <= 1e-9 * big):
         return scores
-    best = None
-    for step in (1e-8 * big, -1e-8 * big):
-        moved = scores + step
-        pred = moved > 0
-        hard = est._constraint_report(pred.astype(float), y01, sample_weight, context)
-        accuracy = float(np.average(pred == (y01 == 1), weights=sample_weight))
-        key = (est._meets(hard, context), accuracy)
-        if best is None or key > best[0]:
-            best = (key, step, moved)
-    est.intercept_ = est.intercept_ + best[1]
-    return best[2]
+    del size
+    # ``scores + step > 0`` is ``scores > -step``: a sum rounds to 0 only where it is 0
+    # (gradual underflow) and keeps its sign, so no moved copy is formed for either side.
+    steps = (1e-8 * big, -1e-8 * big)
+    preds = [scores > -step for step in steps]
+    off = np.flatnonzero(preds[0] != preds[1])  # the ties: positive on the first side only
+    reports = est._tie_reports(preds, off, y01, sample_weight, context)
+    meets = [est._meets(report, context) for report in reports]
+    if meets[0] != meets[1]:
+        side = 0 if meets[0] else 1  # (the accuracy, second in the order, is not read)
+    else:
+        side = _more_accurate(preds, off, y01, sample_weight)
+    est.intercept_ = est.intercept_ + steps[side]
+    return scores + steps[side]
+
+
+def _more_accurate(preds, tie, y01, sample_weight) -> int:
+    """1 where predictions ``preds[1]`` are more accurate than ``preds[0]`` (their weighted
+    averages of ``pred == (y01 == 1)`` compared; a tie, or a nan: 0), where ``preds[1]``
+    differs from ``preds[0]`` only on rows ``tie``, which ``preds[0]`` predicts positive.
+
+    Read from those rows (the ties: a few, where each average read every row), where
+    their difference is far beyond rounding: each average is a sum of ``n`` non-negative
+    terms over another, within ``(2 n + 1) eps / 2`` of its value, relative (each at most
+    1), and the rows' own sum within ``k eps`` of the sum of their ``k`` weights; the
+    margin is twice both. Else (equal accuracies, up to rounding) by the two averages,
+    but where every weight is 1.
+    """
+    wrong_first = y01[tie] == 0  # (the first predicts each positive)
+    w = np.ones(len(tie)) if sample_weight is None else sample_weight[tie]
+    gain = float(np.sum(w, where=wrong_first)) - float(np.sum(w, where=~wrong_first))
+    total = len(y01) if sample_weight is None else float(np.sum(sample_weight))
+    eps = np.finfo(float).eps
+    margin = 2.0 * ((2 * len(y01) + 2) * eps * total + len(tie) * eps * float(np.sum(w)))
+    if abs(gain) > margin or sample_weight is None or np.all(sample_weight == 1.0):
+        # (Weights 1: each average is a whole count, exact, over ``n``: equal counts give
+        # equal averages, and the gain, exact too, decides.)
+        return int(gain > 0)
+    positive = y01 == 1
+    accuracy = [float(np.average(p == positive, weights=sample_weight)) for p in preds]
+    return int(accuracy[1] > accuracy[0])
 
 
 def _at_least_constant(est, scores, y01, sample_weight, context):

@@ -403,13 +403,16 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         """Scores of the constraint rows at ``x`` (one pass over those rows)."""
         return self._score(self.A_con.full, x)
 
-    def rate_constraints(self, scores, *, hard=True, offset=None):
+    def rate_constraints(self, scores, *, hard=True, offset=None, proba=None):
         """Constraint values ``mean_j W[j] q_j + offset`` for constraint-row ``scores``.
 
         ``q = 1[score > 0]`` (the predictions) when ``hard``, else ``sigmoid(score)`` (the
-        smooth surrogate the solver works with). ``offset`` defaults to the problem's.
+        smooth surrogate the solver works with), or ``proba`` where the caller has
+        ``expit(scores)`` already (with ``hard=False``). ``offset`` defaults to the problem's.
         """
-        q = (scores > 0).astype(float) if hard else expit(scores)
+        q = (scores > 0).astype(float) if hard else proba
+        if q is None:
+            q = expit(scores)
         return q @ self.W / len(q) + (self.offset if offset is None else offset)
 
     def with_objective_weights(self, weights, *, overwrite=False):
