@@ -68,12 +68,16 @@ class _Stub:
         return bool(np.all(values <= 0.1))
 
 
-def test_at_least_constant_keeps_a_better_model_without_the_constants_report():
-    rng = np.random.default_rng(0)
-    n = 5000
+def _rows(seed, n=5000):
+    """``(x, groups, y01, w)``: a score, two groups, labels that follow the score, weights."""
+    rng = np.random.default_rng(seed)
     x, groups = rng.normal(size=n), rng.integers(0, 2, n)
     y01 = (rng.random(n) < 1 / (1 + np.exp(-2 * x))).astype(int)
-    w = rng.uniform(0.5, 2.0, n)
+    return x, groups, y01, rng.uniform(0.5, 2.0, n)
+
+
+def test_at_least_constant_keeps_a_better_model_without_the_constants_report():
+    x, groups, y01, w = _rows(0)
     est = _Stub(groups)
     scores = 2 * x
     assert _at_least_constant(est, scores, y01, w, {}) is scores
@@ -82,11 +86,8 @@ def test_at_least_constant_keeps_a_better_model_without_the_constants_report():
 
 
 def test_at_least_constant_returns_the_constant_when_the_model_is_worse():
-    rng = np.random.default_rng(1)
-    n = 5000
-    x, groups = rng.normal(size=n), rng.integers(0, 2, n)
-    y01 = (rng.random(n) < 1 / (1 + np.exp(-2 * x))).astype(int)
-    w = rng.uniform(0.5, 2.0, n)
+    x, groups, y01, w = _rows(1)
+    n = len(x)
     est = _Stub(groups)
     scores = -2 * x  # ranks the rows the wrong way round: worse than the positive rate
     out = _at_least_constant(est, scores, y01, w, {})
