@@ -611,3 +611,37 @@ def test_path_step_reads_the_next_solve_off_two_solves(monkeypatch):
     third = solve_at(shift, 2, warm)
     np.testing.assert_allclose(third[4], predicted, atol=2e-3)
     assert -BOUND_TOL <= third[4][k] <= 0
+
+
+def test_a_solve_that_meets_the_bound_but_not_the_constants_loss_ends_the_fit():
+    """A budget spent at the null start returns the constant model (no constraint active),
+    whose objective can round a hair above the constant's loss: such a solve meets the
+    bound, is turned down as the answer, and the fit ends from it (it raised a TypeError,
+    with no solve kept on either side, on the floors' numpy)."""
+    from types import SimpleNamespace
+
+    from sklearn_ialm.estimators._hard_rates import fit_hard_rates
+    from sklearn_ialm.problems.fairness import fairness_problem
+
+    rng = np.random.default_rng(0)
+    n = 500
+    groups = rng.integers(0, 2, n)
+    X = rng.standard_normal((n, 2))
+    y = (rng.random(n) < 0.5).astype(int)
+    problem = fairness_problem(X, y, X, groups, bound=0.05, constraint="demographic_parity",
+                               loss="logistic", fit_intercept=True)  # fmt: skip
+    # The constant model's loss under the problem's own weights, as the fit weighs it.
+    p = problem.u[problem.b > 0].sum() / problem.u.sum()
+    loss = -(p * np.log(p) + (1 - p) * np.log1p(-p))
+    constant = problem.point(np.zeros(2), np.log(p / (1 - p)))
+
+    def solve(pb, rnd, warm, budget):
+        return SimpleNamespace(
+            x=constant, converged=False, objective=loss + 1e-12,
+            multipliers=np.zeros(pb.n_constraints), slack=np.zeros(pb.n_constraints),
+            n_data_passes=1.0,
+        )  # fmt: skip
+
+    fit = fit_hard_rates(problem, solve, bound_tol=BOUND_TOL, budget=1.0)
+    np.testing.assert_array_equal(fit.x, constant)
+    assert fit.met and not fit.converged

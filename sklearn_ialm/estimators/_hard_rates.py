@@ -651,10 +651,12 @@ class _Steering:
         the answer: every hard value ``<= 0`` and each active one within ``bound_tol``."""
         if np.all(hard <= BOUND_EPS):
             unused = np.where(active, hard, 0.0)
-            if np.all(unused >= -self.bound_tol):
-                return True
+            # Kept before it is returned as the answer: where the caller turns it down (a
+            # solve no better than the constant model, at a budget spent on the null start),
+            # the fit ends from the solves kept, and this one met the bound.
             if self.feasible is None or np.min(unused) > np.min(self.feasible[2]):
                 self.feasible = (result.x, scores, unused, result)
+            return bool(np.all(unused >= -self.bound_tol))
         elif self.infeasible is None or np.max(hard) < np.max(self.infeasible[2]):
             self.infeasible = (result.x, scores, hard, result)
             self.infeasible_shift = self.shift.copy()
