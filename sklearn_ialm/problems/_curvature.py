@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 from scipy.special import expit
 
+from ..solver.finish import HessianOperator
 from . import _gram
 from ._gram import _kernels_available, _weighted_gram
 from ._numeric import SAMPLE_SEED
@@ -112,7 +112,9 @@ class SecondOrder:
             v = np.ravel(v)
             return np.where(dead, v, H @ np.where(dead, 0.0, v))
 
-        return HessianOperator(len(dead), matvec, lambda: np.where(dead, 1.0, H.diagonal()))
+        return HessianOperator(
+            len(dead), matvec, diagonal=lambda: np.where(dead, 1.0, H.diagonal())
+        )
 
     @property
     def curvature_passes(self) -> float:
@@ -281,7 +283,9 @@ class SecondOrder:
             v = np.ravel(v)
             return sum(self._grad(A, r * self._score(A, v), 1.0) for A, _, r in parts)
 
-        return HessianOperator(self.n_params, matvec, lambda: self._hessian_diagonal(parts))
+        return HessianOperator(
+            self.n_params, matvec, diagonal=lambda: self._hessian_diagonal(parts)
+        )
 
     def _hessian_diagonal(self, parts):
         """The diagonal of :meth:`_hessian_operator`'s Hessian (a read of every row):
@@ -297,22 +301,6 @@ class SecondOrder:
             if self.fit_intercept:
                 out[d] += r.sum()
         return out
-
-
-class HessianOperator(LinearOperator):
-    """An ``n x n`` Hessian as products with it (each a read of every row) and, by one more
-    read, its :meth:`diagonal` (the finish preconditions its conjugate gradients with it)."""
-
-    def __init__(self, n, matvec, diagonal):
-        super().__init__(dtype=np.dtype(float), shape=(n, n))
-        self._product, self._diagonal = matvec, diagonal
-
-    def _matvec(self, v):
-        return self._product(np.ravel(v))
-
-    def diagonal(self):
-        """The Hessian's diagonal (a read of every row)."""
-        return self._diagonal()
 
 
 def _weighted_square_sums(A, r):

@@ -47,7 +47,7 @@ from scipy.sparse.linalg import LinearOperator
 from .kkt import level_values
 from .prox import Box, NoProx, Ridge
 
-__all__ = ["FinishResult", "finish_applies", "alm_finish"]
+__all__ = ["FinishResult", "HessianOperator", "finish_applies", "alm_finish"]
 
 #: Penalty growth when an outer iteration did not shrink the constraint violation fourfold
 #: (the classical rule of the augmented Lagrangian method).
@@ -221,7 +221,7 @@ def _cg_solve(H, b, target, precondition=None):
     return s
 
 
-def _preconditioner(alpha, Ja):
+def _woodbury_inverse(alpha, Ja):
     """``r -> P^-1 r`` for ``P = alpha I + Ja^T Ja`` (``Ja`` of few rows): by Woodbury's
     identity, one solve of ``alpha I + Ja Ja^T``."""
     factor = cho_factor(alpha * np.eye(len(Ja)) + Ja @ Ja.T)
@@ -232,16 +232,28 @@ def _preconditioner(alpha, Ja):
     return apply
 
 
-class _HessianOperator(LinearOperator):
-    """The augmented Lagrangian's Hessian as products ``matvec`` and a preconditioner
-    (``precondition``, None or see :func:`_preconditioner`) for conjugate gradients."""
+class HessianOperator(LinearOperator):
+    """An ``n x n`` Hessian as products ``matvec`` (each a read of every row), with, where
+    given, its ``diagonal()`` (a callable: one more read) and ``precondition(r)``, an
+    approximate ``H^-1 r`` for conjugate gradients. The problems' wide Hessians give their
+    diagonal; the finish's augmented Lagrangian adds its preconditioner."""
 
-    def __init__(self, n, matvec, precondition):
+    def __init__(self, n, matvec, *, diagonal=None, precondition=None):
         super().__init__(dtype=np.dtype(float), shape=(n, n))
-        self._product, self.precondition = matvec, precondition
+        self._product, self._diagonal, self.precondition = matvec, diagonal, precondition
 
     def _matvec(self, v):
         return self._product(np.ravel(v))
+
+    @property
+    def has_diagonal(self) -> bool:
+        return self._diagonal is not None
+
+    def diagonal(self) -> np.ndarray:
+        """The Hessian's diagonal (a read of every row)."""
+        if self._diagonal is None:
+            raise NotImplementedError("this Hessian operator gives no diagonal")
+        return self._diagonal()
 
 
 class _AugmentedLagrangian:
@@ -352,10 +364,10 @@ class _AugmentedLagrangian:
             out[:p] += data @ s[:p] + diag_h * s[:p]
             return out
 
-        return _HessianOperator(p + q, matvec, self._preconditioner(data, diag_h, Ja))
+        return HessianOperator(p + q, matvec, precondition=self._preconditioner(data, diag_h, Ja))
 
     def _preconditioner(self, data, diag_h, Ja):
-        """:func:`_preconditioner` of the penalty ``Ja^T Ja`` and a scalar for the rest of the
+        """:func:`_woodbury_inverse` of the penalty ``Ja^T Ja`` and a scalar for the rest of the
         Hessian, or None without an active penalty or where ``data`` gives no diagonal.
 
         The penalty's few eigenvalues grow with ``beta`` (to 1e3) and each cost conjugate
@@ -367,14 +379,14 @@ class _AugmentedLagrangian:
         loose bound: 50 products where unpreconditioned CG took 27). On CSR 2e5 x 1e4 at a
         binding bound, the same systems took 46 products where unpreconditioned CG took 53.
         """
-        if not len(Ja) or not hasattr(data, "diagonal"):
+        if not len(Ja) or not getattr(data, "has_diagonal", False):
             return None
         if self._typical_curvature is None:
             self.charge(1)
             self._typical_curvature = float(np.median(data.diagonal() + diag_h))
         if not self._typical_curvature > 0:
             return None
-        return _preconditioner(self._typical_curvature, Ja)
+        return _woodbury_inverse(self._typical_curvature, Ja)
 
     def solve(self, v, y, beta, tol, *, newton, bounds):
         """One inner solve from ``v`` (by :meth:`newton`, or L-BFGS-B within ``bounds``), its
