@@ -14,6 +14,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._warnings import warn
+from ..solver.settings import finish_tolerances
 from ._inputs import _label
 from ._solve import _MIN_DECREASE
 
@@ -317,11 +318,13 @@ def _finish_remedy(est, result, finish, steered) -> str:
     """
     pres, dres, beta = (finish[k] for k in ("primal_residual", "dual_residual", "beta"))
     settings = result.settings
-    share = settings["finish_tol"]
+    tol, dual_tol = finish_tolerances(
+        settings["tol"], settings["dual_tol"], settings["finish_tol"],
+        settings.get("finish_dual_floor", 0.0),
+    )  # fmt: skip
     # Each residual over its tolerance: the larger one stands between the finish and
     # its end.
-    dual_tol = max(share * settings["dual_tol"], settings.get("finish_dual_floor", 0.0))
-    gap = np.maximum(pres / (share * settings["tol"]), dres / dual_tol)
+    gap = np.maximum(pres / tol, dres / dual_tol)
     if len(gap) >= 3 and gap[-1] > 0.5 * gap[-3] and beta[-1] > beta[-3]:
         return (
             f"The residuals stayed at {pres[-1]:.2g} (primal) and {dres[-1]:.2g} (dual) "

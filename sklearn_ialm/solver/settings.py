@@ -300,9 +300,11 @@ class RunSettings:
 
     @property
     def finish_tols(self) -> tuple[float, float]:
-        """The finish's primal and dual tolerances."""
-        share = self.knobs.finish_tol
-        return share * self.tol, max(share * self.dual_tol, self.knobs.finish_dual_floor)
+        """The finish's primal and dual tolerances (see :func:`finish_tolerances`)."""
+        knobs = self.knobs
+        return finish_tolerances(
+            self.tol, self.dual_tol, knobs.finish_tol, knobs.finish_dual_floor
+        )
 
     def penalty(self, k: int) -> float:
         """``beta_k = beta0 * sigma**k``, Algorithm 1's penalty schedule."""
@@ -376,6 +378,14 @@ def _check_choices(knobs, preset):
         raise ValueError(f"slack_step must be 'exact' or 'shared', got {knobs.slack_step!r}.")
     if knobs.momentum not in ("warm", "restart"):
         raise ValueError(f"momentum must be 'warm' or 'restart', got {knobs.momentum!r}.")
+
+
+def finish_tolerances(
+    tol: float, dual_tol: float, finish_tol: float, finish_dual_floor: float = 0.0
+) -> tuple[float, float]:
+    """The finish's primal and dual tolerances: ``finish_tol`` times the run's, the dual
+    one at least ``finish_dual_floor`` (see :class:`Settings`)."""
+    return finish_tol * tol, max(finish_tol * dual_tol, finish_dual_floor)
 
 
 def _check_numbers(knobs):
