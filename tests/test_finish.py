@@ -324,3 +324,22 @@ def test_preconditioned_cg_reaches_the_dense_newton_step():
         counts[name] = al.n_evaluations - before
         np.testing.assert_allclose(s, exact, rtol=0, atol=1e-6 * np.linalg.norm(exact))
     assert counts["preconditioned"] < counts["plain"], counts
+
+
+def test_an_undone_kkt_step_leaves_no_evaluation_of_another_point(monkeypatch):
+    """Where the finish ends right after undoing a Newton multiplier step (here the last
+    outer iteration), the evaluation it returns for the verdict is of the point it returns,
+    or none (the verdict then reads the rows), never the undone solve's."""
+    from sklearn_ialm.problems.linear import LinearProblem
+
+    X, y, g = _five_groups()
+    pb = _ridge(fairness_problem(X, y, X, g, bound=0.05, constraint="demographic_parity",
+                                 loss="logistic", fit_intercept=True))  # fmt: skip
+    monkeypatch.setattr(LinearProblem, "curvature_cost", 0.0)
+    full = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
+                      tol=1e-6, dual_tol=1e-6, max_evaluations=2000)  # fmt: skip
+    assert full.history["primal_residual"][1] > full.history["primal_residual"][0]  # undone
+    fin = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
+                     tol=1e-6, dual_tol=1e-6, max_evaluations=2000, max_outer_iter=2)  # fmt: skip
+    if fin.evaluation is not None:
+        np.testing.assert_allclose(fin.evaluation[1], pb.full_evaluation(fin.x)[1], rtol=1e-12)

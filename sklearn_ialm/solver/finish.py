@@ -669,6 +669,7 @@ def alm_finish(
             # on to 1e4, unconverged in 2000 reads). The solve is undone: the classical
             # steps go on from the last point, as they do where the curvature is not cheap.
             (v, y), kkt_steps, from_kkt = before_kkt, False, False
+            al.best_evaluation = None  # (the undone solve's: not at v)
             continue
         kkt = al.newton_multipliers(y_solve, beta_solve) if kkt_steps else None
         before_kkt, from_kkt = (v, y), kkt is not None
