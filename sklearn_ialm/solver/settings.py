@@ -142,7 +142,7 @@ class Settings(Mapping):
         multipliers for 30000 minibatch draws and a finish, on a sample of 30000 rows (at
         most a tenth), with no stop test (``eval_every`` and ``check_sample`` unused); the
         finish on all rows starts from the sample's point and multipliers. On dense 1e6 x 20
-        (demographic parity 0.02) the fit takes about 0.8 of the CPU of the finish alone
+        (demographic parity 0.02) the fit takes 0.66-0.71 of the CPU of the finish alone
         (``benchmarks/results/finish_ab_issue42.md``). On all rows the phase cost more than
         it saved at every size measured (Adult by race, 32561 rows: 1.14-1.26 times the CPU
         of the finish alone, ``finish_ab_before_samples.md``; dense 1e6 x 20: 1.12), and
