@@ -62,6 +62,8 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import update_wrapper, wraps
+from types import MethodType
 from typing import NamedTuple
 
 import numpy as np
@@ -85,7 +87,7 @@ from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection, protect
 from ._scaling import _feature_scaling
 from ._solve import spawn_seeds
 
-__all__ = ["GroupCodec", "StreamState", "partial_fit"]
+__all__ = ["GroupCodec", "StreamState", "partial_fit", "stream_method"]
 
 #: Rows of one PStorm call; the measurements of the running estimates are taken between two.
 PIECE_ROWS = 5000
@@ -624,15 +626,41 @@ class StreamState:
 
 # -- partial_fit ----------------------------------------------------------------------------------
 def streams(est) -> bool:
-    """Whether ``est`` has ``partial_fit`` (the check of ``available_if``): a calibrated fit
-    holds rows out, which a stream cannot, so its estimator has no ``partial_fit`` and
-    scikit-learn's checks and ``hasattr`` see it as a batch estimator."""
+    """Whether ``est`` has ``partial_fit``: a calibrated fit holds rows out, which a stream
+    cannot, so its estimator has no ``partial_fit`` and scikit-learn's checks and ``hasattr``
+    see it as a batch estimator. Raises the AttributeError that says so."""
     if getattr(est, "calibration", None) is not None:
         raise AttributeError(
-            f"partial_fit does not hold rows out: calibration={est.calibration!r} needs fit "
-            "(or calibration=None for a stream)."
+            f"{type(est).__name__} has no partial_fit with calibration={est.calibration!r}: "
+            "a calibration holds rows out of the fit to certify the bound on new data, and a "
+            "stream sees each row once and holds none, so a stream has no certificate. Use "
+            "fit on stored rows for a certified model, or calibration=None to stream "
+            "without one."
         )
     return True
+
+
+class stream_method:  # noqa: N801 (a decorator, as scikit-learn's available_if)
+    """``partial_fit`` that exists unless :func:`streams` says no, as
+    ``available_if(streams)`` makes it, but whose AttributeError is :func:`streams`'s own:
+    ``available_if`` raises "has no attribute 'partial_fit'" with the reason only in the
+    chained cause, which a user reading the message does not see."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        update_wrapper(self, fn)
+
+    def __get__(self, obj, owner=None):
+        if obj is not None:
+            streams(obj)
+            return MethodType(self.fn, obj)
+
+        @wraps(self.fn)
+        def unbound(est, *args, **kwargs):
+            streams(est)
+            return self.fn(est, *args, **kwargs)
+
+        return unbound
 
 
 def partial_fit(est, X, y, *, classes=None, sample_weight=None, groups=None, **fit_params):
@@ -820,6 +848,12 @@ def _fair_pose(work, classes, K, codes, w, groups, fit_params):
     """The fairness pose of a new stream: the declared groups, the protected ones, the
     bound (the unconstrained model, with fit's warning, when there are no groups)."""
     sf = fit_params.get("sensitive_features")
+    if groups is not None and sf is None:
+        raise ValueError(
+            f"groups={np.asarray(groups).tolist()!r} is given but sensitive_features is None: "
+            "pass the group of each row of the batch (sensitive_features=...) with groups=, "
+            "or neither for the unconstrained model."
+        )
     if groups is None and sf is None:
         if work.protected_groups is not None:
             raise ValueError(

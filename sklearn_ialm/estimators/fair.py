@@ -8,7 +8,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.metaestimators import available_if
 
 from .._warnings import warn
 from ..problems import CONSTRAINTS, LinearProblem, fairness_problem
@@ -27,7 +26,7 @@ from ._groups import (
 from ._inputs import protected_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
-from ._stream import GroupCodec, streams
+from ._stream import GroupCodec, stream_method
 from ._stream import partial_fit as stream_partial_fit
 
 __all__ = ["FairLogisticClassifier"]
@@ -226,7 +225,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
     warm_start : bool, default=False
         Start from the weights, multipliers and slacks of the previous fit instead of from
         the null model (weights 0, the intercept at the log-odds of the weighted positive
-        share with the logistic loss; the penalty schedule restarts at ``beta0``).
+        share with the logistic loss; the penalty schedule restarts at ``beta0``). After
+        :meth:`partial_fit`, from the stream's weights and multipliers (its slacks are
+        in its state: they start from zero).
     verbose : int, default=0
         ``> 0`` prints one line per outer iteration of the solver, a line at a stop test
         whenever 2 seconds passed without one, and (``rate="hard"``) a ``[steering]`` line
@@ -498,7 +499,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         import this module: it imports them)."""
         return GroupCodec(encode_groups, _group_key)
 
-    @available_if(streams)
+    @stream_method
     def partial_fit(
         self,
         X: MatrixLike,

@@ -8,7 +8,6 @@ from numbers import Integral, Real
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.metaestimators import available_if
 
 from .._warnings import warn
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
@@ -21,7 +20,7 @@ from ._multiclass_umbrella import predict_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._stream import partial_fit as stream_partial_fit
-from ._stream import streams
+from ._stream import stream_method
 from ._umbrella import (
     training_fpr_upper_limit,
     umbrella_min_calibration_size,
@@ -196,7 +195,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     warm_start : bool, default=False
         Start from the weights, multipliers and slacks of the previous fit instead of from
         the null model (weights 0, the intercept at the log-odds of the weighted positive
-        share with the logistic loss; the penalty schedule restarts at ``beta0``).
+        share with the logistic loss; the penalty schedule restarts at ``beta0``). After
+        :meth:`partial_fit`, from the stream's weights and multipliers (its slacks are
+        in its state: they start from zero).
     verbose : int, default=0
         ``> 0`` prints one line per outer iteration of the solver, a line at a stop test
         whenever 2 seconds passed without one, and (``rate="hard"``) a ``[steering]`` line
@@ -470,7 +471,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             self._warn_if_few_negatives()
         return self
 
-    @available_if(streams)
+    @stream_method
     def partial_fit(
         self,
         X: MatrixLike,
