@@ -273,3 +273,21 @@ def test_a_group_missing_from_the_recent_rows_leaves_the_bound_unjudged_and_says
     assert [len(s) for s in said] == [1, 0, 0, 1, 0]
     assert "cannot be judged" in said[0][0] and "is not met" in said[3][0]
     assert met == [False] * 5 and np.isfinite(clf.recent_constraint_values_).all()
+
+
+def test_a_fair_stream_with_max_fpr_judges_both_bounds_on_the_recent_rows():
+    batches = list(_stream(6, 1000, 2))
+    clf = _fair(max_fpr=0.01)
+    said, made = _stream_recording(clf, batches)
+    y = np.concatenate([b[1] for b in batches])
+    n = clf.n_samples_recent_
+    negatives = y[-n:] == 0
+    np.testing.assert_allclose(clf.recent_fpr_, made[-n:][negatives].mean(), rtol=1e-12)
+    # max_fpr=0.01 is out of the reach of 6000 rows, beyond the rate's sampling margin: the
+    # verdict and the warning say so.
+    k, m = made[-n:][negatives].sum(), negatives.sum()
+    p = (k + 1) / (m + 2)
+    assert clf.recent_fpr_ - 2 * np.sqrt(p * (1 - p) / m) > 0.01
+    assert not clf.bound_met_
+    text = str([w for s in said for w in s][0].message)
+    assert "with max_fpr=0.01" in text and "false-positive rate" in text

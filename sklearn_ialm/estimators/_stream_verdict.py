@@ -121,8 +121,9 @@ def _warn_missed(work):
         f"{v:.4f} (+/- {m:.4f})"
         for v, m in zip(work.recent_constraint_values_, work.recent_margin_, strict=True)
     )
-    if getattr(work, "recent_fpr_", None) is not None:
-        reached += f"; false-positive rate {work.recent_fpr_:.4f} against max_fpr={work.max_fpr}"
+    if getattr(work, "recent_fpr_", None) is not None:  # a fair stream's max_fpr too
+        what += f" with max_fpr={work.max_fpr:g}"
+        reached += f"; false-positive rate {work.recent_fpr_:.4f}"
     if np.isnan(work.recent_constraint_values_).any():
         warn(
             f"partial_fit: the {what} cannot be judged on the stream's last "
