@@ -112,7 +112,7 @@ def test_the_warning_says_what_the_attributes_hold(kind, max_passes):
     assert ("bound is met" in text) == clf.bound_met_
     measured = max_passes >= 2
     assert ("on the training rows (measured" in text) == measured
-    values = clf.hard_constraint_values_ if measured else clf.running_constraint_values_
+    values = clf.hard_constraint_values_ if measured else clf.recent_constraint_values_
     shown = [float(v) for v in re.search(r": ([\d., e+-]+)\. A full", text).group(1).split(",")]
     np.testing.assert_allclose(shown, values, rtol=1e-3)
     assert said[0].filename == __file__

@@ -251,7 +251,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         previous = getattr(self, "_previous_fit", None) or {}  # see _working_copy
         if not (self.warm_start and "coef_" in previous):
             return None, None, None
-        coef, multipliers, slack = previous["coef_"], previous["multipliers_"], previous["_slack"]
+        coef, multipliers = previous["coef_"], previous["multipliers_"]
+        # A stream's model (partial_fit) keeps its slacks in its state: they start from zero.
+        slack = previous.get("_slack")
         if coef.shape[1] != n_features:
             raise ValueError(
                 f"warm_start=True needs the same number of features as the previous fit "
@@ -264,7 +266,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             )
         x0 = problem.point(coef.ravel(), previous["intercept_"][0])
         m, n_slack = problem.n_constraints, int(np.sum(problem.inequality))
-        if multipliers.shape != (m,) or slack.shape != (n_slack,):
+        if multipliers.shape != (m,) or (slack is not None and slack.shape != (n_slack,)):
             warn(
                 f"warm_start: the previous fit had {multipliers.size} constraint(s), this "
                 f"one has {m}; the weights are warm-started, the multipliers start from zero.",

@@ -10,8 +10,8 @@ report). With ``max_passes <= 3`` (:data:`STREAM_PASSES`) the fit is out of core
 2. **The measure** (``max_passes >= 2``): one pass scores every training row with the
    published model and counts the rates the bound is on, exactly (the report attributes of
    a full fit: ``constraint_values_``, ``hard_constraint_values_``, ``bound_met_``).
-   Without it, those attributes are the stream's running rates (each block predicted by the
-   model as it was before it learnt from it), and the warning says so.
+   Without it, ``bound_met_`` is the stream's verdict on its recent rows (each block
+   predicted by the model that learnt it, see ``partial_fit``), and the warning says so.
 3. **The threshold** (``max_passes >= 3``, Neyman-Pearson with ``rate="hard"``): one pass
    sets ``threshold_`` on the training negatives as a full fit does, the lowest of a grid of
    4096 over the scores' range that flags at most ``max_fpr`` of them. A fairness bound has
@@ -25,6 +25,7 @@ what was reached and that a full fit needs more passes.
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import dask
 import dask.array as da
@@ -36,7 +37,8 @@ from .._warnings import warn
 from ..problems._dask_rows import DaskRows
 from ._dask import STREAM_PASSES, _checked_labels, _rate_threshold, checked_rows
 from ._fitting import Fitting
-from ._stream import _codes, _group_codes, cell_rates
+from ._stream import _codes, _group_codes
+from ._stream_verdict import cell_rates
 
 #: The blocks of one compute of the stream: consecutive blocks up to this many bytes of X
 #: (at least one block), held on the client together.
@@ -161,7 +163,10 @@ def _stream(est, X, y, g, w, y_values, g_values, computes):
                 kw["sensitive_features"] = rest.pop() if g is not None else None
                 if first and g is not None:
                     kw["groups"] = g_values
-            est.partial_fit(Xb, yb, **kw)
+            with warnings.catch_warnings():
+                # The fit's own warning says what the stream reached, once, at its end.
+                warnings.filterwarnings("ignore", "partial_fit: the ", ConvergenceWarning)
+                est.partial_fit(Xb, yb, **kw)
             first = False
         start = end
 
@@ -240,11 +245,12 @@ def _class_factor(est, state):
 
 def _warn(est, measured):
     """What the stream reached, on which rows it was measured, and the remedy."""
-    values = est.hard_constraint_values_ if measured else est.running_constraint_values_
+    values = est.hard_constraint_values_ if measured else est.recent_constraint_values_
     where = (
         "on the training rows (measured in one more pass)"
         if measured
-        else "as the stream's running rates (each block predicted before it was learnt; "
+        else f"on the stream's last {est.n_samples_recent_} rows, each block predicted by "
+        "the model that learnt it, within their sampling margin (recent_margin_; "
         "max_passes >= 2 measures them on the training rows)"
     )
     rounded = ", ".join(f"{v:.4g}" for v in np.atleast_1d(values)) or "none"

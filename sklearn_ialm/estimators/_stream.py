@@ -62,6 +62,8 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import update_wrapper, wraps
+from types import MethodType
 from typing import NamedTuple
 
 import numpy as np
@@ -84,8 +86,9 @@ from ._hard_rates import _secant_slope, rate_threshold
 from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection, protected_codes
 from ._scaling import _feature_scaling
 from ._solve import spawn_seeds
+from ._stream_verdict import _share, cell_rates, count_recent, publish_recent, warn_if_missed
 
-__all__ = ["GroupCodec", "StreamState", "partial_fit"]
+__all__ = ["GroupCodec", "StreamState", "partial_fit", "stream_method"]
 
 #: Rows of one PStorm call; the measurements of the running estimates are taken between two.
 PIECE_ROWS = 5000
@@ -260,6 +263,8 @@ class StreamState:
     warm: tuple | None = None  # the model fit left, which the stream starts from
     class_totals: np.ndarray = None  # the sample weight of each class so far
     text_columns: list = field(default_factory=list)
+    params: dict = field(default_factory=dict)  # the parameters of the first call (set_params)
+    recent: np.ndarray = None  # the recent calls' cell sums (_stream_verdict)
 
     # -- the problem of a piece ----------------------------------------------------------------
     @property
@@ -624,15 +629,41 @@ class StreamState:
 
 # -- partial_fit ----------------------------------------------------------------------------------
 def streams(est) -> bool:
-    """Whether ``est`` has ``partial_fit`` (the check of ``available_if``): a calibrated fit
-    holds rows out, which a stream cannot, so its estimator has no ``partial_fit`` and
-    scikit-learn's checks and ``hasattr`` see it as a batch estimator."""
+    """Whether ``est`` has ``partial_fit``: a calibrated fit holds rows out, which a stream
+    cannot, so its estimator has no ``partial_fit`` and scikit-learn's checks and ``hasattr``
+    see it as a batch estimator. Raises the AttributeError that says so."""
     if getattr(est, "calibration", None) is not None:
         raise AttributeError(
-            f"partial_fit does not hold rows out: calibration={est.calibration!r} needs fit "
-            "(or calibration=None for a stream)."
+            f"{type(est).__name__} has no partial_fit with calibration={est.calibration!r}: "
+            "a calibration holds rows out of the fit to certify the bound on new data, and a "
+            "stream sees each row once and holds none, so a stream has no certificate. Use "
+            "fit on stored rows for a certified model, or calibration=None to stream "
+            "without one."
         )
     return True
+
+
+class stream_method:  # noqa: N801 (a decorator, as scikit-learn's available_if)
+    """``partial_fit`` that exists unless :func:`streams` says no, as
+    ``available_if(streams)`` makes it, but whose AttributeError is :func:`streams`'s own:
+    ``available_if`` raises "has no attribute 'partial_fit'" with the reason only in the
+    chained cause, which a user reading the message does not see."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        update_wrapper(self, fn)
+
+    def __get__(self, obj, owner=None):
+        if obj is not None:
+            streams(obj)
+            return MethodType(self.fn, obj)
+
+        @wraps(self.fn)
+        def unbound(est, *args, **kwargs):
+            streams(est)
+            return self.fn(est, *args, **kwargs)
+
+        return unbound
 
 
 def partial_fit(est, X, y, *, classes=None, sample_weight=None, groups=None, **fit_params):
@@ -675,8 +706,11 @@ def partial_fit(est, X, y, *, classes=None, sample_weight=None, groups=None, **f
     if state is None:
         state = _new_state(work, est if fitted else None, codes, w, start, groups, fit_params)
         state.text_columns = list(fit_params.get("text_group_columns") or [])
-    elif groups is not None:
-        _check_same_groups(fit_params["codec"], state, groups)
+        state.params = _stream_params(work)
+    else:
+        _follow_params(work, state)
+        if groups is not None:
+            _check_same_groups(fit_params["codec"], state, groups)
     w = _class_weighted(work, state, codes, w)
     batch_groups = _batch_groups(
         fit_params.get("codec"), state, fit_params.get("sensitive_features"), X.shape[0]
@@ -687,7 +721,9 @@ def partial_fit(est, X, y, *, classes=None, sample_weight=None, groups=None, **f
         batch_groups = None if batch_groups is None else batch_groups[keep]
     if len(codes):
         state.learn(X, codes, w, batch_groups)
+        count_recent(state, X, codes, w, batch_groups)
     _publish(work, state)
+    warn_if_missed(work, est.__dict__)
     est._publish(work)
     return est
 
@@ -820,6 +856,12 @@ def _fair_pose(work, classes, K, codes, w, groups, fit_params):
     """The fairness pose of a new stream: the declared groups, the protected ones, the
     bound (the unconstrained model, with fit's warning, when there are no groups)."""
     sf = fit_params.get("sensitive_features")
+    if groups is not None and sf is None:
+        raise ValueError(
+            f"groups={np.asarray(groups).tolist()!r} is given but sensitive_features is None: "
+            "pass the group of each row of the batch (sensitive_features=...) with groups=, "
+            "or neither for the unconstrained model."
+        )
     if groups is None and sf is None:
         if work.protected_groups is not None:
             raise ValueError(
@@ -848,6 +890,11 @@ def _fair_pose(work, classes, K, codes, w, groups, fit_params):
         return _Pose(K)
     batch = _group_codes(codec, labels, sf, len(codes))
     protected = _protected(work, codec, labels, batch, w)
+    return _FairPose(work, labels, protected, _checked_bound(work, protected), work.max_fpr)
+
+
+def _checked_bound(work, protected):
+    """``bound`` as the stream poses it (the default of its form where None)."""
     bound = work._check_bound()
     if work.constraint == "positive_share" and len(protected) * bound > 1 + 1e-12:
         raise ValueError(
@@ -855,7 +902,81 @@ def _fair_pose(work, classes, K, codes, w, groups, fit_params):
             f"{len(protected)} protected groups: their shares of the positive predictions "
             f"add up to at most 1, so bound must be <= 1/{len(protected)}."
         )
-    return _FairPose(work, labels, protected, bound, work.max_fpr)
+    return bound
+
+
+# -- the parameters between calls ----------------------------------------------------------------
+#: Parameters a stream never reads: fit's budget, seeds, hold-out and printing (a calibration
+#: has no partial_fit at all, see streams), and class_weight, read again at every call.
+_NOT_FIXED = frozenset(
+    {"verbose", "n_jobs", "n_seeds", "max_passes", "warm_start", "preset", "calibration",
+     "calibration_size", "delta", "class_weight"}
+)  # fmt: skip
+#: The bound: posed again from the next call on (the constraints' offsets, Neyman-Pearson's
+#: target rate), so that set_params(bound=...) between calls moves the stream to it.
+_FOLLOWED = frozenset({"bound", "max_fpr", "max_class_error"})
+
+
+def _stream_params(work):
+    return {k: v for k, v in work.get_params(deep=False).items() if k not in _NOT_FIXED}
+
+
+def _same(a, b) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, np.random.RandomState | np.random.Generator):
+        return type(a) is type(b)  # the stream drew its seed from it on the first call
+    try:
+        return np.shape(a) == np.shape(b) and bool(np.all(a == b))
+    except (TypeError, ValueError):
+        return False
+
+
+def _follow_params(work, state):
+    """The parameters set since the stream's first call: the bound is posed again, from this
+    call on; any other parameter the stream fixed on its first call is refused, with the
+    remedy (a parameter silently ignored would let get_params disagree with the model)."""
+    if not getattr(state, "params", None):  # a stream pickled before they were kept
+        state.params = _stream_params(work)
+    # (The attributes, not get_params, which reads the signature: a call of one row is 6 ms.)
+    now = {name: getattr(work, name, None) for name in state.params}
+    changed = [k for k, v in state.params.items() if not _same(v, now[k])]
+    for name in changed:
+        if name not in _FOLLOWED:
+            raise ValueError(
+                f"{name}={now[name]!r} was set after the stream's first call, which fixed "
+                f"{name}={state.params[name]!r} for the whole stream (its model is learnt "
+                "with it). Set it back, or start a new stream with it: a new estimator, or "
+                "fit (partial_fit then goes on from the fitted model)."
+            )
+    if changed:
+        _move_bound(work, state)
+        state.params.update((name, now[name]) for name in changed)
+
+
+def _move_bound(work, state):
+    """Pose the stream's constraints at the bound of ``work``'s parameters."""
+    pose = state.pose
+    if isinstance(pose, _FairPose):
+        if (pose.max_fpr is None) != (work.max_fpr is None):
+            raise ValueError(
+                f"max_fpr={work.max_fpr!r} was set after the stream's first call, which "
+                f"posed its constraints with max_fpr={pose.max_fpr!r}: a stream can move "
+                "max_fpr but not add or remove it. Start a new stream with it: a new "
+                "estimator, or fit (partial_fit then goes on from the fitted model)."
+            )
+        pose.bound = _checked_bound(work, pose.protected)
+        pose.max_fpr = None if work.max_fpr is None else float(work.max_fpr)
+    elif isinstance(pose, _NPPose):
+        max_fpr = work._max_fpr_of(state.classes)
+        if max_fpr != pose.max_fpr:
+            pose.max_fpr = max_fpr
+            state.weight_trace = []  # the secant's points measured the old target
+    elif state.kind == "softmax" and getattr(work, "max_class_error", None) is not None:
+        raise NotImplementedError(
+            "partial_fit fits more than two classes without a bound only: max_class_error "
+            "is not streamed yet; use fit for it."
+        )
 
 
 def _is_tuples(groups):
@@ -985,16 +1106,12 @@ def _publish(work, state):
         )
         fpr = _share(state.cell_positive[0], state.cell_weight[0])
         work.running_constraint_values_ = np.array([fpr])
-        work.bound_met_ = bool(fpr <= work.max_fpr_)
+        publish_recent(work, state)
     else:
         if not hasattr(work, "constraint"):
             work.threshold_ = 0.0  # as fit's multinomial model: the arg-max of the scores
         work.running_constraint_values_ = np.zeros(0)
         work.bound_met_ = True
-
-
-def _share(part, total):
-    return float(part / total) if total > 0 else float("nan")
 
 
 def _publish_fair(work, state):
@@ -1009,32 +1126,8 @@ def _publish_fair(work, state):
         return
     work.bound_, work.groups_ = pose.bound, labels
     work.protected_groups_ = labels[pose.protected]
-    values, met, fpr = cell_rates(work, state, state.cell_weight, state.cell_positive)
+    values, _, fpr = cell_rates(work, state, state.cell_weight, state.cell_positive)
     work.running_constraint_values_ = values
     if fpr is not None:
         work.running_fpr_ = fpr
-    work.bound_met_ = met
-
-
-def cell_rates(work, state, t, positive):
-    """``(values, met, fpr)``: the constrained metric of predictions whose weight per cell
-    is ``positive`` among the cells' weights ``t``, whether it meets the bound, and (with
-    ``max_fpr``, else None) the false-positive rate."""
-    pose = state.pose
-    if state.kind != "fair":
-        fpr = _share(positive[0], t[0])
-        return np.array([fpr]), bool(fpr <= pose.max_fpr), None
-    live = np.flatnonzero(t > 0)
-    context = {"codes": live // 2, "protected": pose.protected}
-    try:
-        values = work._constraint_report(positive[live] / t[live], live % 2, t[live], context)
-    except ValueError:  # a protected group not seen yet
-        values = np.full(1 if pose.kind not in ("positive_share", "disparate_impact")
-                         else len(pose.protected), np.nan)  # fmt: skip
-    met = work._meets(values, {"bound": pose.bound})
-    fpr = None
-    if pose.max_fpr is not None:
-        negatives = live[live % 2 == 0]
-        fpr = _share(positive[negatives].sum(), t[negatives].sum())
-        met = met and fpr <= pose.max_fpr + 1e-12
-    return np.asarray(values, dtype=float), bool(met), fpr
+    publish_recent(work, state)

@@ -8,7 +8,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.metaestimators import available_if
 
 from .._warnings import warn
 from ..problems import CONSTRAINTS, LinearProblem, fairness_problem
@@ -27,7 +26,7 @@ from ._groups import (
 from ._inputs import protected_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
-from ._stream import GroupCodec, streams
+from ._stream import GroupCodec, stream_method
 from ._stream import partial_fit as stream_partial_fit
 
 __all__ = ["FairLogisticClassifier"]
@@ -226,7 +225,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
     warm_start : bool, default=False
         Start from the weights, multipliers and slacks of the previous fit instead of from
         the null model (weights 0, the intercept at the log-odds of the weighted positive
-        share with the logistic loss; the penalty schedule restarts at ``beta0``).
+        share with the logistic loss; the penalty schedule restarts at ``beta0``). After
+        :meth:`partial_fit`, from the stream's weights and multipliers (its slacks are
+        in its state: they start from zero).
     verbose : int, default=0
         ``> 0`` prints one line per outer iteration of the solver, a line at a stop test
         whenever 2 seconds passed without one, and (``rate="hard"``) a ``[steering]`` line
@@ -280,7 +281,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         constrains (the bound itself with ``rate="soft"``).
     bound_met_ : bool
         Whether the bound holds on the training rows: on predictions with ``rate="hard"``,
-        on the soft predictions (to ``tol``) with ``rate="soft"``.
+        on the soft predictions (to ``tol``) with ``rate="soft"``. After
+        :meth:`partial_fit`, on the stream's recent rows, within their sampling margin.
     train_fpr_, train_soft_fpr_ : float
         With ``max_fpr``: the false-positive rate of :meth:`predict` on the training
         negatives, and that of the soft prediction.
@@ -498,7 +500,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         import this module: it imports them)."""
         return GroupCodec(encode_groups, _group_key)
 
-    @available_if(streams)
+    @stream_method
     def partial_fit(
         self,
         X: MatrixLike,
@@ -521,7 +523,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
         model does not depend on them, and a first batch of a few hundred rows or more gets
         the conditioning they are for. See the user guide, "Data seen once".
         Binary only with a bound; more than two classes stream without one (no groups).
-        ``calibration`` must be None.
+        ``calibration`` must be None. ``set_params`` between calls: a new ``bound`` or
+        ``max_fpr`` is posed from the next call on; the other parameters that shape the
+        model (``constraint``, ``form``, ``protected_groups``, ``rate``, ``C``, ...) are
+        fixed by the first call, and a later call refuses a change to them (``fit`` starts
+        a new model).
 
         Parameters
         ----------
@@ -550,8 +556,17 @@ class FairLogisticClassifier(BaseIALMClassifier):
             With ``n_samples_seen_`` (rows of nonzero weight seen), ``running_constraint_values_``
             (the constrained metric, as ``hard_constraint_values_`` is, of the predictions
             made on the rows as they came: each batch predicted by the model before the call
-            that learnt it), ``bound_met_`` (whether those meet ``bound``; with ``max_fpr``,
-            ``running_fpr_`` too) and the fitted attributes of the model.
+            that learnt it; with ``max_fpr``, ``running_fpr_`` too), the verdict on the
+            recent rows and the fitted attributes of the model. The recent rows are those
+            of the last calls, at least the last 10 % of the rows seen and 5000 rows (or all
+            of them), at most twice that: ``n_samples_recent_``, each batch predicted by the
+            model its call published. ``recent_constraint_values_`` is their metric (as
+            fairlearn computes it), ``recent_margin_`` two standard errors of it (each group
+            and label's rate a binomial share; with ``max_fpr``, ``recent_fpr_`` too), and
+            ``bound_met_`` is False when they miss ``bound`` by more than that margin: the
+            early models of a stream, which the running rates still count, no longer weigh
+            on it. The call that finds the recent rows missing the bound says so in a
+            ``ConvergenceWarning``, once until they meet it again.
         """
         sensitive_features, names = _columns_of_x(X, sensitive_features)
         X, text = _without_text_groups(X, names)

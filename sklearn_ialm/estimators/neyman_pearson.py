@@ -8,7 +8,6 @@ from numbers import Integral, Real
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
-from sklearn.utils.metaestimators import available_if
 
 from .._warnings import warn
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
@@ -21,7 +20,7 @@ from ._multiclass_umbrella import predict_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
 from ._stream import partial_fit as stream_partial_fit
-from ._stream import streams
+from ._stream import stream_method
 from ._umbrella import (
     training_fpr_upper_limit,
     umbrella_min_calibration_size,
@@ -196,7 +195,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     warm_start : bool, default=False
         Start from the weights, multipliers and slacks of the previous fit instead of from
         the null model (weights 0, the intercept at the log-odds of the weighted positive
-        share with the logistic loss; the penalty schedule restarts at ``beta0``).
+        share with the logistic loss; the penalty schedule restarts at ``beta0``). After
+        :meth:`partial_fit`, from the stream's weights and multipliers (its slacks are
+        in its state: they start from zero).
     verbose : int, default=0
         ``> 0`` prints one line per outer iteration of the solver, a line at a stop test
         whenever 2 seconds passed without one, and (``rate="hard"``) a ``[steering]`` line
@@ -470,7 +471,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             self._warn_if_few_negatives()
         return self
 
-    @available_if(streams)
+    @stream_method
     def partial_fit(
         self,
         X: MatrixLike,
@@ -491,7 +492,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         momentum estimate live in them, the model does not depend on them, and a first batch
         of a few hundred rows or more gets the conditioning they are for. See the user
         guide, "Data seen once". Binary only with a bound (``max_class_error`` is not
-        streamed); ``calibration`` must be None.
+        streamed); ``calibration`` must be None. ``set_params`` between calls: a new
+        ``max_fpr`` is the target from the next call on; the other parameters that shape
+        the model (``loss``, ``rate``, ``C``, ...) are fixed by the first call, and a later
+        call refuses a change to them (``fit`` starts a new model).
 
         Parameters
         ----------
@@ -510,8 +514,14 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self : NeymanPearsonClassifier
             With ``n_samples_seen_`` (rows of nonzero weight seen), ``running_constraint_values_``
             (the false-positive rate of the predictions made on the negatives as they came:
-            each batch predicted by the model before the call that learnt it), ``bound_met_``
-            (whether it is at most ``max_fpr``) and the fitted attributes of the model.
+            each batch predicted by the model before the call that learnt it), the verdict on
+            the recent rows and the fitted attributes of the model. The recent rows are those
+            of the last calls, at least the last 10 % of the rows seen and 5000 rows (or all
+            of them), at most twice that: ``n_samples_recent_``, each batch predicted by the
+            model its call published. ``recent_constraint_values_`` is their false-positive
+            rate, ``recent_margin_`` two standard errors of it, and ``bound_met_`` is False
+            when it exceeds ``max_fpr`` by more than that margin. The call that finds it so
+            says so in a ``ConvergenceWarning``, once until the rate meets it again.
         """
         y, sample_weight = align_rows(X, y=y, sample_weight=sample_weight)
         return stream_partial_fit(self, X, y, classes=classes, sample_weight=sample_weight)
@@ -565,13 +575,15 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         is published with the rest of the model.
         """
         classes, y01 = super()._check_target(y)
-        if self.max_class_error is not None:
-            self.max_fpr_ = binary_max_fpr(self, classes)
-        elif self.max_fpr is None:
-            self.max_fpr_ = _DEFAULT_MAX_FPR
-        else:
-            self.max_fpr_ = float(self.max_fpr)
+        self.max_fpr_ = self._max_fpr_of(classes)
         return classes, y01
+
+    def _max_fpr_of(self, classes) -> float:
+        """The bound on the false-positive rate that the parameters ask of two ``classes``
+        (read again by a stream at each call, so that it follows ``set_params``)."""
+        if self.max_class_error is not None:
+            return binary_max_fpr(self, classes)
+        return _DEFAULT_MAX_FPR if self.max_fpr is None else float(self.max_fpr)
 
     def _decision_threshold(self, scores, y01, sample_weight):
         """With ``rate="hard"`` (and no hold-out), the threshold that spends ``max_fpr`` on
