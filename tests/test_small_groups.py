@@ -233,3 +233,30 @@ def test_more_than_two_classes_leave_the_small_group_out():
         for k in clf.classes_
     ]
     np.testing.assert_allclose(clf.hard_constraint_values_, gaps, atol=1e-12)
+
+
+def test_a_protected_group_under_the_minimum_is_left_out_too(family):
+    X, y, groups = family
+    groups = groups.copy()
+    groups[np.flatnonzero(groups == "E")[4:]] = "A"
+    clf, said = _fit(X, y, groups, protected_groups=["E", "B"])
+    assert len(said) == 1
+    assert clf.excluded_groups_.tolist() == ["E"]
+    assert clf.protected_groups_.tolist() == ["B"]
+    # Only "E" protected: nothing is left to constrain; the unconstrained model, said so.
+    clf, said = _fit(X, y, groups, protected_groups=["E"])
+    assert clf.protected_groups_.tolist() == []
+    assert any("every protected group has fewer than min_group_size=5 rows" in s for s in said)
+
+
+def test_partial_fit_constrains_every_declared_group():
+    """A stream declares its groups before it has seen their rows: it leaves none out
+    (the fit's min_group_size counts the rows of a fit)."""
+    X, y, groups = six_groups(n=2000, small=(3, 20))
+    clf = FairLogisticClassifier(bound=0.1, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.partial_fit(X, y, classes=[0, 1], groups=list("ABCDEF"), sensitive_features=groups)
+    assert not any("min_group_size" in str(w.message) for w in caught)
+    assert clf.excluded_groups_.tolist() == []
+    assert clf.protected_groups_.tolist() == list("ABCDEF")

@@ -493,7 +493,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
             out of the features (``text_group_columns_``; :meth:`predict` drops it from a
             DataFrame that holds it), as a linear model reads no strings. ``None`` (or a
             single group) leaves nothing to constrain: the unconstrained model is fitted,
-            with a warning.
+            with a warning. A group of fewer than ``min_group_size`` rows is left out of
+            the constraints, with a warning (``excluded_groups_``); a numeric column that
+            looks continuous (about one value per row, or fractional values most of which
+            are on fewer than 5 rows) is refused.
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative row weights, in the objective and in the constraints.
 
