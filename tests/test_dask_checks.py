@@ -98,6 +98,23 @@ def test_a_group_of_two_rows_is_left_out_on_dask_as_in_memory(max_passes):
         assert clf.hard_constraint_values_[0] == pytest.approx(gap, abs=1e-9)
 
 
+@pytest.mark.parametrize("max_passes", [300.0, 2.0])
+def test_one_group_left_on_dask_fits_the_unconstrained_model_with_a_warning(max_passes):
+    X, y, _ = _data()
+    groups = np.zeros(len(y), int)
+    groups[:3] = 1
+    clf = _fair().set_params(max_passes=max_passes)
+    with pytest.warns(UserWarning, match="min_group_size=5 rows.*void"):
+        clf.fit(
+            da.from_array(X, chunks=(500, -1)),
+            da.from_array(y, chunks=500),
+            sensitive_features=da.from_array(groups, chunks=500),
+        )
+    assert clf.excluded_groups_.tolist() == [1]
+    assert clf.protected_groups_.tolist() == []
+    assert clf.hard_constraint_values_.tolist() == []
+
+
 def test_nan_groups_are_refused_on_dask_as_in_memory():
     X, y, groups = _data()
     groups[5] = np.nan

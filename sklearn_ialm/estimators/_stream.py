@@ -862,7 +862,11 @@ def _fair_pose(work, classes, K, codes, w, groups, fit_params):
     excluded = _excluded(codec, labels, fit_params.get("excluded_groups"))
     protected = _protected(work, codec, labels, batch, w, excluded)
     if len(excluded) and (len(labels) - len(excluded) < 2 or not len(protected)):
-        _warn_void(work, "no two groups (or no protected group) have min_group_size rows")
+        _warn_void(
+            work,
+            "sensitive_features leaves fewer than two groups (or no protected group) of at "
+            f"least min_group_size={work.min_group_size} rows",
+        )
         protected = protected[:0]
     bound = work._check_bound()
     if work.constraint == "positive_share" and len(protected) * bound > 1 + 1e-12:
