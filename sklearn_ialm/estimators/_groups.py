@@ -136,12 +136,6 @@ def _is_column(columns, name):
 MIN_GROUP_SIZE = 5
 
 
-def _check_group_sizes(codes, labels, min_group_size=MIN_GROUP_SIZE, warn_excluded=True):
-    """:func:`check_group_counts` of the per-row group ``codes``."""
-    counts = np.bincount(codes, minlength=len(labels))
-    return check_group_counts(counts, labels, len(codes), min_group_size, warn_excluded)
-
-
 def check_group_counts(
     counts, labels, n_samples: int, min_group_size: int = MIN_GROUP_SIZE, warn_excluded=True
 ) -> np.ndarray:

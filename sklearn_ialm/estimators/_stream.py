@@ -167,12 +167,13 @@ class _FairPose(_Pose):
     def _pose(self, cell_weight):
         cells = np.arange(self.n_cells)
         group, label = cells // 2, cells % 2
-        group, t = self.constrained(group, np.asarray(cell_weight, dtype=float))
+        t = np.asarray(cell_weight, dtype=float)
         scale = 1.0
         if self.scale_share:
             # fit's _constraint_scale: the weighted positive rate, clipped to [0.05, 1].
             rate = t[label == 1].sum() / t.sum() if t.sum() > 0 else 1.0
             scale = min(max(rate, 0.05), 1.0)
+        group, t = self.constrained(group, t)
         if len(self.protected):
             dummy = np.zeros((self.n_cells, 0))
             W, offset, names, levels, _, _ = fairness_constraints(
@@ -182,7 +183,7 @@ class _FairPose(_Pose):
         else:
             W, offset, names, levels = np.zeros((self.n_cells, 0)), np.zeros(0), [], None
         if self.max_fpr is not None:
-            negatives = np.asarray(cell_weight, dtype=float) * (label == 0)
+            negatives = cell_weight * (label == 0)
             # fit's _with_fpr_bound: n w 1[y = 0] / sum of the negatives' weights.
             W = np.column_stack([W, self.n_cells * negatives / negatives.sum()])
             offset = np.append(offset, -float(self.max_fpr))

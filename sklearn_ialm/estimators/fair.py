@@ -828,7 +828,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         left out (None when it is not): fewer than two groups left, or no protected one."""
         if not len(excluded):
             return None
-        left = np.count_nonzero(counts) - np.count_nonzero(counts[excluded])
+        present = np.flatnonzero(counts)
+        left = len(present) - np.count_nonzero(np.isin(present, excluded))
         if left < 2:
             return (
                 f"sensitive_features leaves {left} group of at least "
