@@ -33,14 +33,15 @@ def _fair():
     return FairLogisticClassifier(constraint="demographic_parity", bound=0.05, random_state=0)
 
 
-def _both_refuse(X, y, groups, match, **kwargs):
-    """The in-memory fit and the dask fit refuse the input with the same message."""
+def _both_refuse(X, y, groups, match, max_passes=300.0, **kwargs):
+    """The in-memory fit and the dask fit (``max_passes <= 3``: the streamed one) refuse the
+    input with the same message."""
     with pytest.raises(ValueError, match=match):
         _fair().fit(X, y, sensitive_features=groups, **kwargs)
     chunks = len(y) // 4
     dask_kwargs = {k: da.from_array(v, chunks=chunks) for k, v in kwargs.items()}
     with pytest.raises(ValueError, match=match):
-        _fair().fit(
+        _fair().set_params(max_passes=max_passes).fit(
             da.from_array(X, chunks=(chunks, -1)),
             da.from_array(y, chunks=chunks),
             sensitive_features=da.from_array(groups, chunks=chunks),
@@ -48,15 +49,70 @@ def _both_refuse(X, y, groups, match, **kwargs):
         )
 
 
-def test_continuous_groups_are_refused_on_dask_as_in_memory():
+@pytest.mark.parametrize("max_passes", [300.0, 2.0])
+def test_continuous_groups_are_refused_on_dask_as_in_memory(max_passes):
+    # (The streamed fit, max_passes=2, took them as 1e3 groups: issue 49, DS8.)
     X, y, _ = _data()
-    _both_refuse(X, y, np.round(X[:, 2], 6), "sensitive_features has .* distinct values")
+    _both_refuse(
+        X, y, np.round(X[:, 2], 6), "sensitive_features has .* distinct values", max_passes
+    )
 
 
-def test_a_group_of_two_rows_is_refused_on_dask_as_in_memory():
+@pytest.mark.parametrize("max_passes", [2.0, 20.0])
+def test_a_rounded_measurement_is_refused_as_continuous(max_passes):
+    """A measurement rounded to 3 decimals (issue 49, DS8: 4438 values in 20000 rows, fewer
+    than half the rows) is no group column, in memory and streamed from dask alike."""
+    X, y, _ = _data(n=8000)
+    values = np.round(X[:, 2], 3)
+    assert 2 * len(np.unique(values)) < len(values)  # (not caught by the one-per-row rule)
+    _both_refuse(X, y, values, "it looks continuous", max_passes)
+
+
+@pytest.mark.parametrize("max_passes", [300.0, 2.0])
+def test_a_group_of_two_rows_is_left_out_on_dask_as_in_memory(max_passes):
+    """The policy of min_group_size on every path: the streamed dask fit (max_passes=2)
+    constrained a group of two rows, which the other paths refused (issue 49, DS7)."""
+    from fairlearn.metrics import demographic_parity_difference
+
     X, y, groups = _data()
     groups[:2] = 7.0
-    _both_refuse(X, y, groups, "sensitive_features: 1 group")
+    chunks = len(y) // 4
+    fits = []
+    for dask_input in (False, True):
+        clf = _fair().set_params(max_passes=max_passes)
+        data = (X, y, groups)
+        if dask_input:
+            data = (da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=chunks),
+                    da.from_array(groups, chunks=chunks))  # fmt: skip
+        with pytest.warns(UserWarning, match=r"min_group_size=5 rows \(\{7\.0: 2\} rows\)"):
+            clf.fit(data[0], data[1], sensitive_features=data[2])
+        assert clf.excluded_groups_.tolist() == [7.0]
+        assert 7.0 not in clf.protected_groups_.tolist()
+        fits.append(clf)
+    # The reported metric is fairlearn's on the rows of the groups constrained.
+    kept = groups != 7.0
+    for clf in fits:
+        gap = demographic_parity_difference(
+            y[kept], clf.predict(X[kept]), sensitive_features=groups[kept]
+        )
+        assert clf.hard_constraint_values_[0] == pytest.approx(gap, abs=1e-9)
+
+
+@pytest.mark.parametrize("max_passes", [300.0, 2.0])
+def test_one_group_left_on_dask_fits_the_unconstrained_model_with_a_warning(max_passes):
+    X, y, _ = _data()
+    groups = np.zeros(len(y), int)
+    groups[:3] = 1
+    clf = _fair().set_params(max_passes=max_passes)
+    with pytest.warns(UserWarning, match="min_group_size=5 rows.*void"):
+        clf.fit(
+            da.from_array(X, chunks=(500, -1)),
+            da.from_array(y, chunks=500),
+            sensitive_features=da.from_array(groups, chunks=500),
+        )
+    assert clf.excluded_groups_.tolist() == [1]
+    assert clf.protected_groups_.tolist() == []
+    assert clf.hard_constraint_values_.tolist() == []
 
 
 def test_nan_groups_are_refused_on_dask_as_in_memory():

@@ -555,15 +555,18 @@ def test_pos_label_chooses_the_positive_class(small):
         NeymanPearsonClassifier(pos_label="ugly").fit(X, labels)
 
 
-def test_continuous_and_tiny_groups_are_refused(small):
+def test_continuous_groups_are_refused_and_tiny_ones_left_out(small):
     X, y, groups = small
     clf = FairLogisticClassifier(constraint="positive_share", max_passes=5)
     with pytest.raises(ValueError, match="300 distinct values for 300 rows: it looks continuous"):
         clf.fit(X, y, sensitive_features=X[:, 0])
+    # A group under min_group_size is left out of the constraints (tests/test_small_groups.py).
     tiny = groups.copy()
     tiny[:3] = "c"
-    with pytest.raises(ValueError, match=r"fewer than 5 rows \('c'\)"):
+    with pytest.warns(UserWarning, match=r"fewer than min_group_size=5 rows \(\{'c': 3\} rows\)"):
         clf.fit(X, y, sensitive_features=tiny)
+    assert clf.excluded_groups_.tolist() == ["c"]
+    assert "c" not in clf.protected_groups_.tolist()
 
 
 @pytest.mark.filterwarnings("ignore:max_fpr=.* holds on the .* training negatives:UserWarning")

@@ -55,8 +55,11 @@ def fit_certified(est, X, y, sample_weight, fit_params):
     feature_names = getattr(est, "feature_names_in_", None)
     codes = fitting.fit_params["codes"].astype(np.intp)
     labels = fitting.fit_params["labels"]
-    live = np.flatnonzero(sw > 0)
-    protected = est._protected_codes(codes[live], labels)
+    # The groups left out of the constraints (min_group_size) are left out of the
+    # certificate too: none of their rows is held out, and no rate of theirs is certified.
+    excluded = fitting.fit_params["excluded"]
+    live = np.flatnonzero((sw > 0) & ~np.isin(codes, excluded))
+    protected = est._protected_codes(codes[live], labels, excluded=excluded)
     held, train_bound = _held_out_rows(
         est, codes, labels, y01, sw, live, protected, kind, form, bound
     )

@@ -488,8 +488,9 @@ def _cells(est, X, labels, fit_params) -> _Cells:
     )
     S, S2, count, smallest = table
     check_groups = getattr(est, "_check_group_counts", None)
+    excluded = np.array([], dtype=np.intp)
     if sf is not None and check_groups is not None:
-        check_groups(count.reshape(len(y_values), -1).sum(axis=0), g_values, n)
+        excluded = check_groups(count.reshape(len(y_values), -1).sum(axis=0), g_values, n)
     y_cells = np.repeat(y_values, len(g_values))
     g_cells = np.tile(g_values, len(y_values))
     classes, y01_all = est._check_target(y_cells)
@@ -510,11 +511,12 @@ def _cells(est, X, labels, fit_params) -> _Cells:
     params = {}
     if "sensitive_features" in fit_params:
         params = (
-            {"codes": None, "labels": None}
+            {"codes": None, "labels": None, "excluded": excluded}
             if sf is None
             else {
                 "codes": np.searchsorted(g_values, g_cells[live]).astype(np.intp),
                 "labels": g_values,
+                "excluded": excluded,
             }
         )
     return _Cells(cell, row_w, classes, y01_all[live], sw_live, S, S2, factor, params, smallest)

@@ -62,6 +62,14 @@ class Streamed:
         y, g, w, sf, y_values, g_values, table, n = _checked_labels(
             X, y, sample_weight, fit_params
         )
+        excluded = None
+        check_groups = getattr(est, "_check_group_counts", None)
+        if sf is not None and check_groups is not None:
+            # The checks and the policy of every other fit (min_group_size), from the
+            # labels' pass, before any block of X is read: a continuous column is refused
+            # there, and the groups too small to constrain are left out of the stream's.
+            count = table[2].reshape(len(y_values), -1).sum(axis=0)
+            excluded = g_values[check_groups(count, g_values, n)]
         if len(y_values) > 2:
             raise NotImplementedError(
                 f"max_passes={est.max_passes:g} on dask input streams X (binary only), and y "
@@ -72,6 +80,7 @@ class Streamed:
             groups=g if sf is not None else None, y_values=y_values, g_values=g_values,
             table=table, n=n, names=names if columns is not None else None,
             weighted=sample_weight is not None, computes=[1],  # the labels' pass
+            excluded=excluded,
         )  # fmt: skip
         return Fitting(X, y, w, y_values, fit_params, StreamModel(), source=read)
 
@@ -104,7 +113,7 @@ class StreamModel:
         read, X = fitting.source, fitting.X
         w = fitting.weights if read["weighted"] else None
         _stream(est, X, fitting.labels, read["groups"], w, read["y_values"], read["g_values"],
-                read["computes"])  # fmt: skip
+                read["computes"], read["excluded"])  # fmt: skip
         est.n_features_in_ = X.shape[1]
         if read["names"] is not None:
             est.feature_names_in_ = read["names"]
@@ -135,8 +144,9 @@ class StreamModel:
         _warn(est, float(est.max_passes) >= 2)
 
 
-def _stream(est, X, y, g, w, y_values, g_values, computes):
-    """``partial_fit`` on each block of ``X`` in order, a group of blocks per compute."""
+def _stream(est, X, y, g, w, y_values, g_values, computes, excluded=None):
+    """``partial_fit`` on each block of ``X`` in order, a group of blocks per compute (the
+    groups ``excluded`` left out of the constraints)."""
     fair = hasattr(est, "constraint")
     parts = [X.to_delayed().ravel(), y.to_delayed().ravel()]
     if g is not None:
@@ -162,11 +172,11 @@ def _stream(est, X, y, g, w, y_values, g_values, computes):
             if fair:
                 kw["sensitive_features"] = rest.pop() if g is not None else None
                 if first and g is not None:
-                    kw["groups"] = g_values
+                    kw.update(groups=g_values, excluded_groups=excluded)
             with warnings.catch_warnings():
                 # The fit's own warning says what the stream reached, once, at its end.
                 warnings.filterwarnings("ignore", "partial_fit: the ", ConvergenceWarning)
-                est.partial_fit(Xb, yb, **kw)
+                (est._partial_fit if fair else est.partial_fit)(Xb, yb, **kw)
             first = False
         start = end
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import _num_samples, check_array
 
+from .._warnings import warn
 from ..problems.fairness import unique_codes
 
 __all__ = ["MIN_GROUP_SIZE", "check_group_counts", "encode_groups"]
@@ -130,27 +131,67 @@ def _is_column(columns, name):
         return False
 
 
-#: A group constraint estimated from fewer rows than this is noise, not a fairness statement.
+#: The default ``min_group_size``: a group rate estimated from fewer rows than this is
+#: noise, not a fairness statement.
 MIN_GROUP_SIZE = 5
 
 
-def _check_group_sizes(codes, labels):
-    """Refuse a continuous column (about one group per row) and groups of too few rows."""
-    check_group_counts(np.bincount(codes, minlength=len(labels)), labels, len(codes))
+def check_group_counts(
+    counts, labels, n_samples: int, min_group_size: int = MIN_GROUP_SIZE, warn_excluded=True
+) -> np.ndarray:
+    """The codes of the groups left out of the constraints: those of fewer than
+    ``min_group_size`` rows (``counts``, rows per group; the Dask fits count them in one
+    pass). A continuous column (about one group per row) is refused.
 
-
-def check_group_counts(counts, labels, n_samples):
-    """:func:`_check_group_sizes` from the rows per group (the Dask fit counts them in one
-    pass)."""
-    if len(labels) > 2 and len(labels) > n_samples / 2:
+    A group left out still trains the loss; its rate is bounded against no other group's.
+    The one warning of the fit names those groups, their rows and the remedy
+    (``warn_excluded=False``: the caller has told it, as a certified fit's inner fit).
+    Every path of a fairness fit (in memory, on dask input, streamed, more than two
+    classes, certified) decides through this function: one policy.
+    """
+    counts = np.asarray(counts)
+    # (Whatever min_group_size: a measurement is no group label at any minimum.)
+    rare = int(np.count_nonzero(counts < MIN_GROUP_SIZE))
+    if len(labels) > 2 and (
+        len(labels) > n_samples / 2 or (2 * rare > len(labels) and _fractional(labels))
+    ):
         raise ValueError(
             f"sensitive_features has {len(labels)} distinct values for {n_samples} rows: it "
-            "looks continuous. Pass group labels, e.g. bins of the column (pandas.cut)."
+            f"looks continuous ({rare} values in fewer than {MIN_GROUP_SIZE} rows each). Pass "
+            "group labels, e.g. bins of the column (pandas.cut)."
         )
-    small = [_group_key(labels[g]) for g in np.flatnonzero(counts < MIN_GROUP_SIZE)]
-    if small:
-        shown = ", ".join(repr(g) for g in small[:10]) + (" ..." if len(small) > 10 else "")
-        raise ValueError(
-            f"sensitive_features: {len(small)} group(s) have fewer than {MIN_GROUP_SIZE} rows "
-            f"({shown}): a constraint on so few rows is noise. Merge them into larger groups."
-        )
+    small = np.flatnonzero(counts < min_group_size)
+    if len(small) and warn_excluded:
+        warn(_excluded_text(counts, labels, small, min_group_size), UserWarning)
+    return small
+
+
+def _fractional(labels) -> bool:
+    """Whether the labels are numbers with a fractional part: measurements, not codes (a
+    group column of such values, most in a handful of rows, is a continuous column)."""
+    values = np.asarray(labels)
+    if values.dtype.kind != "f":
+        return False
+    finite = values[np.isfinite(values)]
+    return bool(np.any(finite != np.round(finite)))
+
+
+def _excluded_text(counts, labels, small, min_group_size):
+    """The warning of a fit that leaves the groups ``small`` out of its constraints."""
+    sizes = {_group_key(labels[g]): int(counts[g]) for g in small}
+    shown = ", ".join(f"{g!r}: {c}" for g, c in list(sizes.items())[:10])
+    shown += " ..." if len(sizes) > 10 else ""
+    kept = len(counts) - len(small)
+    rest = (
+        f"the other {kept} groups are constrained"
+        if kept >= 2
+        else f"{kept} group is left, so there is nothing to constrain"
+    )
+    return (
+        f"sensitive_features: {len(small)} group(s) have fewer than "
+        f"min_group_size={min_group_size} rows ({{{shown}}} rows): a rate on so few rows "
+        f"is noise, so they are left out of the fairness constraints (their rows still "
+        f"train the model; excluded_groups_ names them) and {rest}. To constrain them, "
+        f"merge them into larger groups, or set min_group_size={int(counts[small].min())} "
+        "(a bound on their rates then holds on the training rows only)."
+    )

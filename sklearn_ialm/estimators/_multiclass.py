@@ -222,8 +222,21 @@ def check_every_class_weighted(est, totals, classes):
 
 
 # -- the constraints ----------------------------------------------------------------------
-def _fair_constraints(est, y, sw, groups, n_groups, protected, K, bound):
-    """``(constraints, names)`` of a parity kind, one-vs-rest for every class."""
+def _void(est, present, excluded):
+    """Why a multi-class fairness constraint is void (None when it is not): no groups, a
+    single group, or fewer than two left by ``min_group_size``."""
+    if present is None:
+        return "is None"
+    if len(present) < 2:
+        return "has a single group"
+    if len(present) - np.count_nonzero(np.isin(present, excluded)) < 2:
+        return f"leaves fewer than two groups of at least min_group_size={est.min_group_size} rows"
+    return None
+
+
+def _fair_constraints(est, y, sw, groups, n_groups, protected, K, bound, kept):
+    """``(constraints, names)`` of a parity kind, one-vs-rest for every class, over the
+    pairs of the groups ``kept`` (positions) that involve a protected one."""
     if est.constraint not in _KINDS:
         raise ValueError(
             f"constraint={est.constraint!r} {NOT_YET}; the parity kinds are: {list(_KINDS)}."
@@ -231,7 +244,7 @@ def _fair_constraints(est, y, sw, groups, n_groups, protected, K, bound):
     if est._form() != "difference":
         raise ValueError(f"form={est.form!r} {NOT_YET}; use form='difference'.")
     cells = lambda g, labels: [g * K + k for k in labels]  # noqa: E731
-    pairs = [(g, h) for g in protected for h in range(n_groups) if h != g]
+    pairs = [(g, h) for g in protected for h in kept if h != g]
     pairs += [(h, g) for g, h in pairs if (h, g) not in pairs]
     out, names = [], []
     if "error" in _KINDS[est.constraint]:
@@ -330,19 +343,34 @@ def _spec(est, codes, sw, classes, fit_params):
         raise ValueError(f"max_fpr={est.max_fpr!r} {NOT_YET}; use max_fpr=None.")
     bound = est._check_bound()
     group_codes, labels = fit_params["codes"], fit_params["labels"]
-    context = dict(kind="fair", bound=bound, protected=np.array([], dtype=int), labels=labels)
-    if group_codes is None or len(np.unique(group_codes)) < 2:
+    # The groups left out of the constraints (min_group_size): in no pair, their rows still
+    # in the loss.
+    excluded = fit_params.get("excluded", np.array([], dtype=np.intp))
+    context = dict(
+        kind="fair", bound=bound, protected=np.array([], dtype=int), labels=labels,
+        excluded=excluded,
+    )  # fmt: skip
+    present = None if group_codes is None else np.unique(group_codes)
+    void = _void(est, present, excluded)
+    protected = None
+    if void is None:
+        protected = est._protected_codes(group_codes, labels, excluded=excluded)
+        if not len(protected):
+            void = f"has no protected group of at least min_group_size={est.min_group_size} rows"
+    if void is not None:
         warn(
-            "sensitive_features is None or has a single group: the fairness constraint is "
-            "void; fitting the unconstrained multinomial model.",
+            f"sensitive_features {void}: the fairness constraint is void; fitting the "
+            "unconstrained multinomial model.",
             UserWarning,
         )
-        context["groups"] = np.array([] if labels is None else labels[np.unique(group_codes)])
+        context["groups"] = np.array([] if labels is None else labels[present])
         return [], [], np.zeros(len(codes), np.intp), context
-    present, groups = np.unique(group_codes, return_inverse=True)
-    protected = est._protected_codes(group_codes, labels)
+    groups = np.searchsorted(present, group_codes)
     protected = np.searchsorted(present, protected)
-    cons, names = _fair_constraints(est, codes, sw, groups, len(present), protected, K, bound)
+    kept = np.searchsorted(present, present[~np.isin(present, excluded)])
+    cons, names = _fair_constraints(
+        est, codes, sw, groups, len(present), protected, K, bound, kept
+    )
     context.update(protected=protected, groups=labels[present])
     return cons, names, groups.astype(np.intp), context
 
@@ -753,6 +781,8 @@ def _class_rates(est, problem, scores, codes, sw, groups, names, context):
     est.protected_groups_ = (
         context["groups"][context["protected"]] if labels is not None else np.array([])
     )
+    excluded = context.get("excluded", np.array([], dtype=np.intp))
+    est.excluded_groups_ = labels[excluded] if labels is not None else np.array([])
 
 
 def _warn_not_converged(est, result, toward_constant):

@@ -141,9 +141,12 @@ class _FairPose(_Pose):
     """The fairness constraints of a :class:`~sklearn_ialm.FairLogisticClassifier`: cells
     ``2 * group + label`` over the declared groups."""
 
-    def __init__(self, est, labels, protected, bound, max_fpr):
+    def __init__(self, est, labels, protected, bound, max_fpr, excluded=()):
         self.labels = labels
         self.protected = protected
+        # The groups left out of the constraints (positions; min_group_size, known to the
+        # streamed dask fit): their cells train the loss and count in no rate.
+        self.excluded = np.asarray(excluded, dtype=np.intp)
         self.n_cells = 2 * len(labels)
         self.kind, self.form = est.constraint, None if est._form() == "share" else est._form()
         self.bound, self.max_fpr = bound, max_fpr
@@ -155,6 +158,15 @@ class _FairPose(_Pose):
     def cells(self, codes, groups):
         return 2 * groups.astype(np.intp) + codes.astype(np.intp)
 
+    def constrained(self, group, t):
+        """``(group, t)`` of the constraints: a cell of a group left out is given the first
+        group kept and weight 0 (fit's ``_constrained_rows``)."""
+        if not len(self.excluded):
+            return group, t
+        kept = ~np.isin(group, self.excluded)
+        host = np.flatnonzero(~np.isin(np.arange(len(self.labels)), self.excluded))[0]
+        return np.where(kept, group, host), t * kept
+
     def _pose(self, cell_weight):
         cells = np.arange(self.n_cells)
         group, label = cells // 2, cells % 2
@@ -164,6 +176,7 @@ class _FairPose(_Pose):
             # fit's _constraint_scale: the weighted positive rate, clipped to [0.05, 1].
             rate = t[label == 1].sum() / t.sum() if t.sum() > 0 else 1.0
             scale = min(max(rate, 0.05), 1.0)
+        group, t = self.constrained(group, t)
         if len(self.protected):
             dummy = np.zeros((self.n_cells, 0))
             W, offset, names, levels, _, _ = fairness_constraints(
@@ -173,7 +186,7 @@ class _FairPose(_Pose):
         else:
             W, offset, names, levels = np.zeros((self.n_cells, 0)), np.zeros(0), [], None
         if self.max_fpr is not None:
-            negatives = t * (label == 0)
+            negatives = cell_weight * (label == 0)
             # fit's _with_fpr_bound: n w 1[y = 0] / sum of the negatives' weights.
             W = np.column_stack([W, self.n_cells * negatives / negatives.sum()])
             offset = np.append(offset, -float(self.max_fpr))
@@ -889,8 +902,17 @@ def _fair_pose(work, classes, K, codes, w, groups, fit_params):
         _warn_void(work, f"groups declares a single group ({labels[0]!r})")
         return _Pose(K)
     batch = _group_codes(codec, labels, sf, len(codes))
-    protected = _protected(work, codec, labels, batch, w)
-    return _FairPose(work, labels, protected, _checked_bound(work, protected), work.max_fpr)
+    excluded = _excluded(codec, labels, fit_params.get("excluded_groups"))
+    protected = _protected(work, codec, labels, batch, w, excluded)
+    if len(excluded) and (len(labels) - len(excluded) < 2 or not len(protected)):
+        _warn_void(
+            work,
+            "sensitive_features leaves fewer than two groups (or no protected group) of at "
+            f"least min_group_size={work.min_group_size} rows",
+        )
+        protected = protected[:0]
+    bound = _checked_bound(work, protected)
+    return _FairPose(work, labels, protected, bound, work.max_fpr, excluded)
 
 
 def _checked_bound(work, protected):
@@ -1008,9 +1030,25 @@ def _group_codes(codec, labels, sensitive_features, n):
     return where[codes]
 
 
-def _protected(work, codec, labels, batch, w):
+def _excluded(codec, labels, excluded_groups):
+    """The positions of the groups left out of the constraints (labels given by the
+    streamed dask fit, which has counted them; a stream of ``partial_fit`` calls leaves
+    none out)."""
+    if excluded_groups is None:
+        return np.array([], dtype=np.intp)
+    lookup = {codec.key(label): i for i, label in enumerate(labels)}
+    return np.array([lookup[codec.key(g)] for g in excluded_groups], dtype=np.intp)
+
+
+def _protected(work, codec, labels, batch, w, excluded=()):
     """The protected groups' positions: ``protected_groups``, else (as fit's rule) with two
-    groups the one of less weight in the first batch (a tie: the first), else all."""
+    groups the one of less weight in the first batch (a tie: the first), else all; none of
+    the groups ``excluded``."""
+    named = _named_protected(work, codec, labels, batch, w)
+    return named[~np.isin(named, excluded)]
+
+
+def _named_protected(work, codec, labels, batch, w):
     if work.protected_groups is None:
         if len(labels) == 2:
             weight = np.bincount(batch, weights=w, minlength=2)
@@ -1120,12 +1158,13 @@ def _publish_fair(work, state):
     work.text_group_columns_ = list(state.text_columns)
     if labels is None:
         work.bound_ = work._check_bound() if state.kind != "softmax" else None
-        work.groups_ = work.protected_groups_ = np.array([])
+        work.groups_ = work.protected_groups_ = work.excluded_groups_ = np.array([])
         work.running_constraint_values_ = np.zeros(0)
         work.bound_met_ = True
         return
     work.bound_, work.groups_ = pose.bound, labels
     work.protected_groups_ = labels[pose.protected]
+    work.excluded_groups_ = labels[pose.excluded]
     values, _, fpr = cell_rates(work, state, state.cell_weight, state.cell_positive)
     work.running_constraint_values_ = values
     if fpr is not None:

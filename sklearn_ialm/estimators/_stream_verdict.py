@@ -90,7 +90,7 @@ def _standard_errors(work, state, t, positive, t2, values):
     live = np.flatnonzero(t > 0)
     rates, labels, weights = positive[live] / t[live], live % 2, t[live]
     # (The same arrays and context at each call: the report builds its rows once.)
-    context = {"codes": live // 2, "protected": state.pose.protected}
+    context = _context(state.pose, live)
     variance = np.zeros(len(values))
     step = 1e-6
     for j, cell in enumerate(live):
@@ -177,7 +177,7 @@ def cell_rates(work, state, t, positive):
         fpr = _share(positive[0], t[0])
         return np.array([fpr]), bool(fpr <= pose.max_fpr), None
     live = np.flatnonzero(t > 0)
-    context = {"codes": live // 2, "protected": pose.protected}
+    context = _context(pose, live)
     try:
         values = work._constraint_report(positive[live] / t[live], live % 2, t[live], context)
     except ValueError:  # a protected group not seen yet
@@ -190,6 +190,16 @@ def cell_rates(work, state, t, positive):
         fpr = _share(positive[negatives].sum(), t[negatives].sum())
         met = met and fpr <= pose.max_fpr + 1e-12
     return np.asarray(values, dtype=float), bool(met), fpr
+
+
+def _context(pose, live):
+    """The report's context of the cells ``live``: their groups (a group left out of the
+    constraints, min_group_size, hosted by a kept one at weight 0) and the protected ones."""
+    codes, kept = pose.constrained(live // 2, np.ones(len(live)))
+    context = {"codes": codes, "protected": pose.protected}
+    if len(pose.excluded):
+        context["kept"] = kept
+    return context
 
 
 def _share(part, total):

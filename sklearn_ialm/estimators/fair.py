@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -15,7 +15,6 @@ from ..problems.fairness import _check_form, checked_predictions, distinct, metr
 from ._base import BaseIALMClassifier, MatrixLike
 from ._fit import fit
 from ._groups import (
-    _check_group_sizes,
     _columns_of_x,
     _group_key,
     _is_column,
@@ -30,6 +29,9 @@ from ._stream import GroupCodec, stream_method
 from ._stream import partial_fit as stream_partial_fit
 
 __all__ = ["FairLogisticClassifier"]
+
+#: No group left out of the constraints.
+_NONE = np.array([], dtype=np.intp)
 
 #: A ratio bound below this is almost surely a difference typed as a ratio: a warning says so.
 _WEAK_RATIO = 0.5
@@ -134,13 +136,29 @@ class FairLogisticClassifier(BaseIALMClassifier):
         model to pass (a ``ValueError`` before training), the message names a larger
         ``calibration_size``, a looser ``bound`` or a larger ``delta`` that would do.
         Messages name the groups by their labels in ``sensitive_features``.
-        Not available for ``"disparate_impact"``.
+        Not available for ``"disparate_impact"``. A group left out of the constraints
+        (``min_group_size``) is left out of the certificate too, and none of its rows is
+        held out.
     delta : float in (0, 1), default=0.05
         With a calibration: the tolerated probability that the population metric is worse
         than the certified value ``certificate_.value``.
     calibration_size : float in (0, 1), default=0.3
         With a calibration: the share of the rows held out. More rows give tighter limits
         (a training bound closer to ``bound``); fewer leave more to train on.
+    min_group_size : int, default=5
+        A group of fewer training rows than this is left out of the constraints: its rows
+        train the loss, but its rate is bounded against no other group's (a rate on a
+        handful of rows is noise: one row moves it by a fifth), and the rates of the
+        other groups are over their own rows. One warning names such groups with their
+        rows, ``excluded_groups_`` holds them and the bound report marks them
+        ``excluded``. When fewer than two groups are left (or no protected one), the
+        constraint is void: the unconstrained model is fitted, with a warning, not an
+        error, so that a cross-validation or a grid search whose folds leave a small group
+        under the minimum scores every fold (a fold's fit with its constraints on three
+        rows would be noise anyway). Set ``min_group_size=1`` to constrain every group
+        whatever its size. The rows counted are those given to :meth:`fit` (on dask input,
+        every row; with a calibration, held-out rows included). :meth:`partial_fit`
+        declares its groups before it has seen their rows, and constrains every one.
     loss : {"logistic", "truncated_logistic"}, default="logistic"
         ``"logistic"`` is ``log(1 + exp(-m))`` of the margin ``m``, LogisticRegression's
         loss; ``"truncated_logistic"`` is the paper's
@@ -263,6 +281,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
     protected_groups_ : ndarray
         Labels of the constrained groups, in the order of ``constraint_values_``; empty when
         the constraint is void (a single group).
+    excluded_groups_ : ndarray
+        Labels of the groups left out of the constraints, having fewer than
+        ``min_group_size`` rows (empty when none is).
     bound_ : float
         The bound used.
     multipliers_ : ndarray of shape (n_constraints,)
@@ -382,6 +403,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         "calibration": [StrOptions({"clopper-pearson"}), None],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "calibration_size": [Interval(RealNotInt, 0, 1, closed="neither")],
+        "min_group_size": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -400,6 +422,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         calibration=None,
         delta=0.05,
         calibration_size=0.3,
+        min_group_size=5,
         fit_intercept=True,
         C=1.0,
         pos_label=None,
@@ -428,6 +451,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.calibration = calibration
         self.delta = delta
         self.calibration_size = calibration_size
+        self.min_group_size = min_group_size
         self.fit_intercept = fit_intercept
         self.C = C
         self.pos_label = pos_label
@@ -471,7 +495,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
             out of the features (``text_group_columns_``; :meth:`predict` drops it from a
             DataFrame that holds it), as a linear model reads no strings. ``None`` (or a
             single group) leaves nothing to constrain: the unconstrained model is fitted,
-            with a warning.
+            with a warning. A group of fewer than ``min_group_size`` rows is left out of
+            the constraints, with a warning (``excluded_groups_``); a numeric column that
+            looks continuous (about one value per row, or fractional values most of which
+            are on fewer than 5 rows) is refused.
         sample_weight : array-like of shape (n_samples,), default=None
             Nonnegative row weights, in the objective and in the constraints.
 
@@ -568,6 +595,17 @@ class FairLogisticClassifier(BaseIALMClassifier):
             on it. The call that finds the recent rows missing the bound says so in a
             ``ConvergenceWarning``, once until they meet it again.
         """
+        return self._partial_fit(
+            X, y, classes, groups=groups, sensitive_features=sensitive_features,
+            sample_weight=sample_weight,
+        )  # fmt: skip
+
+    def _partial_fit(
+        self, X, y, classes=None, *, groups=None, sensitive_features=None, sample_weight=None,
+        excluded_groups=None,
+    ):  # fmt: skip
+        """:meth:`partial_fit`; a new stream leaves the groups ``excluded_groups`` out of its
+        constraints (the streamed dask fit's, which counted the rows of every group)."""
         sensitive_features, names = _columns_of_x(X, sensitive_features)
         X, text = _without_text_groups(X, names)
         y, sample_weight, sensitive_features = align_rows(
@@ -576,7 +614,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return stream_partial_fit(
             self, X, y, classes=classes, sample_weight=sample_weight, groups=groups,
             sensitive_features=sensitive_features, text_group_columns=text,
-            codec=self._group_codec(),
+            codec=self._group_codec(), excluded_groups=excluded_groups,
         )  # fmt: skip
 
     def decision_function(self, X: MatrixLike) -> np.ndarray:
@@ -602,8 +640,15 @@ class FairLogisticClassifier(BaseIALMClassifier):
 
     # -- the certificate on new data -------------------------------------------------------------
     # -- hooks -----------------------------------------------------------------------------------
-    #: The group checks from the rows per group (the Dask fit's, see ``_dask._cells``).
-    _check_group_counts = staticmethod(check_group_counts)
+    def _check_group_counts(self, counts, labels, n_samples):
+        """The codes of the groups left out of the constraints, from the rows per group
+        (every path of a fit decides here: in memory, on dask input, streamed); a
+        continuous column is refused."""
+        # A certified fit checks its groups before it trains: one warning per fit.
+        inner = getattr(self, "_training_bound", None) is not None
+        return check_group_counts(
+            counts, labels, n_samples, self.min_group_size, warn_excluded=not inner
+        )
 
     def _check_fit_params(self, fit_params, n_samples):
         sf = fit_params["sensitive_features"]
@@ -613,12 +658,15 @@ class FairLogisticClassifier(BaseIALMClassifier):
                     "protected_groups is set but sensitive_features is None: pass the group "
                     "of every row to fit (with metadata routing on, check that it is routed)."
                 )
-            return {"codes": None, "labels": None}
+            return {"codes": None, "labels": None, "excluded": _NONE}
         codes, labels = encode_groups(sf, n_samples)
-        _check_group_sizes(codes, labels)
+        excluded = self._check_group_counts(
+            np.bincount(codes, minlength=len(labels)), labels, len(codes)
+        )
         # The smallest signed integer type that holds every code (0 .. len(labels) - 1): the
         # codes live through the whole fit.
-        return {"codes": codes.astype(np.min_scalar_type(-len(labels))), "labels": labels}
+        codes = codes.astype(np.min_scalar_type(-len(labels)))
+        return {"codes": codes, "labels": labels, "excluded": excluded}
 
     def _subset_fit_params(self, fit_params, keep):
         if fit_params["codes"] is None:
@@ -670,28 +718,32 @@ class FairLogisticClassifier(BaseIALMClassifier):
         training = getattr(self, "_training_bound", None)
         return 0.0 if training is None else self._check_bound() - training
 
-    def _protected_codes(self, codes, labels, counts=None):
+    def _protected_codes(self, codes, labels, counts=None, excluded=_NONE):
         """Codes of the protected groups among the groups present in ``codes`` (``counts``:
-        their ``np.bincount``, where already counted)."""
+        their ``np.bincount``, where already counted), but the groups ``excluded`` from the
+        constraints (``min_group_size``): a protected group named there is left out too."""
         # (The codes are 0 .. k-1: counted in one pass, where np.unique sorted 1e6 of them.)
         counts = np.bincount(codes) if counts is None else counts
         present = np.flatnonzero(counts).astype(codes.dtype)
+        if self.protected_groups is not None:
+            lookup = {_group_key(labels[c]): c for c in present}
+            named = protected_codes(
+                self.protected_groups, lookup, _group_key, self._absent_protected(labels, present)
+            )
+            return named[~np.isin(named, excluded)]
+        present = present[~np.isin(present, excluded)]
         counts = counts[present]
-        if self.protected_groups is None:
-            if len(present) == 2:
-                # np.argmin returns the first minimum: ties go to the first sorted label.
-                return present[[np.argmin(counts)]]
-            return present
-        lookup = {_group_key(labels[c]): c for c in present}
-        return protected_codes(
-            self.protected_groups,
-            lookup,
-            _group_key,
-            lambda key: (
-                f"protected_groups: group {key!r} has no members in sensitive_features "
-                f"(rows with nonzero weight); groups present: "
-                f"{[_group_key(labels[c]) for c in present]}."
-            ),
+        if len(present) == 2:
+            # np.argmin returns the first minimum: ties go to the first sorted label.
+            return present[[np.argmin(counts)]]
+        return present
+
+    @staticmethod
+    def _absent_protected(labels, present):
+        return lambda key: (
+            f"protected_groups: group {key!r} has no members in sensitive_features "
+            f"(rows with nonzero weight); groups present: "
+            f"{[_group_key(labels[c]) for c in present]}."
         )
 
     def _build_problem(self, X, y01, sample_weight, fit_params):
@@ -699,6 +751,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
         if getattr(self, "_training_bound", None) is not None:
             bound = self._training_bound  # a certified fit trains inside the bound
         codes, labels = fit_params["codes"], fit_params["labels"]
+        excluded = fit_params.get("excluded", _NONE)
         void, remedy = None, ""
         if codes is None:
             void = "sensitive_features is None"
@@ -713,9 +766,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
             # Explicit groups are checked first: naming a group that is absent is an error
             # even when the data leave nothing to constrain.
             counts = np.bincount(codes)
-            protected = self._protected_codes(codes, labels, counts)
+            protected = self._protected_codes(codes, labels, counts, excluded)
             if np.count_nonzero(counts) == 1:
                 void = f"sensitive_features has a single group ({_group_key(labels[codes[0]])!r})"
+            else:
+                void = self._void_by_exclusion(counts, protected, excluded)
         if void is not None:
             warn(
                 f"{void}: the fairness constraint is void; fitting the unconstrained "
@@ -728,6 +783,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 bound=bound,
                 groups=np.array([] if labels is None else labels[distinct(codes)]),
                 labels=labels,
+                excluded=excluded,
             )
             problem = fairness_problem(
                 X,
@@ -751,6 +807,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 f"{len(protected)} protected groups: their shares of the positive predictions "
                 f"add up to at most 1, so bound must be <= 1/{len(protected)}."
             )
+        groups = labels[distinct(codes)]
+        codes, kept, constraint_weight = _constrained_rows(codes, excluded, sample_weight)
         problem = fairness_problem(
             X,
             y01,
@@ -764,7 +822,7 @@ class FairLogisticClassifier(BaseIALMClassifier):
             truncation=self.truncation,
             fit_intercept=self.fit_intercept,
             sample_weight=sample_weight,
-            constraint_sample_weight=sample_weight,
+            constraint_sample_weight=constraint_weight,
             **DEFERRED_SCALING,
             constraint_scale=self._constraint_scale(y01, sample_weight),
             balance_groups=True,
@@ -773,10 +831,30 @@ class FairLogisticClassifier(BaseIALMClassifier):
             codes=codes,
             protected=protected,
             bound=bound,
-            groups=labels[distinct(codes)],
+            groups=groups,
             labels=labels,
+            excluded=excluded,
+            kept=kept,
         )
         return self._with_fpr_bound(problem, y01, sample_weight), context
+
+    def _void_by_exclusion(self, counts, protected, excluded):
+        """Why the constraint is void once the groups ``excluded`` (``min_group_size``) are
+        left out (None when it is not): fewer than two groups left, or no protected one."""
+        if not len(excluded):
+            return None
+        present = np.flatnonzero(counts)
+        left = len(present) - np.count_nonzero(np.isin(present, excluded))
+        if left < 2:
+            return (
+                f"sensitive_features leaves {left} group of at least "
+                f"min_group_size={self.min_group_size} rows"
+            )
+        if not len(protected):
+            return (
+                f"every protected group has fewer than min_group_size={self.min_group_size} rows"
+            )
+        return None
 
     def _with_fpr_bound(self, problem, y01, sample_weight):
         """The problem with the constraint ``FPR <= max_fpr`` added (if asked for): one more
@@ -885,6 +963,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         self.protected_groups_ = (
             labels[context["protected"]] if labels is not None else np.array([])
         )
+        excluded = context.get("excluded", _NONE)
+        self.excluded_groups_ = labels[excluded] if labels is not None else np.array([])
 
     def _ratio_bound(self) -> bool:
         return self.constraint == "disparate_impact" or self.form == "ratio"
@@ -923,6 +1003,21 @@ class FairLogisticClassifier(BaseIALMClassifier):
         return f"{self.constraint} bound {context['bound']:g} for groups {named}"
 
 
+def _constrained_rows(codes, excluded, sample_weight):
+    """``(codes, kept, weights)`` of the constraint rows: with groups ``excluded`` from the
+    constraints (``min_group_size``), their rows are given the code of a group kept and
+    weight 0 there, so that they add to no group's rate nor total (``kept``: the other
+    rows); without, ``codes``, None and ``sample_weight`` as they are."""
+    if not len(excluded):
+        return codes, None, sample_weight
+    kept = ~np.isin(codes, excluded)
+    counts = np.bincount(codes[kept])
+    # (The largest group kept: the one whose balanced draws the rows of weight 0 dilute least.)
+    codes = np.where(kept, codes, np.argmax(counts)).astype(codes.dtype)
+    w = np.ones(len(codes)) if sample_weight is None else np.asarray(sample_weight, float)
+    return codes, kept, w * kept
+
+
 def _report_rows(kind, y01, sample_weight, context):
     """The :class:`~..problems.fairness.MetricRows` of the rows ``y01``, ``sample_weight``
     and ``context["codes"]``, kept in ``context`` while the same arrays are reported on:
@@ -933,6 +1028,8 @@ def _report_rows(kind, y01, sample_weight, context):
     if kept is not None and all(a is b for a, b in zip(kept[:4], key, strict=True)):
         return kept[4]
     w = np.ones(len(y01)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    if context.get("kept") is not None:
+        w = w * context["kept"]  # the rows of the groups left out count in no rate
     rows = metric_rows(kind, y01, key[3], w)
     context["report_rows"] = (*key, rows)
     return rows

@@ -55,7 +55,9 @@ class BoundReport:
         One record per rate and group (and the overall rate): ``rate``, ``condition`` (the
         rows it is a share of: ``"all"``, ``"y=1"``, ``"y=0"``, ``"pred=1"``; with more than
         two classes ``"y=k"``, ``"y!=k"``, ``"pred=k"`` of class ``k``), ``group``,
-        ``protected``, ``n``, ``k``, ``value``, ``lower``, ``upper`` (``n_effective`` with
+        ``protected``, ``excluded`` (the group was left out of the fit's constraints, see
+        ``excluded_groups``; None for the overall rate), ``n``, ``k``, ``value``,
+        ``lower``, ``upper`` (``n_effective`` with
         weights; ``baseline_value``, ``baseline_lower``, ``baseline_upper`` with a baseline).
     summary : list of dict
         Overall accuracy, selection rate, false-positive and false-negative rates, with
@@ -70,7 +72,12 @@ class BoundReport:
         fitted on (``n_samples_fit``, its ``n_samples_fit_``) and when (``fitted_at``, its
         ``fitted_at_``, UTC).
     notes : list of str
-        Caveats of these rows (groups absent, undefined ratios).
+        Caveats of these rows (groups absent, undefined ratios, groups excluded).
+    excluded_groups : list or None
+        The fit's ``excluded_groups_`` (fairness; None for Neyman-Pearson): the groups of
+        fewer than ``min_group_size`` training rows, left out of its constraints. Their
+        rates are reported (``excluded`` is True in their records, and the tables say
+        ``excluded``), but they enter neither the metric nor its limit.
 
     Examples
     --------
@@ -107,6 +114,7 @@ class BoundReport:
         summary,
         fit,
         notes=(),
+        excluded_groups=None,
     ):
         self.estimator_name = estimator_name
         self.description = description
@@ -119,6 +127,7 @@ class BoundReport:
         self.summary = summary
         self.fit = fit
         self.notes = list(notes)
+        self.excluded_groups = excluded_groups
 
     @property
     def has_baseline(self) -> bool:
@@ -217,6 +226,7 @@ class BoundReport:
             summary=summary,
             fit=fit_record(clf, is_fair),
             notes=records.notes,
+            excluded_groups=records.excluded_groups,
         )
 
     @classmethod
@@ -253,7 +263,7 @@ class BoundReport:
                 weights, conf,
             )  # fmt: skip
 
-        bounds, rates, notes, parts, protected = [], [], [], [], None
+        bounds, rates, notes, parts, protected, excluded = [], [], [], [], None, None
         if is_fair:
             per_class = [(c, None) for c in clf.classes_]
         else:
@@ -280,7 +290,7 @@ class BoundReport:
             bounds += class_bounds
             rates += records.rates
             notes += [note for note in records.notes if note not in notes]
-            protected = records.protected_groups
+            protected, excluded = records.protected_groups, records.excluded_groups
         every = np.ones(len(y), bool)
         overall = Records(
             every, pred == y, None if base is None else base == y, None, None, weights, conf
@@ -304,6 +314,7 @@ class BoundReport:
             summary=summary,
             fit=fit_record(clf, is_fair),
             notes=notes,
+            excluded_groups=excluded,
         )
 
     # -- views -----------------------------------------------------------------------------------
@@ -313,9 +324,9 @@ class BoundReport:
         Returns
         -------
         dict
-            ``estimator``, ``description``, ``protected_groups``, ``n_samples``,
-            ``confidence``, ``weighted``, ``bounds``, ``rates``, ``summary``, ``fit``,
-            ``notes``.
+            ``estimator``, ``description``, ``protected_groups``, ``excluded_groups``,
+            ``n_samples``, ``confidence``, ``weighted``, ``bounds``, ``rates``, ``summary``,
+            ``fit``, ``notes``.
         """
         return _render.to_dict(self)
 

@@ -114,6 +114,8 @@ def worst_limit(rows, rate_names, form):
     worst = []
     for name in rate_names:
         cell = [r for r in rows if r["rate"] == name and r["group"] is not OVERALL]
+        # (A group the fit left out of its constraints bounds nothing.)
+        cell = [r for r in cell if not r.get("excluded")]
         for a in cell:
             if form == "share":
                 if a["protected"]:

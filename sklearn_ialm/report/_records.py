@@ -53,6 +53,9 @@ class Records:
         self.rates = []
         self.notes = []
         self.protected_groups = None
+        # The codes of the groups the fit left out of its constraints (min_group_size).
+        self.excluded = np.array([], dtype=int)
+        self.excluded_groups = None
 
     def _record(self, rate, condition, group, protected, hit_rows, base_rows=None):
         """One rate record: ``hit_rows(pred) -> (hit, rows)`` for the model and baseline."""
@@ -87,34 +90,49 @@ class Records:
                     return hits(rate, y01, p), member & condition_rows(condition, y01, p)
 
             protected = None if protected_codes is None else bool(g in protected_codes)
-            out.append(
-                self._record(rate, condition, plain_key(self.labels[g]), protected, hit_rows)
-            )
+            record = self._record(rate, condition, plain_key(self.labels[g]), protected, hit_rows)
+            record["excluded"] = bool(g in self.excluded)
+            out.append(record)
         if overall:
-            out.append(
-                self._record(
-                    rate,
-                    condition,
-                    OVERALL,
-                    None,
-                    lambda p: (hits(rate, y01, p), condition_rows(condition, y01, p)),
-                )
+            record = self._record(
+                rate,
+                condition,
+                OVERALL,
+                None,
+                lambda p: (hits(rate, y01, p), condition_rows(condition, y01, p)),
             )
+            record["excluded"] = None
+            out.append(record)
         self.rates.extend(out)
         return out
 
     def _metric(self, kind, form, pred, protected_codes):
         if not len(protected_codes):
             return math.nan
+        # The rows of the groups left out of the fit's constraints count in no rate of it.
+        rows = ~np.isin(self.codes, self.excluded)
         with np.errstate(invalid="ignore", divide="ignore"):
             return fairness_metric(
                 kind,
-                self.y01.astype(int),
-                pred.astype(float),
-                self.codes,
+                self.y01[rows].astype(int),
+                pred[rows].astype(float),
+                self.codes[rows],
                 form=None if form == "share" else form,
-                sample_weight=self.weights,
+                sample_weight=None if self.weights is None else self.weights[rows],
                 protected=list(protected_codes),
+            )
+
+    def _excluded_of(self, clf, present):
+        """The codes of the fit's groups left out of its constraints that have rows here,
+        and a note naming them."""
+        keys = [plain_key(label) for label in getattr(clf, "excluded_groups_", [])]
+        self.excluded_groups = keys
+        self.excluded = np.array([present[k] for k in keys if k in present], dtype=int)
+        if keys:
+            self.notes.append(
+                f"Group(s) {keys} had fewer than min_group_size={clf.min_group_size} rows in "
+                "the fit and were left out of its constraints (excluded): their rates are "
+                "shown, but they enter neither the metric nor its limit."
             )
 
     def fairness(self, clf):
@@ -128,6 +146,7 @@ class Records:
         bound = float(clf.bound_)
         direction = "<=" if form == "difference" else ">="
         present = {plain_key(label): g for g, label in enumerate(self.labels)}
+        self._excluded_of(clf, present)
         protected, absent = [], []
         for label in clf.protected_groups_:
             key = plain_key(label)

@@ -80,7 +80,7 @@ def rate_cells(report, r):
         r["rate"],
         r["condition"],
         fmt(r["group"]) if r["group"] is not OVERALL else "overall",
-        "" if r["protected"] is None else fmt(r["protected"]),
+        _protected_cell(r),
         str(r["n"]),
         str(r["k"]),
         fmt(r["value"]),
@@ -89,6 +89,13 @@ def rate_cells(report, r):
     if report.has_baseline:
         cells += [fmt(r["baseline_value"]), interval(r, "baseline_")]
     return cells
+
+
+def _protected_cell(r) -> str:
+    """``yes``/``no``, or ``excluded`` for a group the fit left out of its constraints."""
+    if r.get("excluded"):
+        return "excluded"
+    return "" if r["protected"] is None else fmt(r["protected"])
 
 
 def rate_header(report):
@@ -170,7 +177,11 @@ def title(report) -> str:
     """The title line: the estimator, its bound, the rows."""
     text = f"{report.estimator_name}: {report.description}, on {report.n_samples} rows"
     if report.protected_groups is not None:
-        text += f" (protected groups: {', '.join(map(repr, report.protected_groups))})"
+        text += f" (protected groups: {', '.join(map(repr, report.protected_groups))}"
+        excluded = getattr(report, "excluded_groups", None)
+        if excluded:
+            text += f"; excluded from the constraints: {', '.join(map(repr, excluded))}"
+        text += ")"
     return text
 
 
@@ -285,6 +296,7 @@ def to_markdown(report) -> str:
     rate_rows = []
     for r in report.rates:
         group = "overall" if r["group"] is OVERALL else fmt(r["group"])
+        group += " (excluded)" if r.get("excluded") else ""
         row = [r["rate"], group, r["n"], fmt(r["value"]), interval(r)]
         if report.has_baseline:
             row.append(fmt(r["baseline_value"]))
@@ -310,6 +322,7 @@ def to_dict(report) -> dict:
             "estimator": report.estimator_name,
             "description": report.description,
             "protected_groups": report.protected_groups,
+            "excluded_groups": getattr(report, "excluded_groups", None),
             "n_samples": report.n_samples,
             "confidence": report.confidence,
             "weighted": report.weighted,
