@@ -628,6 +628,8 @@ class Multinomial:
             met = True
         if getattr(est, "rate", "hard") == "soft" and context["kind"] == "fair":
             met = bool(result.kkt_primal_residual <= est.tol)
+        held = est._guarantee_holds()  # a calibrated fit's verdict is its guarantee
+        met = met if held is None else held
         return met, bool(result.converged and met and toward_constant is None)
 
     def tell(self, est, fitting) -> None:

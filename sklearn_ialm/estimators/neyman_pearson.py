@@ -283,8 +283,16 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         Residuals of the original inequality problem at the returned point, with the optimal
         nonnegative multiplier (the paper's eq. (opt-dual)): the violation ``||[c]_+||`` and
         the stationarity.
+    bound_met_ : bool
+        Whether the bound holds: ``train_fpr_ <= max_fpr_`` on the training negatives
+        (the soft rate with ``rate="soft"``). With ``calibration="umbrella"``, the
+        guarantee's verdict instead: ``violation_bound_ <= delta`` (every bounded class
+        certified, ``class_certified_``, with more than two classes); ``train_fpr_`` (the
+        negatives not held out) is reported beside it and does not decide: the threshold is
+        an order statistic of the held-out negatives, and the training negatives' rate may
+        exceed ``max_fpr`` while the guarantee holds.
     converged_ : bool
-        Whether both residuals are ``<= tol``.
+        Whether both residuals are ``<= tol`` and ``bound_met_`` holds.
     n_iter_ : int
         Inner (PStorm) iterations of the stochastic phase: 0 where none runs (before the
         finish on fewer than 10000 rows, see the user guide's "Convergence").
@@ -589,6 +597,17 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     def _negatives_rate_spent(self):
         """``max_fpr`` with ``rate="hard"`` and no hold-out: the threshold spends it."""
         return self.max_fpr_ if self.rate == "hard" and self.calibration is None else None
+
+    def _guarantee_holds(self):
+        """With ``calibration="umbrella"``, the umbrella rule's guarantee on new data: its
+        violation bound at most ``delta`` (every bounded class certified, with more than
+        two classes); None without one."""
+        if self.calibration != "umbrella" or not hasattr(self, "violation_bound_"):
+            return None
+        certified = getattr(self, "class_certified_", None)
+        if certified is not None and not all(certified.values()):
+            return False
+        return bool(self.violation_bound_ <= self.delta)
 
     def _bound_met(self, result, fit):
         if self.rate == "hard":

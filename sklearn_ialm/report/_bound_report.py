@@ -248,9 +248,10 @@ class BoundReport:
             codes, labels = encode_groups(sensitive_features, len(y))
 
         def one_against_rest(c):
+            label = c.item() if isinstance(c, np.generic) else c
             return Records(
                 y == c, pred == c, None if base is None else base == c, codes, labels,
-                weights, conf,
+                weights, conf, positive_name=f"class {label!r}",
             )  # fmt: skip
 
         bounds, rates, notes, parts, protected = [], [], [], [], None
