@@ -591,3 +591,84 @@ def test_a_class_never_predicted_is_not_certified():
             value, abs=1e-12
         )
     assert not [n for n in report.notes if "class 0" in n or "class 1" in n]
+
+
+def test_raw_rows_given_to_the_last_step_of_a_pipeline_are_told():
+    """Issue 49 item 5: a Pipeline(StandardScaler(), FairLogisticClassifier()) fitted on
+    rows with column means near 3 and scales near 4; pipe[-1].bound_report(X_raw, ...)
+    read them in the units of the scaled rows (about three training standard deviations
+    off) and reported another gap, with no word. The fit keeps its training columns'
+    moments; the report warns, naming the columns and the Pipeline's report."""
+    X, y = make_classification(n_samples=6000, n_features=8, random_state=0)
+    groups = np.where(X[:, 0] + np.random.default_rng(0).normal(size=6000) > 0.5, "b", "a")
+    X_raw = 3.0 + 4.0 * X
+    train, test = np.arange(4000), np.arange(4000, 6000)
+    pipe = make_pipeline(
+        StandardScaler(), FairLogisticClassifier(bound=0.05, max_passes=40, random_state=0)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X_raw[train], y[train], fairlogisticclassifier__sensitive_features=groups[train])
+    with pytest.warns(UserWarning, match="far from the rows it was fitted on") as caught:
+        wrong = pipe[-1].bound_report(X_raw[test], y[test], sensitive_features=groups[test])
+    text = str(caught[0].message)
+    assert "BoundReport.from_estimator(pipe" in text
+    assert "column 0 (mean +3" in text and "8 of 8 columns" in text
+    assert any("far from the rows it was fitted on" in n for n in wrong.notes)
+    # The Pipeline's report transforms the rows: no warning, fairlearn's gap of pipe.predict.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        right = BoundReport.from_estimator(
+            pipe, X_raw[test], y[test], sensitive_features=groups[test]
+        )
+        on_training = BoundReport.from_estimator(
+            pipe, X_raw[train], y[train], sensitive_features=groups[train]
+        )
+    gap = flm.demographic_parity_difference(
+        y[test], pipe.predict(X_raw[test]), sensitive_features=groups[test]
+    )
+    assert right.bounds[0]["value"] == pytest.approx(gap, abs=1e-12)
+    assert not [n for n in right.notes + on_training.notes if "far from" in n]
+    # Named columns are named.
+    frame = pd.DataFrame(X_raw, columns=[f"f{i}" for i in range(8)])
+    named = make_pipeline(
+        StandardScaler().set_output(transform="pandas"),
+        FairLogisticClassifier(bound=0.05, max_passes=40, random_state=0),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        named.fit(
+            frame.iloc[train], y[train], fairlogisticclassifier__sensitive_features=groups[train]
+        )
+    with pytest.warns(UserWarning, match="'f0' \\(mean"):
+        named[-1].bound_report(frame.iloc[test], y[test], sensitive_features=groups[test])
+
+
+@pytest.mark.parametrize("dataset", ["spambase", "a9a"])
+def test_ordinary_held_out_rows_are_not_far(dataset):
+    """No false alarm: held-out rows of a random split, from 20 rows to all of them, on
+    heavy-tailed counts (spambase, raw) and sparse one-hot levels (a9a)."""
+    from sklearn_ialm.datasets import load_a9a, load_spambase
+    from sklearn_ialm.estimators._scaling import far_columns, training_moments
+
+    X = load_spambase(return_X_y=True)[0] if dataset == "spambase" else load_a9a().data
+    n = X.shape[0]
+    for seed in range(10):
+        order = np.random.default_rng(seed).permutation(n)
+        train, rest = order[: int(0.7 * n)], order[int(0.7 * n) :]
+        moments = training_moments(X[train], np.ones(len(train)))
+        for size in (20, 50, 200, len(rest)):
+            assert far_columns(moments, X[rest[:size]]) == [], (seed, size)
+        # The same rows in other units are far.
+        assert len(far_columns(moments, X[rest] * 10.0)) > 0
+
+
+def test_held_out_rows_of_a_fit_give_no_warning():
+    X, y = make_classification(n_samples=3000, n_features=6, random_state=2)
+    clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(X[:2000], y[:2000])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for size in (20, 100, 1000):
+            clf.bound_report(X[2000 : 2000 + size], y[2000 : 2000 + size])
+    with pytest.warns(UserWarning, match="far from"):
+        clf.bound_report(3.0 + 4.0 * X[2000:], y[2000:])

@@ -64,6 +64,7 @@ _PRIVATE_FIT_STATE = frozenset(
 ) | {
     "_stream",  # partial_fit's state: a fit starts afresh without it
     "_bound_met_rows",  # the training rows' verdict of a calibrated fit (see _binary.Binary)
+    "_feature_moments",  # the training columns' (mean, std), see _scaling.far_columns
 }
 
 

@@ -53,7 +53,7 @@ from ..problems.fairness import unique_codes
 from ..problems.multinomial import MultinomialProblem, Rate, cell_codes
 from . import _solve as solving  # every run through _solve.py's _solve: one seam
 from ._hard_rates import _say
-from ._scaling import _feature_scaling
+from ._scaling import _feature_scaling, training_moments
 from ._solve import (
     _joined_history,
     _select,
@@ -351,7 +351,10 @@ def memory_problem(est, X, codes, sw, K, cons, groups):
     """The fit's :class:`~sklearn_ialm.problems.multinomial.MultinomialProblem` on rows in
     memory, in standard units."""
     C = None if est.C is None else est.C * est._C_scale  # see _scaled_weights
-    scale, center, live = _feature_scaling(X, sw / sw.sum(), est.fit_intercept)
+    est._feature_moments = training_moments(X, sw)  # kept for the report (see _scaling)
+    scale, center, live = _feature_scaling(
+        X, sw / sw.sum(), est.fit_intercept, est._feature_moments
+    )
     n_live = max(1, int(live.sum()))
     scale = scale * np.sqrt(n_live)
     return MultinomialProblem(

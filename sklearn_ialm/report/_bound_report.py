@@ -6,11 +6,14 @@ from numbers import Real
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
+from .._warnings import warn
 from ..estimators import FairLogisticClassifier, NeymanPearsonClassifier
 from ..estimators._groups import _columns_of_x, encode_groups
+from ..estimators._inputs import is_dask_collection
 from ..estimators._rows import align_rows
+from ..estimators._scaling import far_columns
 from . import _render
 from ._rates import plain_key
 from ._records import Records, fit_record
@@ -144,7 +147,10 @@ class BoundReport:
         ----------
         estimator : FairLogisticClassifier, NeymanPearsonClassifier or Pipeline
             Fitted. A :class:`~sklearn.pipeline.Pipeline` transforms ``X`` with its first
-            steps: its report is that of its last step on the transformed rows.
+            steps: its report is that of its last step on the transformed rows. Rows far
+            from those the classifier was fitted on (its training columns' means and
+            spreads; the usual cause is the raw rows given to the last step of a Pipeline)
+            give a :class:`UserWarning` naming the columns, and a note.
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Any rows: the training rows, a test set, ``X[clf.calibration_indices_]``.
         y : array-like of shape (n_samples,)
@@ -183,10 +189,13 @@ class BoundReport:
             X, y=y, sensitive_features=sensitive_features, sample_weight=sample_weight
         )
         clf, X_last = _final_step(estimator, X)
+        far = _far_rows(clf, X_last, piped=X_last is not X)
         if len(getattr(clf, "classes_", ())) > 2:
-            return cls._per_class(
+            report = cls._per_class(
                 clf, X_last, X, y, sensitive_features, sample_weight, baseline, confidence
             )
+            report.notes += [far] if far else []
+            return report
         is_fair = _check_classifier(clf, sensitive_features)
         y01, pred, base_pred, weights = _labels_and_predictions(
             clf, X_last, y, sample_weight, baseline, X
@@ -216,7 +225,7 @@ class BoundReport:
             rates=records.rates,
             summary=summary,
             fit=fit_record(clf, is_fair),
-            notes=records.notes,
+            notes=records.notes + ([far] if far else []),
         )
 
     @classmethod
@@ -381,6 +390,58 @@ def _final_step(estimator, X):
             X = estimator[:-1].transform(X)
         estimator = estimator[-1]
     return estimator, X
+
+
+#: Columns named in the warning of rows far from the training rows; more are counted.
+_FAR_NAMED = 5
+
+
+def _far_rows(clf, X, piped) -> str | None:
+    """Warn (and return the note) when the rows ``X`` given to ``clf`` are far from the rows
+    it was fitted on (the training columns' moments kept by the fit, see
+    :func:`~sklearn_ialm.estimators._scaling.far_columns`): the usual cause is raw rows given
+    to the last step of a Pipeline fitted on transformed ones. None when they are not, or
+    when the fit kept no moments (a stream, a Dask fit, a model pickled before)."""
+    moments = getattr(clf, "_feature_moments", None)
+    if moments is None or is_dask_collection(X):
+        return None
+    columns = getattr(X, "columns", None)
+    text = getattr(clf, "text_group_columns_", None)
+    if columns is not None and text:  # group columns that are not features (see fit)
+        X = X.drop(columns=[c for c in text if c in set(columns)])
+    try:
+        X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        far = far_columns(moments, X) if X.shape[1] == len(moments[0]) else []
+    except (TypeError, ValueError):
+        return None  # predict says what is wrong with these rows
+    if not far:
+        return None
+    names = getattr(clf, "feature_names_in_", None)
+    said = [
+        (repr(names[j]) if names is not None else f"column {j}")
+        + f" (mean {shift:+.2g} training standard deviations off, spread x{scale:.2g})"
+        for j, shift, scale in far[:_FAR_NAMED]
+    ]
+    more = f" and {len(far) - _FAR_NAMED} more" if len(far) > _FAR_NAMED else ""
+    where = (
+        "The rows, as the Pipeline's first steps transform them, are"
+        if piped
+        else f"The rows given to {type(clf).__name__} are"
+    )
+    text = (
+        f"{where} far from the rows it was fitted on, in {len(far)} of {X.shape[1]} "
+        f"columns: {', '.join(said)}{more}. "
+    )
+    if piped:
+        text += "The rates here are of rows unlike the training rows (a shift in the data?)."
+    else:
+        text += (
+            "If it is the last step of a Pipeline fitted on transformed rows, pass the "
+            "Pipeline: BoundReport.from_estimator(pipe, X, y, ...) transforms the rows as "
+            "pipe.predict does; the last step given raw rows reads them in the wrong units."
+        )
+    warn(text, UserWarning)
+    return text
 
 
 def _check_classifier(clf, sensitive_features) -> bool:
