@@ -645,6 +645,10 @@ def test_a_certified_fits_verdict_is_its_certificate(monkeypatch, certified):
     assert clf.bound_met_ == certified and clf.converged_ == certified
     texts = [str(w.message) for w in caught]
     assert any("could not certify" in t for t in texts) == (not certified), texts
+    # The training rows met the training bound: no warning says they did not.
+    assert not [t for t in texts if "bound on predictions is not met" in t or "NOT met" in t]
+    if not certified:
+        assert any("guarantee on new data does not hold" in t for t in texts), texts
     report = clf.bound_report(X, y, sensitive_features=sex)
     assert report.fit["bound_met"] == certified
     text = str(report).replace("\n", " ")

@@ -766,10 +766,13 @@ def _warn_not_converged(est, result, toward_constant):
     met = est.bound_met_
     name = type(est).__name__
     reason = result.message
+    guarantee = est._guarantee_holds() is not None  # the verdict is the guarantee's
     if result.converged:  # the solver's message ("converged: ...") is not the fit's verdict
         reason = (
             "no solve met the bound on predictions"
             if toward_constant is not None
+            else "the umbrella rule could not certify every bounded class (class_certified_)"
+            if guarantee
             else "the solver converged but the bound on predictions is not met"
         )
     parts = [f"{name} did not converge on {len(est.classes_)} classes: {reason}"]
@@ -788,7 +791,7 @@ def _warn_not_converged(est, result, toward_constant):
             f"constant model ({toward_constant:.0%} of the way)"
             + (": the bound holds at a cost in accuracy." if met else ", and still misses it.")
         )
-    if not met:
+    if not met and not guarantee:
         parts.append(
             "The bound is NOT met on the training predictions; check hard_constraint_values_ "
             "before using this model."

@@ -900,7 +900,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         certification = getattr(self, "_certification", None)
         if certification is None:
             return None
-        held = bool(certification(self).certified)
+        # (Certified once a fit: the verdict and its words both ask.)
+        cert = self.__dict__.get("certificate_") or certification(self)
+        held = bool(cert.certified)
         if self.max_fpr is not None:
             held = held and self.train_fpr_ <= self.max_fpr + 1e-12
         return held

@@ -500,10 +500,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         warn(
             f"NeymanPearsonClassifier takes {positive!r} as the positive class (the greater "
             f"label in sorted order, classes_[1]): max_fpr={self.max_fpr_:g} bounds the rate "
-            f"at which {negative!r} rows are predicted {positive!r}, and the {positive!r} "
-            f"rows predicted {negative!r} are the errors it minimises. To bound the errors "
-            f"on {positive!r} rows instead, set pos_label={negative!r}; "
-            f"pos_label={positive!r} keeps this model and says so.",
+            f"at which rows labelled {negative!r} are predicted {positive!r}, and the rows "
+            f"labelled {positive!r} predicted {negative!r} are the errors it minimises. To "
+            f"bound the errors on the rows labelled {positive!r} instead, set "
+            f"pos_label={negative!r}; pos_label={positive!r} keeps this model and says so.",
             UserWarning,
         )
 

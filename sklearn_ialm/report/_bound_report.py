@@ -38,7 +38,11 @@ class BoundReport:
     description : str
         The bound in words, e.g. ``"demographic_parity difference <= 0.05"``.
     protected_groups : list or None
-        The fit's ``protected_groups_`` (fairness), None for Neyman-Pearson.
+        The fit's ``protected_groups_`` (fairness), None for Neyman-Pearson and for a
+        parity bound on every pair of groups (the default with two groups, where the fit's
+        "protected" smaller group constrains the one pair both ways: no group is
+        protected; a note states the rule when ``protected_groups=None`` picked the
+        protected group of a share bound).
     n_samples : int
         Rows the report was computed on.
     confidence : float
@@ -50,10 +54,14 @@ class BoundReport:
         with more than two classes the metric of class ``k`` against the rest,
         ``...[class k]``; for Neyman-Pearson ``class_error[class k]``, the share of the
         rows of class ``k`` predicted another class),
-        ``value`` on these rows, ``direction`` (``"<="`` or ``">="``), ``bound``, ``limit``
-        (worst case over the intervals), ``status`` (``"not met"``, ``"met"``,
-        ``"certified"`` or ``"undefined"``) and, with a baseline, ``baseline_value`` and
-        ``baseline_status``.
+        ``value`` on these rows (``k`` of ``n`` for a bound on one rate), ``direction``
+        (``"<="`` or ``">="``), ``bound``, ``limit`` (worst case over the intervals),
+        ``status`` (``"not met"``, ``"met"``, ``"certified"`` or ``"undefined"``; never
+        ``"certified"`` when the positive class, or class ``k``, is predicted for no row
+        or every row: its rates are constant, a note says so) and, with a baseline,
+        ``baseline_value`` and ``baseline_status``. The views print a value and its limit
+        with the digits it takes to compare with the bound as they do (42/837 is
+        ``0.0502 (42/837)`` against 0.05, not ``0.050``).
     rates : list of dict
         One record per rate and group (and the overall rate): ``rate``, ``condition`` (the
         rows it is a share of: ``"all"``, ``"y=1"``, ``"y=0"``, ``"pred=1"``; with more than
@@ -65,7 +73,10 @@ class BoundReport:
         intervals, and with a baseline its values and ``difference`` (model minus baseline):
         the price of the bound.
     fit : dict
-        What the fit itself established: the bound on its training rows (``bound_met``),
+        What the fit itself established: its ``bound_met_`` (``bound_met``), decided by
+        its training rows or, for a calibrated fit, by its guarantee (``bound_met_by``:
+        ``"training rows"`` or ``"guarantee"``; then ``training_rows`` holds the training
+        rows' values and bound, reported beside it),
         the certificate of a calibrated fit (``certificate``), the Neyman-Pearson
         ``threshold`` and umbrella ``delta`` / ``violation_bound``; and what traces it: the
         classifier's ``params`` (``get_params(deep=False)``, JSON-ready: other objects as
@@ -73,7 +84,8 @@ class BoundReport:
         fitted on (``n_samples_fit``, its ``n_samples_fit_``) and when (``fitted_at``, its
         ``fitted_at_``, UTC).
     notes : list of str
-        Caveats of these rows (groups absent, undefined ratios).
+        Caveats of these rows (groups absent, undefined ratios, rows far from the rows the
+        model was fitted on, a class never predicted).
 
     Examples
     --------
