@@ -771,7 +771,7 @@ def _warn_not_converged(est, result, toward_constant):
         reason = (
             "no solve met the bound on predictions"
             if toward_constant is not None
-            else "the umbrella rule could not certify every bounded class (class_certified_)"
+            else "the guarantee on new data does not hold"
             if guarantee
             else "the solver converged but the bound on predictions is not met"
         )
@@ -791,7 +791,12 @@ def _warn_not_converged(est, result, toward_constant):
             f"constant model ({toward_constant:.0%} of the way)"
             + (": the bound holds at a cost in accuracy." if met else ", and still misses it.")
         )
-    if not met and not guarantee:
+    if not met and guarantee:
+        parts.append(
+            "The umbrella rule could not certify every bounded class (class_certified_): "
+            "the guarantee holds for the certified ones only."
+        )
+    elif not met:
         parts.append(
             "The bound is NOT met on the training predictions; check hard_constraint_values_ "
             "before using this model."
