@@ -659,3 +659,28 @@ def test_uncalibrated_verdict_stays_on_the_training_negatives(data):
     report = clf.bound_report(X, y)
     assert report.fit["bound_met_by"] == "training rows" and report.fit["training_rows"] is None
     assert "met its bound on its training rows: yes" in str(report)
+
+
+def test_umbrella_on_spambase_converges_when_its_guarantee_holds():
+    """The issue's case: spambase standardised, a stratified 70/30 split (random_state=17),
+    max_fpr=0.05: the training negatives read 0.0595 > 0.05 while violation_bound_ is
+    0.0442 <= delta; the fit warned "NOT met" and set converged_=False."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ialm.datasets import load_spambase
+
+    X, y = load_spambase(return_X_y=True)
+    X_tr, _, y_tr, _ = train_test_split(X, y, test_size=0.3, stratify=y, random_state=17)
+    X_tr = StandardScaler().fit_transform(X_tr)
+    clf = NeymanPearsonClassifier(max_fpr=0.05, calibration="umbrella", random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X_tr, y_tr)
+    trained = np.setdiff1d(np.arange(len(y_tr)), clf.calibration_indices_)
+    negatives = trained[y_tr[trained] == 0]
+    assert np.mean(clf.predict(X_tr[negatives]) == 1) > 0.05  # the case this is about
+    assert clf.violation_bound_ <= clf.delta
+    assert clf.bound_met_ and clf.converged_
+    assert not [w for w in caught if "NOT met" in str(w.message)]
+    assert "bound met: yes" in " ".join(str(clf.bound_report(X_tr, y_tr)).split())
