@@ -150,11 +150,17 @@ def test_rates_and_metric_equal_fairlearn(kind, form, n_groups):
     clf = _fit(kind, form, X, y, groups)
     report = clf.bound_report(X, y, sensitive_features=groups)
     _check_against_fairlearn(clf, report, X, y, groups)
-    # Two groups: the minority is protected, one pair; five: every group.
+    # Two groups: the minority is protected, one pair; five: every group. A parity bound
+    # then constrains every pair, and protects no group.
     expected = 1 if n_groups == 2 else 5
-    assert len(report.protected_groups) == expected
-    protected = {r["group"] for r in report.rates if r["protected"]}
-    assert protected == set(clf.protected_groups_.tolist())
+    assert len(clf.protected_groups_) == expected
+    if kind in ("positive_share", "disparate_impact"):
+        assert len(report.protected_groups) == expected
+        protected = {r["group"] for r in report.rates if r["protected"]}
+        assert protected == set(clf.protected_groups_.tolist())
+    else:
+        assert report.protected_groups is None
+        assert all(r["protected"] is None for r in report.rates)
 
 
 @pytest.mark.parametrize("layout", ["dense", "csr", "pandas"])
@@ -460,3 +466,209 @@ def test_display_of_a_pipeline_training_and_test_rows():
             display.plot(ax=[ax])
     finally:
         plt.close("all")
+
+
+def _bounds_row(text, name):
+    """The cells of the bounds table's row of ``name`` in the plain-text report."""
+    line = next(line for line in text.splitlines() if line.startswith(name + " "))
+    return [cell.strip() for cell in line.split("  ") if cell.strip()]
+
+
+def test_bound_values_are_printed_with_the_digits_that_decide():
+    """Issue 49 item 5: "0.050 <= 0.05 not met" (42/837 = 0.0502). The printed value and
+    limit compare with the bound as the values do; the fraction is printed beside."""
+    X, y = make_classification(n_samples=8000, n_features=5, random_state=0)
+    clf = NeymanPearsonClassifier(max_fpr=0.05, random_state=0).fit(X[:4000], y[:4000])
+    pred, y_new = clf.predict(X[4000:]), y[4000:]
+    fp = np.flatnonzero((y_new == 0) & (pred == 1)) + 4000
+    tn = np.flatnonzero((y_new == 0) & (pred == 0)) + 4000
+    for n_fp, n_tn in ((42, 795), (41, 779), (40, 760)):  # 0.0502, 0.04997, 0.05 exactly
+        rows = np.concatenate([fp[:n_fp], tn[:n_tn]])
+        report = clf.bound_report(X[rows], y[rows])
+        bound = report.bounds[0]
+        assert (bound["k"], bound["n"]) == (n_fp, n_fp + n_tn)
+        met = n_fp / (n_fp + n_tn) <= 0.05
+        assert (bound["status"] != "not met") == met
+        cells = _bounds_row(str(report), "false_positive_rate")
+        value, fraction = cells[1].split(" ")
+        assert fraction == f"({n_fp}/{n_fp + n_tn})"
+        assert (float(value) <= 0.05) == met, cells
+        # The limit likewise decides "certified" (it does not meet the bound here).
+        assert (float(cells[2]) <= 0.05) == (bound["limit"] <= 0.05)
+        assert f"| {value} ({n_fp}/{n_fp + n_tn}) |" in report.to_markdown()
+
+
+def test_decisive_rendering_agrees_with_the_status():
+    from sklearn_ialm.report._rates import meets
+    from sklearn_ialm.report._render import decisive
+
+    rng = np.random.default_rng(0)
+    for bound in (0.05, 0.1, 0.8, 1 / 3):
+        for value in bound + rng.normal(scale=10.0 ** -rng.integers(2, 10, size=200)):
+            for direction in ("<=", ">="):
+                shown = float(decisive(value, bound, direction))
+                printed_bound = float(f"{bound:g}")
+                agrees = shown <= printed_bound if direction == "<=" else shown >= printed_bound
+                assert agrees == meets(value, bound, direction), (value, bound, direction)
+
+
+def test_a_parity_bound_on_every_pair_protects_no_group():
+    """Issue 49 item 5: the default protected group of two is the smaller one, so a
+    COMPAS-like report read "Caucasian protected: yes" for a demographic-parity gap, which
+    constrains the one pair both ways. No group is protected there; for a share bound the
+    estimator's protected_groups decides, and its default rule is stated."""
+    X, y = make_classification(n_samples=2000, n_features=6, random_state=0)
+    score = X[:, 0] + np.random.default_rng(0).normal(size=2000)
+    race = np.where(score > 0.8, "Caucasian", "African-American")
+    assert np.sum(race == "Caucasian") < np.sum(race == "African-American")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dp = FairLogisticClassifier(bound=0.1, max_passes=40, random_state=0).fit(
+            X, y, sensitive_features=race
+        )
+    assert dp.protected_groups_.tolist() == ["Caucasian"]  # the fit's device: one pair
+    report = dp.bound_report(X, y, sensitive_features=race)
+    assert report.protected_groups is None
+    assert all(r["protected"] is None for r in report.rates)
+    text = str(report)
+    assert "protected" not in text and "every pair of groups" in text
+    value = flm.demographic_parity_difference(y, dp.predict(X), sensitive_features=race)
+    assert report.bounds[0]["value"] == pytest.approx(value, abs=1e-12)
+    rates = _by_group(report, "selection_rate")
+    worst = max(
+        rates[a]["upper"] - rates[b]["lower"]
+        for a in ("Caucasian", "African-American")
+        for b in ("Caucasian", "African-American")
+        if a != b
+    )
+    assert report.bounds[0]["limit"] == pytest.approx(worst)
+    # A share bound protects the group the fit protects, and says by which rule.
+    for given in (None, ["African-American"]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            share = FairLogisticClassifier(
+                constraint="positive_share", bound=0.2, protected_groups=given,
+                max_passes=40, random_state=0,
+            ).fit(X, y, sensitive_features=race)  # fmt: skip
+        report = share.bound_report(X, y, sensitive_features=race)
+        expected = ["Caucasian"] if given is None else given
+        assert report.protected_groups == expected
+        assert {r["group"] for r in report.rates if r["protected"]} == set(expected)
+        stated = [n for n in report.notes if "protected_groups=None" in n]
+        assert bool(stated) == (given is None)
+        if stated:
+            assert "'Caucasian'" in stated[0] and "smaller" in stated[0]
+
+
+def test_a_class_never_predicted_is_not_certified():
+    """Issue 49 item 5: a multi-class report called a class never predicted on its rows
+    "certified" (every group's rate 0, intervals [0, upper]) with no note. Its bound holds
+    trivially: "met", with a note naming the class."""
+    X, y = make_classification(
+        n_samples=3000, n_features=6, n_informative=4, n_classes=3, random_state=0
+    )
+    groups = np.where(X[:, 0] + np.random.default_rng(0).normal(size=3000) > 0, "a", "b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = FairLogisticClassifier(bound=0.1, max_passes=40, random_state=0).fit(
+            X, y, sensitive_features=groups
+        )
+    pred = clf.predict(X)
+    rows = pred != 2  # rows on which class 2 is never predicted
+    report = clf.bound_report(X[rows], y[rows], sensitive_features=groups[rows])
+    by_name = {b["name"]: b for b in report.bounds}
+    never = by_name["demographic_parity_difference[class 2]"]
+    assert never["value"] == 0.0 and never["status"] == "met"
+    # Its limit meets the bound: by the intervals alone it would read "certified".
+    assert never["limit"] <= never["bound"]
+    assert any("class 2" in n and "no row" in n for n in report.notes), report.notes
+    # The classes that are predicted keep their verdicts, fairlearn's metric on them.
+    for c in (0, 1):
+        value = flm.demographic_parity_difference(
+            y[rows] == c, pred[rows] == c, sensitive_features=groups[rows]
+        )
+        assert by_name[f"demographic_parity_difference[class {c}]"]["value"] == pytest.approx(
+            value, abs=1e-12
+        )
+    assert not [n for n in report.notes if "class 0" in n or "class 1" in n]
+
+
+def test_raw_rows_given_to_the_last_step_of_a_pipeline_are_told():
+    """Issue 49 item 5: a Pipeline(StandardScaler(), FairLogisticClassifier()) fitted on
+    rows with column means near 3 and scales near 4; pipe[-1].bound_report(X_raw, ...)
+    read them in the units of the scaled rows (about three training standard deviations
+    off) and reported another gap, with no word. The fit keeps its training columns'
+    moments; the report warns, naming the columns and the Pipeline's report."""
+    X, y = make_classification(n_samples=6000, n_features=8, random_state=0)
+    groups = np.where(X[:, 0] + np.random.default_rng(0).normal(size=6000) > 0.5, "b", "a")
+    X_raw = 3.0 + 4.0 * X
+    train, test = np.arange(4000), np.arange(4000, 6000)
+    pipe = make_pipeline(
+        StandardScaler(), FairLogisticClassifier(bound=0.05, max_passes=40, random_state=0)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(X_raw[train], y[train], fairlogisticclassifier__sensitive_features=groups[train])
+    with pytest.warns(UserWarning, match="far from the rows it was fitted on") as caught:
+        wrong = pipe[-1].bound_report(X_raw[test], y[test], sensitive_features=groups[test])
+    text = str(caught[0].message)
+    assert "BoundReport.from_estimator(pipe" in text
+    assert "column 0 (mean +3" in text and "8 of 8 columns" in text
+    assert any("far from the rows it was fitted on" in n for n in wrong.notes)
+    # The Pipeline's report transforms the rows: no warning, fairlearn's gap of pipe.predict.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        right = BoundReport.from_estimator(
+            pipe, X_raw[test], y[test], sensitive_features=groups[test]
+        )
+        on_training = BoundReport.from_estimator(
+            pipe, X_raw[train], y[train], sensitive_features=groups[train]
+        )
+    gap = flm.demographic_parity_difference(
+        y[test], pipe.predict(X_raw[test]), sensitive_features=groups[test]
+    )
+    assert right.bounds[0]["value"] == pytest.approx(gap, abs=1e-12)
+    assert not [n for n in right.notes + on_training.notes if "far from" in n]
+    # Named columns are named.
+    frame = pd.DataFrame(X_raw, columns=[f"f{i}" for i in range(8)])
+    named = make_pipeline(
+        StandardScaler().set_output(transform="pandas"),
+        FairLogisticClassifier(bound=0.05, max_passes=40, random_state=0),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        named.fit(
+            frame.iloc[train], y[train], fairlogisticclassifier__sensitive_features=groups[train]
+        )
+    with pytest.warns(UserWarning, match="'f0' \\(mean"):
+        named[-1].bound_report(frame.iloc[test], y[test], sensitive_features=groups[test])
+
+
+@pytest.mark.parametrize("dataset", ["spambase", "a9a"])
+def test_ordinary_held_out_rows_are_not_far(dataset):
+    """No false alarm: held-out rows of a random split, from 20 rows to all of them, on
+    heavy-tailed counts (spambase, raw) and sparse one-hot levels (a9a)."""
+    from sklearn_ialm.datasets import load_a9a, load_spambase
+    from sklearn_ialm.estimators._scaling import far_columns, training_moments
+
+    X = load_spambase(return_X_y=True)[0] if dataset == "spambase" else load_a9a().data
+    n = X.shape[0]
+    for seed in range(10):
+        order = np.random.default_rng(seed).permutation(n)
+        train, rest = order[: int(0.7 * n)], order[int(0.7 * n) :]
+        moments = training_moments(X[train], np.ones(len(train)))
+        for size in (20, 50, 200, len(rest)):
+            assert far_columns(moments, X[rest[:size]]) == [], (seed, size)
+        # The same rows in other units are far.
+        assert len(far_columns(moments, X[rest] * 10.0)) > 0
+
+
+def test_held_out_rows_of_a_fit_give_no_warning():
+    X, y = make_classification(n_samples=3000, n_features=6, random_state=2)
+    clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(X[:2000], y[:2000])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for size in (20, 100, 1000):
+            clf.bound_report(X[2000 : 2000 + size], y[2000 : 2000 + size])
+    with pytest.warns(UserWarning, match="far from"):
+        clf.bound_report(3.0 + 4.0 * X[2000:], y[2000:])

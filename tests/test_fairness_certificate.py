@@ -551,7 +551,7 @@ def test_a_certified_fit_that_missed_its_training_bound_tells_one_story(monkeypa
 
     def missed(self, *args, **kwargs):
         real_fit(self, *args, **kwargs)
-        self.bound_met_ = False
+        self._bound_met_rows = False  # the training rows' verdict (bound_met_ is the guarantee's)
         message = f"did not converge. {verdict.NOT_MET}"
         warnings.warn(message, verdict.ConvergenceWarning, stacklevel=2)
         return self
@@ -607,3 +607,50 @@ def test_a9a_sex_equalized_odds_refusal_and_parity_certificate():
     assert dp.certified_ and dp.bound_met_
     assert dp.hard_constraint_values_[0] <= dp.training_bound_ < dp.certificate_.value <= 0.05
     assert not [w for w in caught if "NOT met" in str(w.message)]
+
+
+@pytest.mark.parametrize("certified", [True, False])
+def test_a_certified_fits_verdict_is_its_certificate(monkeypatch, certified):
+    """Issue 49 item 5: with a calibration, bound_met_ and converged_ are the certificate's
+    verdict (the training rows' metric against training_bound_ is reported beside it). A
+    certificate that fails (forced: certified against bound 0) left bound_met_ and
+    converged_ True before, from the training rows; the report said "met: yes"."""
+    import warnings
+
+    from fairlearn.metrics import demographic_parity_difference
+
+    import sklearn_ialm.estimators._certified as certified_fit
+    from sklearn_ialm import FairLogisticClassifier
+
+    if not certified:
+        real_cert = certified_fit.fairness_certificate
+        monkeypatch.setattr(
+            certified_fit, "fairness_certificate",
+            lambda *a, **k: real_cert(*a, **{**k, "bound": 0.0}),
+        )  # fmt: skip
+    X, y, sex = _sex_data()
+    clf = FairLogisticClassifier(
+        constraint="demographic_parity", bound=0.1, calibration="clopper-pearson",
+        random_state=0,
+    )  # fmt: skip
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y, sensitive_features=sex)
+    trained = np.setdiff1d(np.arange(len(y)), clf.calibration_indices_)
+    gap = demographic_parity_difference(
+        y[trained], clf.predict(X[trained]), sensitive_features=sex[trained]
+    )
+    assert gap <= clf.training_bound_ + 1e-12  # the training rows meet the training bound
+    assert clf.certified_ == certified
+    assert clf.bound_met_ == certified and clf.converged_ == certified
+    texts = [str(w.message) for w in caught]
+    assert any("could not certify" in t for t in texts) == (not certified), texts
+    # The training rows met the training bound: no warning says they did not.
+    assert not [t for t in texts if "bound on predictions is not met" in t or "NOT met" in t]
+    if not certified:
+        assert any("guarantee on new data does not hold" in t for t in texts), texts
+    report = clf.bound_report(X, y, sensitive_features=sex)
+    assert report.fit["bound_met"] == certified
+    text = str(report).replace("\n", " ")
+    assert f"bound met: {'yes' if certified else 'no'}" in text
+    assert report.fit["training_rows"]["values"] == [pytest.approx(gap)]

@@ -221,3 +221,37 @@ def test_the_verdict_and_its_warning_are_on_the_rule_predict_uses(monkeypatch):
     assert est.bound_met_ == assert_met
     assert est.bound_met_ and est.converged_
     assert not [w for w in caught if "NOT met" in str(w.message)]
+
+
+def test_verdict_is_the_union_guarantee():
+    """Issue 49 item 5: bound_met_ and converged_ of a multi-class umbrella fit are its
+    guarantee (every bounded class certified), the training rows' class errors
+    (hard_constraint_values_) reported beside it; an uncertified class is what the warning
+    names, not "NOT met on the training predictions"."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(3)
+    X, y = gaussians(1500, rng, means=np.array([[0.0, 0.0], [0.5, 0.0], [10.0, 0.0]]))
+    clf = NeymanPearsonClassifier(
+        max_class_error={0: 0.1, 1: 0.1}, calibration="umbrella", random_state=0, max_passes=50
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y)
+    assert not any(clf.class_certified_.values())
+    assert not clf.bound_met_ and not clf.converged_
+    texts = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert texts and all("NOT met on the training predictions" not in t for t in texts)
+    assert any("could not certify every bounded class" in t for t in texts), texts
+    # Certified: met and converged whatever the training rows' errors read.
+    rng = np.random.default_rng(4)
+    X, y = gaussians(1500, rng, _LINE)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = fit(X, y, random_state=0)
+    assert all(clf.class_certified_.values()) and clf.bound_met_
+    convergence = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert clf.converged_ == (not convergence)
+    assert not [w for w in convergence if "NOT met" in str(w.message)]

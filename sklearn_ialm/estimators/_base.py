@@ -61,7 +61,11 @@ def _by_rows(scores, fn):
 # The fitted state whose name does not end with "_" (see BaseIALMClassifier._working_copy).
 _PRIVATE_FIT_STATE = frozenset(
     {"_slack", "_constant_fallback", "_null_dual_residual", "_n_effective_negatives", "_C_scale"}
-) | {"_stream"}  # partial_fit's state: a fit starts afresh without it
+) | {
+    "_stream",  # partial_fit's state: a fit starts afresh without it
+    "_bound_met_rows",  # the training rows' verdict of a calibrated fit (see _binary.Binary)
+    "_feature_moments",  # the training columns' (mean, std), see _scaling.far_columns
+}
 
 
 def _is_fit_state(name: str) -> bool:
@@ -353,6 +357,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         if fit is not None:
             return fit.met
         return bool(result.kkt_primal_residual <= self.tol)
+
+    def _guarantee_holds(self) -> bool | None:
+        """The verdict of a calibrated fit's guarantee on new data (its certificate, or its
+        umbrella rule's bound), which is the fit's ``bound_met_``; None without one (the
+        verdict is then on the training rows, :meth:`_bound_met`)."""
+        return None
 
     def _rates_reached(self, context) -> str:
         """The constrained rates at the end, hard and soft, against the bound (for messages)."""

@@ -72,7 +72,11 @@ class Binary:
     def verdict(self, est, fitting) -> tuple[bool, bool]:
         """``(bound_met_, converged_)``."""
         result, fit, _ = fitting.solved
-        met = est._bound_met(result, fit)
+        # The training rows' reading; a calibrated fit's verdict is its guarantee on new
+        # data (the user guide's "What the bound means"), the training rows' reading beside.
+        est._bound_met_rows = est._bound_met(result, fit)
+        held = est._guarantee_holds()
+        met = est._bound_met_rows if held is None else held
         if fit is None:
             converged = bool(result.converged)
         else:

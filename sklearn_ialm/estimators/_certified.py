@@ -11,6 +11,7 @@ against ``bound``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 
@@ -68,6 +69,13 @@ def fit_certified(est, X, y, sample_weight, fit_params):
     train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
     train_weight[held] = 0.0
     est._training_bound = train_bound
+    # The fit certifies its model on the held-out rows before its verdict (as the umbrella
+    # rule sets its threshold within the fit): bound_met_ and converged_ are the
+    # certificate's, the training rows' reading is told beside it.
+    est._certification = functools.partial(
+        _certify, X=X, y01=y01, codes=codes, labels=labels, held=held, protected=protected,
+        kind=kind, form=form, bound=bound,
+    )  # fmt: skip
     try:
         # The fit's own warnings are about the training bound, an internal device: they
         # are told again below, in one story with the certificate.
@@ -76,11 +84,12 @@ def fit_certified(est, X, y, sample_weight, fit_params):
             est._fit(X, y, train_weight, sensitive_features=sensitive_features)
     finally:
         est._training_bound = None
+        est.__dict__.pop("_certification", None)
     if feature_names is not None:
         est.feature_names_in_ = feature_names
     est.bound_ = bound
     est.training_bound_ = train_bound
-    cert = _certify(est, X, y01, codes, labels, held, protected, kind, form, bound)
+    cert = est.certificate_
     if not np.all(sw[held] == sw[held][0]):
         warn(
             "sample_weight differs among the calibration rows: the certificate counts "
@@ -166,7 +175,7 @@ def _held_out_rows(est, codes, labels, y01, sw, live, protected, kind, form, bou
     return held, train_bound
 
 
-def _certify(est, X, y01, codes, labels, held, protected, kind, form, bound):
+def _certify(est, *, X, y01, codes, labels, held, protected, kind, form, bound):
     """The certificate of the fitted model on the held-out rows (set and returned)."""
     pred = (est._score(X[held]) > 0).astype(int)
     cert = fairness_certificate(
@@ -194,15 +203,17 @@ def _tell_certified_fit(est, caught, cert, train_bound):
     for w in caught:
         # A miss of the training bound is told once, in the certificate's account below.
         warn(str(w.message).replace(NOT_MET, "").strip(), w.category)
+    trained_met = est._bound_met_rows  # the training rows against the training bound
     if est.certified_:
-        if not est.bound_met_:
+        if not trained_met:
             warn(
                 f"{trained}, which misses the training bound; the certificate holds all "
-                f"the same, and it is what speaks for new data: {cert.message}",
+                f"the same, and it is what speaks for new data (bound_met_ and converged_ "
+                f"are its verdict): {cert.message}",
                 UserWarning,
             )
         return
-    why = "" if est.bound_met_ else ", which misses the training bound"
+    why = "" if trained_met else ", which misses the training bound"
     warn(
         f"FairLogisticClassifier could not certify the bound on new data: {cert.message} "
         f"{trained}{why}. Check certified_ before relying on this model on new data.",

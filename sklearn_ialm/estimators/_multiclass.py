@@ -53,7 +53,7 @@ from ..problems.fairness import unique_codes
 from ..problems.multinomial import MultinomialProblem, Rate, cell_codes
 from . import _solve as solving  # every run through _solve.py's _solve: one seam
 from ._hard_rates import _say
-from ._scaling import _feature_scaling
+from ._scaling import _feature_scaling, training_moments
 from ._solve import (
     _joined_history,
     _select,
@@ -379,7 +379,10 @@ def memory_problem(est, X, codes, sw, K, cons, groups):
     """The fit's :class:`~sklearn_ialm.problems.multinomial.MultinomialProblem` on rows in
     memory, in standard units."""
     C = None if est.C is None else est.C * est._C_scale  # see _scaled_weights
-    scale, center, live = _feature_scaling(X, sw / sw.sum(), est.fit_intercept)
+    est._feature_moments = training_moments(X, sw)  # kept for the report (see _scaling)
+    scale, center, live = _feature_scaling(
+        X, sw / sw.sum(), est.fit_intercept, est._feature_moments
+    )
     n_live = max(1, int(live.sum()))
     scale = scale * np.sqrt(n_live)
     return MultinomialProblem(
@@ -656,6 +659,8 @@ class Multinomial:
             met = True
         if getattr(est, "rate", "hard") == "soft" and context["kind"] == "fair":
             met = bool(result.kkt_primal_residual <= est.tol)
+        held = est._guarantee_holds()  # a calibrated fit's verdict is its guarantee
+        met = met if held is None else held
         return met, bool(result.converged and met and toward_constant is None)
 
     def tell(self, est, fitting) -> None:
@@ -791,10 +796,13 @@ def _warn_not_converged(est, result, toward_constant):
     met = est.bound_met_
     name = type(est).__name__
     reason = result.message
+    guarantee = est._guarantee_holds() is not None  # the verdict is the guarantee's
     if result.converged:  # the solver's message ("converged: ...") is not the fit's verdict
         reason = (
             "no solve met the bound on predictions"
             if toward_constant is not None
+            else "the guarantee on new data does not hold"
+            if guarantee
             else "the solver converged but the bound on predictions is not met"
         )
     parts = [f"{name} did not converge on {len(est.classes_)} classes: {reason}"]
@@ -813,7 +821,12 @@ def _warn_not_converged(est, result, toward_constant):
             f"constant model ({toward_constant:.0%} of the way)"
             + (": the bound holds at a cost in accuracy." if met else ", and still misses it.")
         )
-    if not met:
+    if not met and guarantee:
+        parts.append(
+            "The umbrella rule could not certify every bounded class (class_certified_): "
+            "the guarantee holds for the certified ones only."
+        )
+    elif not met:
         parts.append(
             "The bound is NOT met on the training predictions; check hard_constraint_values_ "
             "before using this model."

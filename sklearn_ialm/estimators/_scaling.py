@@ -159,7 +159,7 @@ def _feature_scaling(X, weights, fit_intercept: bool, moments=None):
     return scale, (np.where(center, mean, 0.0) if fit_intercept else None), live
 
 
-def _standardised(problem, X, sample_weight, C):
+def _standardised(problem, X, sample_weight, C, moments=None):
     """The estimator's problem in standard units, with the L2 penalty of ``C``.
 
     The same model and data as ``problem``; only the solver's coordinates change (see
@@ -168,12 +168,13 @@ def _standardised(problem, X, sample_weight, C):
     deviation where its mean exceeds its spread, as a ``StandardScaler`` would; else divided
     by its root mean square), without copying ``X``. The penalty
     ``||w||^2 / (2 C sum(sample_weight))`` on those weights (intercept free) is
-    ``LogisticRegression(C)``'s on the columns so scaled.
+    ``LogisticRegression(C)``'s on the columns so scaled. ``moments``: the columns'
+    ``(mean, std)`` under the normalised ``sample_weight``, if already computed.
     """
     if not isinstance(problem, LinearProblem):
         return problem
     weights = sample_weight / sample_weight.sum()
-    scale, mean, live = _feature_scaling(X, weights, problem.fit_intercept)
+    scale, mean, live = _feature_scaling(X, weights, problem.fit_intercept, moments)
     del weights  # an n-vector: not kept through the smoothness sweep below
     # Standardised columns divided by sqrt(d) more: rows of unit root-mean-square norm, the
     # paper's scale. A gradient's norm in these units is the root mean square of its
@@ -214,3 +215,55 @@ def _standardised(problem, X, sample_weight, C):
         constraint_strata=problem.constraint_strata,
         dead_features=~live,
     )
+
+
+def training_moments(X, sample_weight) -> tuple[np.ndarray, np.ndarray]:
+    """The training columns' weighted ``(mean, std)`` (:func:`_column_moments` under the
+    normalised ``sample_weight``), which the fit keeps (``_feature_moments``) to tell when
+    rows given to it later are far from the rows it was fitted on."""
+    return _column_moments(X, sample_weight / sample_weight.sum())
+
+
+#: A column's mean is far from its training mean when it is this many training standard
+#: deviations off (raw rows given to a step fitted on standardised ones: about 3), and
+#: beyond the sampling noise of the rows' mean (``5 / sqrt(n)`` of the larger of the two
+#: spreads); its spread is far when this many times larger or smaller.
+FAR_SHIFT, FAR_SCALE = 2.0, 3.0
+
+#: Fewer rows than this are too few to tell (a rare column's mean in 10 rows is noise).
+FAR_MIN_ROWS = 20
+
+
+def far_columns(moments, X) -> list[tuple[int, float, float]]:
+    """The columns of rows ``X`` far from the training ``moments`` ``(mean, std)``:
+    ``(column, shift, scale)`` with ``shift`` the difference of the means in training
+    standard deviations and ``scale`` the ratio of the spreads; empty when none is, or
+    with fewer than ``FAR_MIN_ROWS`` rows.
+
+    A column whose mean is far counts on its own: the noise allowance reads the larger
+    spread, so that a rare column (a word count, a one-hot level) in a few rows is not far.
+    A spread alone is noisier (a rare column's varies from one sample to another by more
+    than its ratio says), so spreads count when they are far in at least half of the
+    columns, as they are in rows given in other units (raw rows given to the last step of
+    a Pipeline). Columns constant in training (which the model does not use) are left out.
+    Held-out rows of a random split are not far (spambase, a9a: 20 rows to all of them,
+    ``tests/test_bound_report.py``).
+    """
+    mean, std = moments
+    n = X.shape[0]
+    used = std > 0
+    if n < FAR_MIN_ROWS or not used.any():
+        return []
+    m, s = _column_moments(X, np.full(n, 1.0 / n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.where(used, (m - mean) / std, 0.0)
+        scale = np.where(used, s / std, 1.0)
+    delta = np.abs(m - mean)
+    far_mean = used & (delta > FAR_SHIFT * std) & (delta > 5.0 * np.maximum(std, s) / np.sqrt(n))
+    # (A column constant in these rows, a rare level absent from them, says nothing of
+    # their units.)
+    far_scale = used & (s > 0) & ((scale > FAR_SCALE) | (scale < 1.0 / FAR_SCALE))
+    if far_scale.sum() < 0.5 * used.sum():
+        far_scale[:] = False
+    far = np.flatnonzero(far_mean | far_scale)
+    return [(int(j), float(shift[j]), float(scale[j])) for j in far]

@@ -31,7 +31,7 @@ from ._binary import Binary, training_report
 from ._fitting import Fitting, check_labels_and_weights, without_zero_weight
 from ._inputs import _DTYPES, _check_labels, is_dask_collection
 from ._multiclass import Multinomial, is_multiclass, memory_problem
-from ._scaling import _standardised
+from ._scaling import _standardised, training_moments
 
 __all__ = ["InMemory", "Unguaranteed", "conclude", "steps"]
 
@@ -128,7 +128,9 @@ class InMemory:
         X, sw = fitting.X, fitting.weights
         problem, context = est._build_problem(X, fitting.labels, sw, fitting.fit_params)
         C = None if est.C is None else est.C * est._C_scale  # see _scaled_weights
-        return _standardised(problem, X, sw, C), context
+        # Kept: the report tells rows far from these (e.g. a Pipeline's raw rows).
+        est._feature_moments = training_moments(X, sw)
+        return _standardised(problem, X, sw, C, est._feature_moments), context
 
     def multinomial_problem(self, est, fitting, constraints, groups):
         codes, K = fitting.labels, len(fitting.classes)

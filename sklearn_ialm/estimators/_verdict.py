@@ -167,6 +167,9 @@ def _not_converged_reason(est, result, fit) -> str:
         return result.message
     if not _solves_converged(fit):
         return "the budget ran out in a further solve that moves the surrogate's bound"
+    if est._guarantee_holds() is False and est._bound_met_rows:
+        # A calibrated fit's verdict is its guarantee (see Binary.verdict).
+        return "the guarantee on new data does not hold (the held-out rows' check)"
     if fit.toward_constant or fit.threshold_moved:
         return (
             "no solve of the smooth surrogate (the soft rates the solver constrains) met "

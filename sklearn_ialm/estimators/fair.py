@@ -302,7 +302,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
         constrains (the bound itself with ``rate="soft"``).
     bound_met_ : bool
         Whether the bound holds on the training rows: on predictions with ``rate="hard"``,
-        on the soft predictions (to ``tol``) with ``rate="soft"``. After
+        on the soft predictions (to ``tol``) with ``rate="soft"``. With a calibration, the
+        guarantee's verdict instead: ``certified_`` (and ``max_fpr`` on the training rows,
+        which the certificate does not cover); the training rows' metric against
+        ``training_bound_`` is ``hard_constraint_values_``, reported, not deciding. After
         :meth:`partial_fit`, on the stream's recent rows, within their sampling margin.
     train_fpr_, train_soft_fpr_ : float
         With ``max_fpr``: the false-positive rate of :meth:`predict` on the training
@@ -328,7 +331,8 @@ class FairLogisticClassifier(BaseIALMClassifier):
         nonnegative multiplier (the paper's eq. (opt-dual)): the violation ``||[c]_+||`` and
         the stationarity.
     converged_ : bool
-        Whether both residuals are ``<= tol``.
+        Whether both residuals are ``<= tol`` and ``bound_met_`` (with a calibration, the
+        certificate's verdict) holds.
     n_iter_ : int
         Inner (PStorm) iterations of the stochastic phase: 0 where none runs (before the
         finish on fewer than 10000 rows, see the user guide's "Convergence").
@@ -983,6 +987,20 @@ class FairLogisticClassifier(BaseIALMClassifier):
         if self._form() == "difference":
             return bool(np.all(values <= bound + 1e-12))
         return bool(np.all(values >= bound - 1e-12))
+
+    def _guarantee_holds(self):
+        """With a calibration, the certificate of the held-out rows (computed here, before
+        the verdict, on the model ``predict`` uses) and ``max_fpr`` on the training rows,
+        which the certificate does not cover; None without one."""
+        certification = getattr(self, "_certification", None)
+        if certification is None:
+            return None
+        # (Certified once a fit: the verdict and its words both ask.)
+        cert = self.__dict__.get("certificate_") or certification(self)
+        held = bool(cert.certified)
+        if self.max_fpr is not None:
+            held = held and self.train_fpr_ <= self.max_fpr + 1e-12
+        return held
 
     def _bound_met(self, result, fit):
         if fit is None:

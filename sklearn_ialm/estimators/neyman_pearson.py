@@ -15,7 +15,7 @@ from ._base import BaseIALMClassifier, MatrixLike
 from ._fit import fit
 from ._hard_rates import fit_negative_weight, rate_threshold
 from ._inputs import is_dask_collection
-from ._multiclass import binary_max_fpr
+from ._multiclass import _python, binary_max_fpr
 from ._multiclass_umbrella import predict_codes
 from ._rows import align_rows
 from ._scaling import DEFERRED_SCALING
@@ -34,6 +34,9 @@ __all__ = ["NeymanPearsonClassifier"]
 #: 210 negatives at ``max_fpr=0.1`` give 1.41 (a test FPR of 0.177 was met on such data, the
 #: score overfitting on top), 2000 give 1.12, 600 give 1.22.
 _SMALL_SAMPLE_EXCESS = 1.25
+
+#: Labels whose positive class needs no word when ``pos_label`` is None: 1 (or True).
+_PLAIN_LABELS = ({0, 1}, {-1, 1})
 
 #: The bound of a two-class fit when neither ``max_fpr`` nor ``max_class_error`` is set.
 _DEFAULT_MAX_FPR = 0.2
@@ -134,11 +137,16 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         ``make_pipeline(StandardScaler(), LogisticRegression(C=C))`` where every feature
         is of the first kind. ``None`` fits the paper's unpenalised model.
     pos_label : int, str or bool, default=None
-        The positive class (``classes_[1]``). ``None`` takes the larger label in sorted
-        order (``1`` of ``{0, 1}``, ``"yes"`` of ``{"no", "yes"}``); name it when the
-        sorted order is not the meaning (e.g. ``{"bad", "good"}`` with ``"bad"`` positive).
-        ``classes_`` is then ordered ``[other, pos_label]``. Two classes only: set with
-        more than two, it raises a ``ValueError``.
+        The positive class (``classes_[1]``): ``max_fpr`` bounds the rate at which the
+        other class's rows are predicted ``pos_label``, and the ``pos_label`` rows
+        predicted the other class are the errors minimised. ``None`` takes the larger
+        label in sorted order (``1`` of ``{0, 1}``, ``"yes"`` of ``{"no", "yes"}``), as
+        scikit-learn does; with labels other than ``{0, 1}``, ``{-1, 1}`` or booleans a
+        :class:`UserWarning` at fit names the class taken and how to choose. Name it when
+        the sorted order is not the meaning (e.g. ``{"approved", "denied"}`` with
+        ``"approved"`` positive). ``classes_`` is then ordered ``[other, pos_label]``. A
+        label that is not a class of ``y`` raises a ``ValueError`` naming it and the
+        classes. Two classes only: set with more than two, it raises a ``ValueError``.
     loss : {"logistic", "sigmoid"}, default="logistic"
         The model of the score: a weighted logistic regression, or the paper's sigmoid-loss
         model under a soft false-positive bound (see above).
@@ -284,8 +292,16 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         Residuals of the original inequality problem at the returned point, with the optimal
         nonnegative multiplier (the paper's eq. (opt-dual)): the violation ``||[c]_+||`` and
         the stationarity.
+    bound_met_ : bool
+        Whether the bound holds: ``train_fpr_ <= max_fpr_`` on the training negatives
+        (the soft rate with ``rate="soft"``). With ``calibration="umbrella"``, the
+        guarantee's verdict instead: ``violation_bound_ <= delta`` (every bounded class
+        certified, ``class_certified_``, with more than two classes); ``train_fpr_`` (the
+        negatives not held out) is reported beside it and does not decide: the threshold is
+        an order statistic of the held-out negatives, and the training negatives' rate may
+        exceed ``max_fpr`` while the guarantee holds.
     converged_ : bool
-        Whether both residuals are ``<= tol``.
+        Whether both residuals are ``<= tol`` and ``bound_met_`` holds.
     n_iter_ : int
         Inner (PStorm) iterations of the stochastic phase: 0 where none runs (before the
         finish on fewer than 10000 rows, see the user guide's "Convergence").
@@ -467,9 +483,30 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         # (With two classes, max_class_error={negative: alpha} is read by _check_target,
         # which sets the bound fitted, max_fpr_; the parameters are never changed.)
         fit(self, X, y, sample_weight, {})
+        self._say_positive_class()
         if self.calibration is None:
             self._warn_if_few_negatives()
         return self
+
+    def _say_positive_class(self):
+        """Warn, once a fit, which class is positive when ``pos_label`` is None and the
+        labels do not say it (anything but ``{0, 1}``, ``{-1, 1}`` or booleans): the
+        sorted order (``"denied"`` after ``"approved"``) is no meaning, and ``max_fpr``
+        bounds the errors of the other class."""
+        if self.pos_label is not None or len(self.classes_) != 2:
+            return
+        negative, positive = (_python(c) for c in self.classes_)
+        if self.classes_.dtype.kind in "biuf" and {negative, positive} in _PLAIN_LABELS:
+            return
+        warn(
+            f"NeymanPearsonClassifier takes {positive!r} as the positive class (the greater "
+            f"label in sorted order, classes_[1]): max_fpr={self.max_fpr_:g} bounds the rate "
+            f"at which rows labelled {negative!r} are predicted {positive!r}, and the rows "
+            f"labelled {positive!r} predicted {negative!r} are the errors it minimises. To "
+            f"bound the errors on the rows labelled {positive!r} instead, set "
+            f"pos_label={negative!r}; pos_label={positive!r} keeps this model and says so.",
+            UserWarning,
+        )
 
     @stream_method
     def partial_fit(
@@ -524,7 +561,11 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             says so in a ``ConvergenceWarning``, once until the rate meets it again.
         """
         y, sample_weight = align_rows(X, y=y, sample_weight=sample_weight)
-        return stream_partial_fit(self, X, y, classes=classes, sample_weight=sample_weight)
+        first = self.__dict__.get("_stream") is None  # the call that starts a stream
+        stream_partial_fit(self, X, y, classes=classes, sample_weight=sample_weight)
+        if first:
+            self._say_positive_class()
+        return self
 
     def _umbrella_threshold(self, X_held):
         """The umbrella threshold of the held-out negatives' scores (set and returned), and
@@ -601,6 +642,17 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     def _negatives_rate_spent(self):
         """``max_fpr`` with ``rate="hard"`` and no hold-out: the threshold spends it."""
         return self.max_fpr_ if self.rate == "hard" and self.calibration is None else None
+
+    def _guarantee_holds(self):
+        """With ``calibration="umbrella"``, the umbrella rule's guarantee on new data: its
+        violation bound at most ``delta`` (every bounded class certified, with more than
+        two classes); None without one."""
+        if self.calibration != "umbrella" or not hasattr(self, "violation_bound_"):
+            return None
+        certified = getattr(self, "class_certified_", None)
+        if certified is not None and not all(certified.values()):
+            return False
+        return bool(self.violation_bound_ <= self.delta)
 
     def _bound_met(self, result, fit):
         if self.rate == "hard":

@@ -6,11 +6,14 @@ from numbers import Real
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
+from .._warnings import warn
 from ..estimators import FairLogisticClassifier, NeymanPearsonClassifier
 from ..estimators._groups import _columns_of_x, encode_groups
+from ..estimators._inputs import is_dask_collection
 from ..estimators._rows import align_rows
+from ..estimators._scaling import far_columns
 from . import _render
 from ._rates import plain_key
 from ._records import Records, fit_record
@@ -35,7 +38,11 @@ class BoundReport:
     description : str
         The bound in words, e.g. ``"demographic_parity difference <= 0.05"``.
     protected_groups : list or None
-        The fit's ``protected_groups_`` (fairness), None for Neyman-Pearson.
+        The fit's ``protected_groups_`` (fairness), None for Neyman-Pearson and for a
+        parity bound on every pair of groups (the default with two groups, where the fit's
+        "protected" smaller group constrains the one pair both ways: no group is
+        protected; a note states the rule when ``protected_groups=None`` picked the
+        protected group of a share bound).
     n_samples : int
         Rows the report was computed on.
     confidence : float
@@ -47,10 +54,14 @@ class BoundReport:
         with more than two classes the metric of class ``k`` against the rest,
         ``...[class k]``; for Neyman-Pearson ``class_error[class k]``, the share of the
         rows of class ``k`` predicted another class),
-        ``value`` on these rows, ``direction`` (``"<="`` or ``">="``), ``bound``, ``limit``
-        (worst case over the intervals), ``status`` (``"not met"``, ``"met"``,
-        ``"certified"`` or ``"undefined"``) and, with a baseline, ``baseline_value`` and
-        ``baseline_status``.
+        ``value`` on these rows (``k`` of ``n`` for a bound on one rate), ``direction``
+        (``"<="`` or ``">="``), ``bound``, ``limit`` (worst case over the intervals),
+        ``status`` (``"not met"``, ``"met"``, ``"certified"`` or ``"undefined"``; never
+        ``"certified"`` when the positive class, or class ``k``, is predicted for no row
+        or every row: its rates are constant, a note says so) and, with a baseline,
+        ``baseline_value`` and ``baseline_status``. The views print a value and its limit
+        with the digits it takes to compare with the bound as they do (42/837 is
+        ``0.0502 (42/837)`` against 0.05, not ``0.050``).
     rates : list of dict
         One record per rate and group (and the overall rate): ``rate``, ``condition`` (the
         rows it is a share of: ``"all"``, ``"y=1"``, ``"y=0"``, ``"pred=1"``; with more than
@@ -64,7 +75,10 @@ class BoundReport:
         intervals, and with a baseline its values and ``difference`` (model minus baseline):
         the price of the bound.
     fit : dict
-        What the fit itself established: the bound on its training rows (``bound_met``),
+        What the fit itself established: its ``bound_met_`` (``bound_met``), decided by
+        its training rows or, for a calibrated fit, by its guarantee (``bound_met_by``:
+        ``"training rows"`` or ``"guarantee"``; then ``training_rows`` holds the training
+        rows' values and bound, reported beside it),
         the certificate of a calibrated fit (``certificate``), the Neyman-Pearson
         ``threshold`` and umbrella ``delta`` / ``violation_bound``; and what traces it: the
         classifier's ``params`` (``get_params(deep=False)``, JSON-ready: other objects as
@@ -72,7 +86,8 @@ class BoundReport:
         fitted on (``n_samples_fit``, its ``n_samples_fit_``) and when (``fitted_at``, its
         ``fitted_at_``, UTC).
     notes : list of str
-        Caveats of these rows (groups absent, undefined ratios, groups excluded).
+        Caveats of these rows (groups absent, undefined ratios, groups excluded, rows far
+        from the rows the model was fitted on, a class never predicted).
     excluded_groups : list or None
         The fit's ``excluded_groups_`` (fairness; None for Neyman-Pearson): the groups of
         fewer than ``min_group_size`` training rows, left out of its constraints. Their
@@ -153,7 +168,10 @@ class BoundReport:
         ----------
         estimator : FairLogisticClassifier, NeymanPearsonClassifier or Pipeline
             Fitted. A :class:`~sklearn.pipeline.Pipeline` transforms ``X`` with its first
-            steps: its report is that of its last step on the transformed rows.
+            steps: its report is that of its last step on the transformed rows. Rows far
+            from those the classifier was fitted on (its training columns' means and
+            spreads; the usual cause is the raw rows given to the last step of a Pipeline)
+            give a :class:`UserWarning` naming the columns, and a note.
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Any rows: the training rows, a test set, ``X[clf.calibration_indices_]``.
         y : array-like of shape (n_samples,)
@@ -192,10 +210,13 @@ class BoundReport:
             X, y=y, sensitive_features=sensitive_features, sample_weight=sample_weight
         )
         clf, X_last = _final_step(estimator, X)
+        far = _far_rows(clf, X_last, piped=X_last is not X)
         if len(getattr(clf, "classes_", ())) > 2:
-            return cls._per_class(
+            report = cls._per_class(
                 clf, X_last, X, y, sensitive_features, sample_weight, baseline, confidence
             )
+            report.notes += [far] if far else []
+            return report
         is_fair = _check_classifier(clf, sensitive_features)
         y01, pred, base_pred, weights = _labels_and_predictions(
             clf, X_last, y, sample_weight, baseline, X
@@ -225,7 +246,7 @@ class BoundReport:
             rates=records.rates,
             summary=summary,
             fit=fit_record(clf, is_fair),
-            notes=records.notes,
+            notes=records.notes + ([far] if far else []),
             excluded_groups=records.excluded_groups,
         )
 
@@ -258,9 +279,10 @@ class BoundReport:
             codes, labels = encode_groups(sensitive_features, len(y))
 
         def one_against_rest(c):
+            label = c.item() if isinstance(c, np.generic) else c
             return Records(
                 y == c, pred == c, None if base is None else base == c, codes, labels,
-                weights, conf,
+                weights, conf, positive_name=f"class {label!r}",
             )  # fmt: skip
 
         bounds, rates, notes, parts, protected, excluded = [], [], [], [], None, None
@@ -391,6 +413,58 @@ def _final_step(estimator, X):
             X = estimator[:-1].transform(X)
         estimator = estimator[-1]
     return estimator, X
+
+
+#: Columns named in the warning of rows far from the training rows; more are counted.
+_FAR_NAMED = 5
+
+
+def _far_rows(clf, X, piped) -> str | None:
+    """Warn (and return the note) when the rows ``X`` given to ``clf`` are far from the rows
+    it was fitted on (the training columns' moments kept by the fit, see
+    :func:`~sklearn_ialm.estimators._scaling.far_columns`): the usual cause is raw rows given
+    to the last step of a Pipeline fitted on transformed ones. None when they are not, or
+    when the fit kept no moments (a stream, a Dask fit, a model pickled before)."""
+    moments = getattr(clf, "_feature_moments", None)
+    if moments is None or is_dask_collection(X):
+        return None
+    columns = getattr(X, "columns", None)
+    text = getattr(clf, "text_group_columns_", None)
+    if columns is not None and text:  # group columns that are not features (see fit)
+        X = X.drop(columns=[c for c in text if c in set(columns)])
+    try:
+        X = check_array(X, accept_sparse="csr", dtype=np.float64)
+        far = far_columns(moments, X) if X.shape[1] == len(moments[0]) else []
+    except (TypeError, ValueError):
+        return None  # predict says what is wrong with these rows
+    if not far:
+        return None
+    names = getattr(clf, "feature_names_in_", None)
+    said = [
+        (repr(names[j]) if names is not None else f"column {j}")
+        + f" (mean {shift:+.2g} training standard deviations off, spread x{scale:.2g})"
+        for j, shift, scale in far[:_FAR_NAMED]
+    ]
+    more = f" and {len(far) - _FAR_NAMED} more" if len(far) > _FAR_NAMED else ""
+    where = (
+        "The rows, as the Pipeline's first steps transform them, are"
+        if piped
+        else f"The rows given to {type(clf).__name__} are"
+    )
+    text = (
+        f"{where} far from the rows it was fitted on, in {len(far)} of {X.shape[1]} "
+        f"columns: {', '.join(said)}{more}. "
+    )
+    if piped:
+        text += "The rates here are of rows unlike the training rows (a shift in the data?)."
+    else:
+        text += (
+            "If it is the last step of a Pipeline fitted on transformed rows, pass the "
+            "Pipeline: BoundReport.from_estimator(pipe, X, y, ...) transforms the rows as "
+            "pipe.predict does; the last step given raw rows reads them in the wrong units."
+        )
+    warn(text, UserWarning)
+    return text
 
 
 def _check_classifier(clf, sensitive_features) -> bool:

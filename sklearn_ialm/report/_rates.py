@@ -108,9 +108,10 @@ def status(value, limit, bound, direction):
     return "certified" if meets(limit, bound, direction) else "met"
 
 
-def worst_limit(rows, rate_names, form):
+def worst_limit(rows, rate_names, form, every_pair=False):
     """The worst value of the metric over the groups' intervals (see
-    :mod:`sklearn_ialm.report`)."""
+    :mod:`sklearn_ialm.report`): over the pairs that involve a protected group, or over
+    ``every_pair``."""
     worst = []
     for name in rate_names:
         cell = [r for r in rows if r["rate"] == name and r["group"] is not OVERALL]
@@ -122,7 +123,7 @@ def worst_limit(rows, rate_names, form):
                     worst.append(a["lower"])
                 continue
             for b in cell:
-                if a is b or not (a["protected"] or b["protected"]):
+                if a is b or not (every_pair or a["protected"] or b["protected"]):
                     continue
                 if form == "difference":
                     worst.append(a["upper"] - b["lower"])

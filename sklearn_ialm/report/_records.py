@@ -46,8 +46,12 @@ _SUMMARY = (
 class Records:
     """Computes the records of one report from the 0/1 labels and predictions."""
 
-    def __init__(self, y01, pred, base_pred, codes, labels, weights, confidence):
+    def __init__(
+        self, y01, pred, base_pred, codes, labels, weights, confidence, positive_name=None
+    ):
         self.y01, self.pred, self.base_pred = y01, pred, base_pred
+        #: How the notes name the positive class ("the positive class", "class 3").
+        self.positive_name = positive_name or "the positive class"
         self.codes, self.labels, self.weights = codes, labels, weights
         self.confidence = confidence
         self.rates = []
@@ -156,16 +160,20 @@ class Records:
                 f"Protected group(s) {absent} have no rows here: their bound is not evaluated."
             )
         protected = np.array(protected, dtype=int)
+        # A parity bound on every pair of groups (the default: the smaller of two groups
+        # "protected" constrains the one pair) protects no group: no flags, no names.
+        every_pair = kind in _FAIRLEARN and len(set(present.values()) - set(protected)) <= 1
+        flags = None if every_pair else protected
         rate_names = []
         for rate, condition in _KIND_RATES[kind]:
             # A share of the positive predictions has no overall value (it is 1).
-            self._group_rates(rate, condition, protected, overall=kind != "positive_share")
+            self._group_rates(rate, condition, flags, overall=kind != "positive_share")
             rate_names.append(rate)
         value = self._metric(kind, form, self.pred, protected)
         # The limit reads the records' "protected" flags, set from the same codes.
         if kind in _FAIRLEARN:
             name = f"{_FAIRLEARN[kind]}_{form}"
-            limit = worst_limit(self.rates, rate_names, form)
+            limit = worst_limit(self.rates, rate_names, form, every_pair=every_pair)
         elif kind == "positive_share":
             name, limit = "min_share_of_positives", worst_limit(self.rates, rate_names, form)
         else:
@@ -191,9 +199,35 @@ class Records:
                 if len(protected)
                 else f"{name}: no protected group has rows here."
             )
+        self._note_trivial(record, name)
+        if every_pair:
+            what = f"{kind} {form} between every pair of groups"
+            return f"{what} {direction} {bound:g}", [record]
         self.protected_groups = [plain_key(g) for g in clf.protected_groups_]
+        if clf.protected_groups is None and len(self.protected_groups) == 1:
+            note = (
+                f"Protected group {self.protected_groups[0]!r}: the smaller of the two "
+                "training groups (protected_groups=None's rule); set protected_groups to "
+                "choose it."
+            )
+            if note not in self.notes:
+                self.notes.append(note)
         what = f"{kind} {form}" if kind in _FAIRLEARN else kind
         return f"{what} {direction} {bound:g}", [record]
+
+    def _note_trivial(self, record, name):
+        """A bound whose rates are constant because the positive class is predicted for no
+        row (or for every row) holds trivially: "met", never "certified" (its intervals
+        are on no prediction), and a note says so."""
+        if self.pred.any() and not self.pred.all():
+            return
+        if record["status"] == "certified":
+            record["status"] = "met"
+        which = "no row" if not self.pred.any() else "every row"
+        self.notes.append(
+            f"{name}: {self.positive_name} is predicted for {which} here, so its rates are "
+            "constant: the bound holds trivially, not certified."
+        )
 
     def fpr_bound(self, max_fpr):
         """The bound ``FPR <= max_fpr`` on all rows; its limit is the FPR's upper limit."""
@@ -220,6 +254,8 @@ class Records:
         record = {
             "name": name,
             "value": rate["value"],
+            "k": rate["k"],
+            "n": rate["n"],
             "direction": "<=",
             "bound": float(bound),
             "limit": rate["upper"],
@@ -283,14 +319,34 @@ def json_param(value):
     return repr(value)
 
 
+def _training_reading(clf, is_fair):
+    """A calibrated fit's reading on its training rows (held-out rows excluded), reported
+    beside its guarantee: ``{"values", "bound"}``, None when not recorded."""
+    values = getattr(clf, "hard_constraint_values_", None)
+    if values is None:
+        return None
+    if is_fair:
+        bound = getattr(clf, "training_bound_", None)
+    elif hasattr(clf, "max_class_error_") and len(clf.classes_) > 2:
+        bound = json_param(list(clf.max_class_error_.values()))
+    else:
+        bound = getattr(clf, "max_fpr_", clf.max_fpr)
+    return {"values": np.asarray(values, dtype=float).tolist(), "bound": bound}
+
+
 def fit_record(clf, is_fair):
     """What the fit established, from its public fitted attributes, and what a reviewer
     needs to trace it: the parameters, the package version, the training rows' count and
     when it was fitted (None for a model pickled before they were recorded)."""
     from .._version import __version__
 
+    calibrated = getattr(clf, "calibration", None) is not None
     fit = {
         "bound_met": bool(clf.bound_met_) if hasattr(clf, "bound_met_") else None,
+        # What decides bound_met_: a calibrated fit's guarantee on new data, else the
+        # training rows' predictions (the user guide's "What the bound means").
+        "bound_met_by": "guarantee" if calibrated else "training rows",
+        "training_rows": _training_reading(clf, is_fair) if calibrated else None,
         "params": {k: json_param(v) for k, v in clf.get_params(deep=False).items()},
         "package_version": __version__,
         "n_samples_fit": getattr(clf, "n_samples_fit_", None),

@@ -13,7 +13,7 @@ from numbers import Real
 
 import numpy as np
 
-from ._rates import OVERALL
+from ._rates import OVERALL, meets
 
 __all__ = ["to_dict", "to_frame", "to_html", "to_markdown", "to_text"]
 
@@ -44,6 +44,22 @@ def fmt(value, digits=3):
     return str(value)
 
 
+def decisive(value, bound, direction, digits=3):
+    """``value`` to at least ``digits`` decimals, and to as many more as it takes for the
+    printed value to compare with the printed bound as the value does with the bound
+    (42/837 = 0.0502 is "0.0502", not "0.050", against a bound 0.05 it does not meet)."""
+    met = meets(value, bound, direction)
+    if met is None:
+        return fmt(value, digits)
+    shown_bound = float(f"{bound:g}")
+    for d in range(digits, 18):
+        text = f"{value:.{d}f}"
+        shown = float(text)
+        if (shown <= shown_bound if direction == "<=" else shown >= shown_bound) == met:
+            return text
+    return repr(float(value))
+
+
 def interval(row, prefix=""):
     """``[lower, upper]`` of a record (of its baseline with ``prefix="baseline_"``)."""
     lower, upper = row.get(prefix + "lower"), row.get(prefix + "upper")
@@ -54,15 +70,19 @@ def interval(row, prefix=""):
 
 def bound_cells(report, b):
     """The cells of a bound record in the bounds table."""
+    value = decisive(b["value"], b["bound"], b["direction"])
+    if "k" in b and not report.weighted:  # a rate of rows: its fraction decides too
+        value += f" ({b['k']}/{b['n']})"
     cells = [
         b["name"],
-        fmt(b["value"]),
-        fmt(b["limit"]),
+        value,
+        decisive(b["limit"], b["bound"], b["direction"]),
         f"{b['direction']} {b['bound']:g}",
         b["status"],
     ]
     if report.has_baseline:
-        cells += [fmt(b["baseline_value"]), b["baseline_status"]]
+        base = b["baseline_value"]
+        cells += [decisive(base, b["bound"], b["direction"]), b["baseline_status"]]
     return cells
 
 
@@ -74,13 +94,22 @@ def bound_header(report):
     return head + (["baseline", "baseline status"] if report.has_baseline else [])
 
 
+def has_protected(report) -> bool:
+    """Whether the table has a column for the groups' role: some group is protected (a
+    parity bound on every pair protects none) or left out of the constraints."""
+    return any(r["protected"] is not None or r.get("excluded") for r in report.rates)
+
+
 def rate_cells(report, r):
     """The cells of a rate record in the rates table."""
     cells = [
         r["rate"],
         r["condition"],
         fmt(r["group"]) if r["group"] is not OVERALL else "overall",
-        _protected_cell(r),
+    ]
+    if has_protected(report):
+        cells.append(_protected_cell(r))
+    cells += [
         str(r["n"]),
         str(r["k"]),
         fmt(r["value"]),
@@ -101,7 +130,8 @@ def _protected_cell(r) -> str:
 def rate_header(report):
     """The header of the rates table."""
     level = f"{report.confidence:.0%}"
-    head = ["rate", "of rows", "group", "protected", "n", "k", "value", f"{level} interval"]
+    head = ["rate", "of rows", "group"] + ["protected"] * has_protected(report)
+    head += ["n", "k", "value", f"{level} interval"]
     return head + (["baseline", "baseline interval"] if report.has_baseline else [])
 
 
@@ -123,7 +153,21 @@ def fit_lines(report) -> list[str]:
     """Sentences on what the fit itself established (bound, certificate, umbrella)."""
     lines = []
     fit = report.fit
-    if fit.get("bound_met") is not None:
+    if fit.get("bound_met") is not None and fit.get("bound_met_by") == "guarantee":
+        lines.append(
+            f"The fit's verdict is its guarantee on new data (below): bound met: "
+            f"{fmt(fit['bound_met'])}."
+        )
+        rows = fit.get("training_rows")
+        if rows is not None:
+            reached = ", ".join(f"{v:.4g}" for v in rows["values"])
+            bound = rows["bound"]
+            bound = f"{bound:.4g}" if isinstance(bound, Real) else str(bound)
+            lines.append(
+                f"On its training rows (held-out rows excluded) it reached {reached} against "
+                f"{bound}: reported beside the guarantee, it does not decide."
+            )
+    elif fit.get("bound_met") is not None:
         lines.append(f"The fit met its bound on its training rows: {fmt(fit['bound_met'])}.")
     if fit.get("fitted_at") is not None:
         lines.append(
@@ -134,9 +178,10 @@ def fit_lines(report) -> list[str]:
     if cert is not None:
         cmp = "<=" if cert["form"] == "difference" else ">="
         verdict = "certified" if cert["certified"] else "NOT certified"
+        value = decisive(cert["value"], cert["bound"], cmp, digits=4)
         lines.append(
             f"Certificate of the fit ({cert['n_calibration']} held-out rows): certified "
-            f"value {cert['value']:.4g} {cmp} {cert['bound']:g} at delta={cert['delta']:g}: "
+            f"value {value} {cmp} {cert['bound']:g} at delta={cert['delta']:g}: "
             f"{verdict} (held-out estimate {cert['estimate']:.4g}; trained at "
             f"{cert['training_bound']:.4g})."
         )
