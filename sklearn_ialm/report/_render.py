@@ -219,15 +219,16 @@ def caveat(report) -> str:
 
 
 def title(report) -> str:
-    """The title line: the estimator, its bound, the rows."""
+    """The title line: the estimator, its bound, the rows, the groups protected and those
+    left out of the constraints."""
     text = f"{report.estimator_name}: {report.description}, on {report.n_samples} rows"
+    roles = []
     if report.protected_groups is not None:
-        text += f" (protected groups: {', '.join(map(repr, report.protected_groups))}"
-        excluded = getattr(report, "excluded_groups", None)
-        if excluded:
-            text += f"; excluded from the constraints: {', '.join(map(repr, excluded))}"
-        text += ")"
-    return text
+        roles.append(f"protected groups: {', '.join(map(repr, report.protected_groups))}")
+    excluded = getattr(report, "excluded_groups", None)
+    if excluded:
+        roles.append(f"excluded from the constraints: {', '.join(map(repr, excluded))}")
+    return text + (f" ({'; '.join(roles)})" if roles else "")
 
 
 def to_text(report) -> str:
