@@ -312,6 +312,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     #: for fewer false negatives by design: there only a ranking no better than chance is).
     _judged_by_accuracy = True
 
+    #: Whether a bound the fit's warning advises is checked by refitting at it (False on
+    #: the refits that check it: they advise nothing).
+    _checks_advice = True
+
     def _ratio_bound(self) -> bool:
         """Whether the bound is a ratio of rates: the remedies of a fit that misses it
         advise a lower bound, not a higher one, and its steering takes no path steps (see
