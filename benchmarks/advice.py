@@ -69,3 +69,28 @@ def small_group(size=5, seed=0, n=2000):
     X[:, 0] += groups * 0.3
     y = (X[:, 0] + X[:, 1] + rng.logistic(size=len(groups)) > 0.5).astype(int)
     return X, y, groups
+
+
+def random_family(seed):
+    """A small family drawn from ``seed``: ``(X, y, groups, constraint, bound)``.
+
+    Three to six groups, one or two of them of 5-25 rows beside others of 100-600; five
+    standard-normal features, the first shifted with the group; the label logistic in the
+    first two plus the group's own offset (the group tied to the label); the group not in
+    X. Demographic parity or true-positive-rate parity at a bound of 0.01-0.05.
+    """
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(3, 7))
+    small = int(rng.integers(1, 3))
+    sizes = np.concatenate([rng.integers(5, 26, small), rng.integers(100, 601, k - small)])
+    groups = np.repeat(np.arange(k), sizes)
+    X = rng.standard_normal((len(groups), 5))
+    X[:, 0] += rng.normal(0, 0.5, k)[groups]
+    offset = rng.normal(0, 0.7, k)[groups]
+    y = (X[:, 0] + X[:, 1] + offset + rng.logistic(size=len(groups)) > 0).astype(int)
+    for g in range(k):  # every group holds both classes (true-positive rates defined)
+        rows = np.flatnonzero(groups == g)
+        y[rows[:2]] = [0, 1]
+    constraint = ("demographic_parity", "true_positive_rate_parity")[seed % 2]
+    bound = round(float(rng.uniform(0.01, 0.05)), 2)
+    return X, y, groups, constraint, bound
