@@ -94,3 +94,119 @@ def random_family(seed):
     constraint = ("demographic_parity", "true_positive_rate_parity")[seed % 2]
     bound = round(float(rng.uniform(0.01, 0.05)), 2)
     return X, y, groups, constraint, bound
+
+
+def _error_rate_difference(y, pred, sensitive_features):
+    """fairlearn's largest difference of the groups' error rates."""
+    from fairlearn.metrics import MetricFrame
+
+    return MetricFrame(
+        metrics=lambda t, p: np.mean(t != p), y_true=y, y_pred=pred,
+        sensitive_features=sensitive_features,
+    ).difference()  # fmt: skip
+
+
+def _metric(constraint, form):
+    """fairlearn's metric of a kind, and +1 where a looser bound is higher (-1: lower)."""
+    from fairlearn import metrics as fm
+
+    if form == "ratio":
+        return fm.demographic_parity_ratio, -1
+    return {
+        "demographic_parity": fm.demographic_parity_difference,
+        "true_positive_rate_parity": fm.equal_opportunity_difference,
+        "error_rate_parity": _error_rate_difference,
+    }[constraint], 1
+
+
+def fit_once(X, y, groups, constraint, bound, form=None, checks=True):
+    """``(fit, its warnings' text, fairlearn's value on its training predictions, met)``;
+    ``checks=False``: its advice is not checked (a scan's fits: faster, same model)."""
+    import re
+    import warnings
+
+    from sklearn_ialm import FairLogisticClassifier
+
+    clf = FairLogisticClassifier(constraint=constraint, form=form, bound=bound, random_state=0)
+    clf._checks_advice = checks
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y, sensitive_features=groups)
+    text = " ".join(str(w.message) for w in caught)
+    metric, looser = _metric(constraint, form)
+    value = float(metric(y, clf.predict(X), sensitive_features=groups))
+    found = re.search(r"(?:Set bound=([0-9.]+):|bound=([0-9.]+) or (?:higher|lower))", text)
+    advice = None if found is None else float(found.group(1) or found.group(2))
+    return clf, advice, value, looser * (value - bound) <= 1e-12
+
+
+def smallest_working(X, y, groups, constraint, bound, form=None, stop=0.6):
+    """The first bound in steps of 0.01 looser than ``bound`` at which the fit converges
+    and meets it on its training predictions (None up to ``stop``)."""
+    looser = _metric(constraint, form)[1]
+    k = 1
+    while True:
+        trial = round(bound + looser * 0.01 * k, 2)
+        if not 0 < trial < 1 or looser * (trial - stop) > 0:
+            return None
+        clf, _, _, met = fit_once(X, y, groups, constraint, trial, form, checks=False)
+        if clf.converged_ and met:
+            return trial
+        k += 1
+
+
+def cases():
+    """``(name, X, y, groups, constraint, form, bound)`` of the table."""
+    out = []
+    for seed in range(8):
+        X, y, g, _, _, _ = compas_like(seed)
+        out.append((f"six races, seed {seed}", X, y, g, "demographic_parity", None, 0.05))
+    for seed in (1, 2, 3):
+        X, y, g = small_group(5, seed)
+        out.append((f"5-row group DP, seed {seed}", X, y, g, "demographic_parity", None, 0.02))
+    for seed in (0, 2):
+        X, y, g = small_group(5, seed)
+        out.append(
+            (f"5-row group TPR, seed {seed}", X, y, g, "true_positive_rate_parity", None, 0.05)
+        )
+    for seed in (0, 1, 2, 3, 4, 5, 9, 10, 11, 15):
+        X, y, g, constraint, bound = random_family(seed)
+        kind = "DP" if constraint == "demographic_parity" else "TPR"
+        out.append((f"random family {seed} ({kind})", X, y, g, constraint, None, bound))
+    X, y, g, _, _ = random_family(0)
+    out.append(("random family 0, error-rate parity", X, y, g, "error_rate_parity", None, 0.02))
+    for seed in (0, 3):
+        X, y, g, _, _ = random_family(seed)
+        out.append(
+            (f"random family {seed}, DP ratio", X, y, g, "demographic_parity", "ratio", 0.95)
+        )
+    return out
+
+
+def main(names=()):
+    """One line a case: the advice, its refit, the smallest bound that works."""
+    print(
+        "| case | bound | advice | refit at it: converged, gap, accuracy "
+        "| smallest that works | passes |"
+    )
+    print("|---|---|---|---|---|---|")
+    for name, X, y, g, constraint, form, bound in cases():
+        if names and not any(n in name for n in names):
+            continue
+        clf, advice, _, _ = fit_once(X, y, g, constraint, bound, form)
+        refit = "-"
+        if advice is not None:
+            again, _, value, met = fit_once(X, y, g, constraint, advice, form, checks=False)
+            accuracy = float(np.mean(again.predict(X) == y))
+            refit = f"{again.converged_ and met}, {value:.4f}, {accuracy:.3f}"
+        smallest = "-" if clf.converged_ else smallest_working(X, y, g, constraint, bound, form)
+        print(
+            f"| {name} | {bound:g} | {advice} | {refit} | {smallest} | {clf.n_data_passes_:.0f} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

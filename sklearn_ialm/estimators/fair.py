@@ -314,7 +314,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
     n_data_passes_ : float
         Per-sample evaluations divided by the number of objective plus constraint rows.
         Every row the fit reads counts: the set-up, the minibatches, the stop tests, each
-        solve's check of the predictions and the final scoring of the training rows.
+        solve's check of the predictions and the final scoring of the training rows; and
+        where a fit that did not converge advises a bound, the refits that checked it
+        (the warning says how many).
     history_ : dict of ndarray
         One entry per evaluation of the stopping rule, at least ``data_passes``,
         ``primal_residual``, ``dual_residual``, ``constraint`` (largest constraint value in
