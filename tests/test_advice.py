@@ -110,7 +110,7 @@ def test_a_five_row_group_advises_the_first_bound_that_converges():
         assert not _works(X, y, groups, "demographic_parity", round(float(tighter), 2))
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3, 9])
+@pytest.mark.parametrize("seed", [1, 3, 4, 9])
 def test_random_small_families_advise_bounds_that_work(seed):
     """Three to six groups, one or two of 5-25 rows, tied to the label; DP or TPR parity
     at 0.01-0.05 (each of these seeds warns with an advice)."""

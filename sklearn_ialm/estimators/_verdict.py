@@ -155,8 +155,11 @@ def warn_if_not_converged(est, result, context, fit=None, refit=None):
     # too (100 groups of 20 rows, not in X, bound 0.1: 1000 passes converge, at the
     # constant model's accuracy; a looser bound at 0.6 held-out accuracy).
     if (moved and not short) or (fit is not None and fit.at_cap and notes.get("nearest")):
+        # A fit that spent its budget spends no more on refits (max_passes bounds it): the
+        # remedy of its budget comes first.
+        checks = None if short else refit
         parts.append(
-            _reachable_bound_text(est, notes.get("nearest"), context, fit.at_cap, short, refit)
+            _reachable_bound_text(est, notes.get("nearest"), context, fit.at_cap, short, checks)
         )
     elif _unmet_parity(est, fit, notes) and not short and refit is not None:
         # Neither the constant model nor a moved threshold meets the bound (error rates
@@ -223,9 +226,9 @@ def _moved_model_text(est, fit) -> str:
 
 
 def _reachable_bound_text(est, nearest, context, at_cap=False, short=False, refit=None) -> str:
-    """The remedy of a fit where no solve met the bound: the loosest bound but one, in
-    steps of 0.01 from the fit's, at which the fit refitted converges (:func:`_checked_bound`),
-    or coarser groups. ``at_cap``: the surrogate's bound had been tightened as far as the
+    """The remedy of a fit where no solve met the bound: the first bound, in steps of 0.01
+    looser than the fit's, at which the fit refitted converges (:func:`_checked_bound`), or
+    coarser groups. ``at_cap``: the surrogate's bound had been tightened as far as the
     steering goes, which the text says is why; ``short``: a further solve there was cut
     short by the budget (its end is not known)."""
     if nearest is None or not len(nearest["hard"]):
@@ -251,8 +254,10 @@ def _reachable_bound_text(est, nearest, context, at_cap=False, short=False, refi
     else:
         reached += ": the surrogate reaches about that on these data, not further."
         other = "Coarser groups may give a linear model room."
-    if refit is None:  # (no refit at hand: the estimate from the solve nearest the bound)
-        return f"{reached} {_estimated_bound(est, hard, context, at_cap)} {other}"
+    if refit is None:
+        # No refit at hand, or a fit that spent its budget: no bound is advised that was
+        # not checked.
+        return f"{reached} Loosen the bound. {other}"
     return f"{reached} {_checked_bound_text(est, context, refit, hard, at_cap)} {other}"
 
 
@@ -261,26 +266,6 @@ def _looser(est) -> int:
     or a share of positive predictions)."""
     lower = est._ratio_bound() or getattr(est, "constraint", None) == "positive_share"
     return -1 if lower else 1
-
-
-def _estimated_bound(est, hard, context, at_cap) -> str:
-    """The bound a little looser than what the solve nearest it reached (5 %, rounded
-    outwards to a hundredth; at the surrogate's cap, one row of the smallest group more),
-    where no refit checks it. From one solve to the next a rate moves by whole rows (30
-    groups of 10-50 rows, groups not in X: the solve nearest a bound of 0.1 reached 0.2,
-    one nearest 0.22 then 0.2335)."""
-    # (A certified fit trains inside the user's bound: the advice is on the user's.)
-    shift = est._user_bound_shift()
-    if _looser(est) < 0:
-        value = float(np.nanmin(hard)) / 1.05 + shift
-        return f"bound={math.floor(value * 100) / 100:g} or lower is likely within its reach."
-    value = float(np.nanmax(hard)) * 1.05
-    codes = context.get("codes") if at_cap and isinstance(context, dict) else None
-    if codes is not None and len(codes):
-        smallest = np.unique(codes, return_counts=True)[1].min()
-        value = max(value, float(np.nanmax(hard)) + 1.0 / smallest)
-    value += shift
-    return f"bound={math.ceil(value * 100) / 100:g} or higher is likely within its reach."
 
 
 #: The checks of an advised bound (:func:`_checked_bound`): refits in steps of 0.01, none
@@ -301,7 +286,7 @@ def _checked_bound(est, context, refit, hard, at_cap):
     converge were not an interval (0.08 converged, 0.09-0.14 did not). The bounds in order
     from the fit's own are what a user would try; a refit at a bound that fails costs about
     as much as this fit (50-300 passes on such families). Past the scan's budget, the
-    estimate from the nearest solve (:func:`_estimated_bound`) is checked, and if it
+    estimate from the nearest solve (:func:`_estimate_value`) is checked, and if it
     converges the bracket between it and the last bound that failed is halved down to 0.01
     (the bound advised then converges, and the one 0.01 tighter did not)."""
     step, limit = _looser(est), est.max_passes
@@ -342,12 +327,20 @@ def _checked_bound(est, context, refit, hard, at_cap):
 
 
 def _estimate_value(est, hard, context, at_cap) -> int | None:
-    """:func:`_estimated_bound`'s bound in the fit's own terms (its training bound), in
-    hundredths."""
-    shift = est._user_bound_shift()
-    text = _estimated_bound(est, hard, context, at_cap)
-    value = float(text.split("=", 1)[1].split(" ", 1)[0]) - shift
-    return round(value * 100) if np.isfinite(value) else None
+    """A bound a little looser than what the solve nearest it reached, in hundredths of the
+    fit's own terms (its training bound): 5 % looser, rounded outwards, and at the
+    surrogate's cap one row of the smallest group more (from one solve to the next a rate
+    moves by whole rows: 30 groups of 10-50 rows, groups not in X, the solve nearest a
+    bound of 0.1 reached 0.2, one nearest 0.22 then 0.2335). None where not finite."""
+    if _looser(est) < 0:
+        value = float(np.nanmin(hard)) / 1.05
+        return math.floor(value * 100) if np.isfinite(value) else None
+    value = float(np.nanmax(hard)) * 1.05
+    codes = context.get("codes") if at_cap and isinstance(context, dict) else None
+    if codes is not None and len(codes):
+        smallest = np.unique(codes, return_counts=True)[1].min()
+        value = max(value, float(np.nanmax(hard)) + 1.0 / smallest)
+    return math.ceil(value * 100) if np.isfinite(value) else None
 
 
 def _checked_bound_text(est, context, refit, hard, at_cap) -> str:

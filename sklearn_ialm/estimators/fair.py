@@ -204,7 +204,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
         constraint rows). A run that spends it before reaching ``tol`` ends with a
         :class:`~sklearn.exceptions.ConvergenceWarning`. Every row the fit reads counts:
         the set-up, the minibatches, the stop tests and (``rate="hard"``) each further solve.
-        The default leaves room: the data sets of the benchmarks converge in 10 to 80.
+        The default leaves room: the data sets of the benchmarks converge in 10 to 80. A
+        fit that ends within it without converging, and advises a looser bound, checks the
+        bound by refits (each with this budget), which spend at most about three times it
+        more, counted in ``n_data_passes_``; a fit that spends it advises none.
         On a dask collection, ``max_passes <= 3`` streams ``X`` instead (binary ``y``): each
         block read once through :meth:`partial_fit`'s state, then with ``max_passes >= 2``
         one pass measuring the bound on the training rows; ``converged_`` is False, with a
