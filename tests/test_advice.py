@@ -128,3 +128,15 @@ def test_other_kinds_advise_bounds_that_work(constraint, form, bound, seed):
     named; a ratio of selection rates, where a looser bound is a lower one."""
     X, y, groups, _, _ = random_family(seed)
     assert _check_advice(X, y, groups, constraint, bound, form) is not None
+
+
+def test_a_fit_that_spends_its_budget_advises_no_unchecked_bound():
+    """Six groups (7 rows in the smallest), DP 0.02: the steering's last solve is cut short
+    by max_passes. No refit is spent on a check beyond the budget, and no bound is advised
+    unchecked (main advised 0.30; 0.08 is the first that converges)."""
+    X, y, groups, constraint, bound = random_family(2)
+    clf, said, _ = _fit(X, y, groups, constraint, bound)
+    (text,) = said
+    assert not clf.converged_ and "Raise max_passes" in text
+    assert _advised(text) is None, text
+    assert clf.n_data_passes_ <= clf.max_passes + 3
