@@ -47,9 +47,7 @@ def steps(est, X, y, sample_weight, fit_params: dict, *, judge: bool = True):
     source = data_source(est, X, y)
     fitting = source.validate(est, X, y, sample_weight, fit_params)
     model = fitting.model
-    if isinstance(source, InMemory) and not source.multiclass and est._checks_advice:
-        # A bound the fit's warning advises is checked by refitting at it (see
-        # _verdict._checked_bound): the same steps on the same input, as the user's refit.
+    if _checks_advice(est, source):
         fitting.notes["refit"] = functools.partial(refit_at, est, X, y, sample_weight, fit_params)
     with model.limits():
         model.pose(est, fitting, source)
@@ -87,16 +85,21 @@ def conclude(est, fitting) -> None:
     fitting.model.tell(est, fitting)
 
 
+def _checks_advice(est, source) -> bool:
+    """Whether a bound the fit's warning advises is checked by refitting at it (see
+    :func:`._verdict._checked_bound`): the same steps on the same input, as the user's
+    refit. Rows in memory, two classes; not on the refits themselves, nor in the inner fit
+    of a certified one (the user's refit there trains inside another margin)."""
+    certified = getattr(est, "_training_bound", None) is not None
+    in_memory = isinstance(source, InMemory) and not source.multiclass
+    return in_memory and est._checks_advice and not certified
+
+
 def refit_at(est, X, y, sample_weight, fit_params, bound: float) -> dict:
-    """The verdict of ``est``'s parameters refitted at ``bound`` on the same input (the
-    training bound of a certified fit), its warnings silenced and its own advice not
-    checked: ``converged``, ``met`` (on its training predictions), ``hard`` (its report's
-    values) and ``passes``."""
-    work = clone(est).set_params(verbose=0)
-    if getattr(est, "_training_bound", None) is not None:
-        work._training_bound = bound  # (a certified fit's inner steps)
-    else:
-        work.set_params(bound=bound)
+    """The verdict of ``est``'s parameters refitted at ``bound`` on the same input, its
+    warnings silenced and its own advice not checked: ``converged``, ``met`` (on its
+    training predictions), ``hard`` (its report's values) and ``passes``."""
+    work = clone(est).set_params(verbose=0, bound=bound)
     work._checks_advice = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
