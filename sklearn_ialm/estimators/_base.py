@@ -365,11 +365,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _bound_text(self, context) -> str:
         return "the constraint"
 
-    def _user_bound_shift(self) -> float:
-        """The user's bound less the bound the model is trained at (0 but for a certified
-        fit, which trains inside it by the certificate's margin)."""
-        return 0.0
-
     # -- pickling ---------------------------------------------------------------------------------
     def __getstate__(self):
         # A copy: object.__getstate__ returns the instance's own dict, which the version

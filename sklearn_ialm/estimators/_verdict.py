@@ -2,7 +2,7 @@
 
 What was reached, why the fit stopped there, and a remedy that works, read from the run's
 history (:func:`_stall`, :func:`_passes_needed`) or its finish; the estimator's hooks
-(``_rates_reached``, ``_bound_text``, ``_user_bound_shift``, ``_ratio_bound``) say its
+(``_rates_reached``, ``_bound_text``, ``_ratio_bound``) say its
 bound in its own terms. Every message agrees with the fitted attributes it is told after.
 """
 
@@ -275,10 +275,10 @@ _SCAN_PASSES, _CHECK_PASSES = 2.0, 3.0
 
 
 def _checked_bound(est, context, refit, hard, at_cap):
-    """The first bound, in steps of 0.01 looser than the fit's own (the training bound of a
-    certified fit), at which the fit refitted on the same input converges and meets it on
-    its training predictions; ``(bound, its refit's verdict, bounds tried, passes)``, the
-    bound None where no refit did.
+    """The first bound, in steps of 0.01 looser than the fit's own, at which the fit
+    refitted on the same input converges and meets it on its training predictions;
+    ``(bound, its refit's verdict, bounds tried, passes)``, the bound None where no refit
+    did.
 
     The solve nearest the bound does not tell where a refit converges: on six groups like
     COMPAS's races (11 and 31 rows in the smallest), DP 0.05, it reached 0.077-0.29 over
@@ -327,8 +327,8 @@ def _checked_bound(est, context, refit, hard, at_cap):
 
 
 def _estimate_value(est, hard, context, at_cap) -> int | None:
-    """A bound a little looser than what the solve nearest it reached, in hundredths of the
-    fit's own terms (its training bound): 5 % looser, rounded outwards, and at the
+    """A bound a little looser than what the solve nearest it reached, in hundredths: 5 %
+    looser, rounded outwards, and at the
     surrogate's cap one row of the smallest group more (from one solve to the next a rate
     moves by whole rows: 30 groups of 10-50 rows, groups not in X, the solve nearest a
     bound of 0.1 reached 0.2, one nearest 0.22 then 0.2335). None where not finite."""
@@ -348,8 +348,7 @@ def _checked_bound_text(est, context, refit, hard, at_cap) -> str:
     checks' passes are added to ``n_data_passes_``, which the words give."""
     bound, got, tried, passes = _checked_bound(est, context, refit, hard, at_cap)
     est.n_data_passes_ = float(est.n_data_passes_ + passes)
-    shift = est._user_bound_shift()
-    shown = _runs([t for t, _ in tried], shift)
+    shown = _runs([t for t, _ in tried])
     cost = (
         f"{len(tried)} refit{'s' if len(tried) > 1 else ''}, {passes:.4g} data passes, which "
         f"n_data_passes_ counts: {est.n_data_passes_:.4g}"
@@ -359,17 +358,17 @@ def _checked_bound_text(est, context, refit, hard, at_cap) -> str:
             f"Refitted at bound={shown}, the fit did not converge either ({cost}): "
             "loosen the bound further."
         )
-    failed = _runs([t for t, ok in tried if not ok], shift)
+    failed = _runs([t for t, ok in tried if not ok])
     before = f"; at {failed} it did not converge" if failed else ""
     return (
-        f"Set bound={bound + shift:.2f}: refitted at it, this fit converges and meets it on "
+        f"Set bound={bound:.2f}: refitted at it, this fit converges and meets it on "
         f"its training predictions ({np.round(got['hard'], 4).tolist()}){before} ({cost})."
     )
 
 
-def _runs(hundredths, shift) -> str:
+def _runs(hundredths) -> str:
     """Bounds given in hundredths, sorted, in words: runs of consecutive ones as ranges
-    ("0.06-0.09, 0.11"), each shifted by ``shift`` (a certified fit's margin)."""
+    ("0.06-0.09, 0.11")."""
     values = sorted(set(hundredths))
     runs = []
     for v in values:
@@ -377,9 +376,7 @@ def _runs(hundredths, shift) -> str:
             runs[-1][1] = v
         else:
             runs.append([v, v])
-    said = [
-        f"{a / 100 + shift:.2f}" + (f"-{b / 100 + shift:.2f}" if b > a else "") for a, b in runs
-    ]
+    said = [f"{a / 100:.2f}" + (f"-{b / 100:.2f}" if b > a else "") for a, b in runs]
     return ", ".join(said)
 
 

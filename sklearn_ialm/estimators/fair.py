@@ -656,10 +656,6 @@ class FairLogisticClassifier(BaseIALMClassifier):
             )
         return bound
 
-    def _user_bound_shift(self):
-        training = getattr(self, "_training_bound", None)
-        return 0.0 if training is None else self._check_bound() - training
-
     def _protected_codes(self, codes, labels, counts=None):
         """Codes of the protected groups among the groups present in ``codes`` (``counts``:
         their ``np.bincount``, where already counted)."""
