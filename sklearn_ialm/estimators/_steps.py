@@ -88,11 +88,13 @@ def conclude(est, fitting) -> None:
 def _checks_advice(est, source) -> bool:
     """Whether a bound the fit's warning advises is checked by refitting at it (see
     :func:`._verdict._checked_bound`): the same steps on the same input, as the user's
-    refit. Rows in memory, two classes; not on the refits themselves, nor in the inner fit
-    of a certified one (the user's refit there trains inside another margin)."""
+    refit. An estimator with a ``bound``, rows in memory, two classes; not on the refits
+    themselves, nor in the inner fit of a certified one (the user's refit there trains
+    inside another margin)."""
     certified = getattr(est, "_training_bound", None) is not None
     in_memory = isinstance(source, InMemory) and not source.multiclass
-    return in_memory and est._checks_advice and not certified
+    bounded = "bound" in est.get_params(deep=False)
+    return bounded and in_memory and est._checks_advice and not certified
 
 
 def refit_at(est, X, y, sample_weight, fit_params, bound: float) -> dict:
