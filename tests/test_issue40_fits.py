@@ -88,7 +88,7 @@ def test_intersections_below_the_majority_class_say_so_and_do_not_claim_converge
     assert any("below that of predicting the majority class" in n for n in report.notes)
     # The remedy it names works: at that bound the surrogate reaches the bound, the fit
     # converges, and the model beats the majority class.
-    looser = float(re.search(r"bound=([0-9.]+) or higher", text).group(1))
+    looser = float(re.search(r"Set bound=([0-9.]+):", text).group(1))
     assert 0.03 < looser < 0.1
     again, caught = _fit(lambda: FairLogisticClassifier(bound=looser, random_state=0), X, y, sf)
     _assert_warnings_agree(again, caught)

@@ -318,6 +318,10 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     #: for fewer false negatives by design: there only a ranking no better than chance is).
     _judged_by_accuracy = True
 
+    #: Whether a bound the fit's warning advises is checked by refitting at it (False on
+    #: the refits that check it: they advise nothing).
+    _checks_advice = True
+
     def _ratio_bound(self) -> bool:
         """Whether the bound is a ratio of rates: the remedies of a fit that misses it
         advise a lower bound, not a higher one, and its steering takes no path steps (see
@@ -372,11 +376,6 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     def _bound_text(self, context) -> str:
         return "the constraint"
-
-    def _user_bound_shift(self) -> float:
-        """The user's bound less the bound the model is trained at (0 but for a certified
-        fit, which trains inside it by the certificate's margin)."""
-        return 0.0
 
     # -- pickling ---------------------------------------------------------------------------------
     def __getstate__(self):

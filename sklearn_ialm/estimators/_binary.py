@@ -90,7 +90,8 @@ class Binary:
 
     def tell(self, est, fitting) -> None:
         result, fit, _ = fitting.solved
-        warn_if_not_converged(est, result, fitting.context, fit)
+        refit = fitting.notes.get("refit")
+        warn_if_not_converged(est, result, fitting.context, fit, refit=refit)
 
 
 def solve_and_steer(est, problem, context, classes, x0, y0, slack0, in_sequence=False):

@@ -22,9 +22,12 @@ around these steps, on a working copy of the estimator.
 from __future__ import annotations
 
 import functools
+import warnings
 from datetime import UTC, datetime
 
+import numpy as np
 import scipy.sparse as sp
+from sklearn.base import clone
 from sklearn.utils.validation import validate_data
 
 from ._binary import Binary, training_report
@@ -33,7 +36,7 @@ from ._inputs import _DTYPES, _check_labels, is_dask_collection
 from ._multiclass import Multinomial, is_multiclass, memory_problem
 from ._scaling import _standardised, training_moments
 
-__all__ = ["InMemory", "Unguaranteed", "conclude", "steps"]
+__all__ = ["InMemory", "Unguaranteed", "conclude", "refit_at", "steps"]
 
 
 def steps(est, X, y, sample_weight, fit_params: dict, *, judge: bool = True):
@@ -44,6 +47,8 @@ def steps(est, X, y, sample_weight, fit_params: dict, *, judge: bool = True):
     source = data_source(est, X, y)
     fitting = source.validate(est, X, y, sample_weight, fit_params)
     model = fitting.model
+    if _checks_advice(est, source):
+        fitting.notes["refit"] = functools.partial(refit_at, est, X, y, sample_weight, fit_params)
     with model.limits():
         model.pose(est, fitting, source)
         model.start(est, fitting, source)
@@ -78,6 +83,39 @@ def conclude(est, fitting) -> None:
     # When the model was fitted, for a report a reviewer can trace (UTC, ISO 8601).
     est.fitted_at_ = datetime.now(UTC).isoformat(timespec="seconds")
     fitting.model.tell(est, fitting)
+
+
+def _checks_advice(est, source) -> bool:
+    """Whether a bound the fit's warning advises is checked by refitting at it (see
+    :func:`._verdict._checked_bound`): the same steps on the same input, as the user's
+    refit. An estimator with a ``bound``, rows in memory, two classes; not on the refits
+    themselves, nor in the inner fit of a certified one (the user's refit there trains
+    inside another margin)."""
+    certified = getattr(est, "_training_bound", None) is not None
+    in_memory = isinstance(source, InMemory) and not source.multiclass
+    bounded = "bound" in est.get_params(deep=False)
+    return bounded and in_memory and est._checks_advice and not certified
+
+
+def refit_at(est, X, y, sample_weight, fit_params, bound: float) -> dict:
+    """The verdict of ``est``'s parameters refitted at ``bound`` on the same input, its
+    warnings silenced and its own advice not checked: ``converged``, ``met`` (on its
+    training predictions), ``hard`` (its report's values) and ``passes``."""
+    work = clone(est).set_params(verbose=0, bound=bound)
+    work._checks_advice = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            steps(work, X, y, sample_weight, fit_params)
+        except ValueError:
+            # A bound the fit refuses (e.g. a share no model can give): not one to advise.
+            return {"converged": False, "met": False, "hard": np.array([]), "passes": 0.0}
+    return {
+        "converged": bool(work.converged_),
+        "met": bool(work.bound_met_),
+        "hard": work.hard_constraint_values_,
+        "passes": float(work.n_data_passes_),
+    }
 
 
 class Unguaranteed:

@@ -2,7 +2,7 @@
 
 What was reached, why the fit stopped there, and a remedy that works, read from the run's
 history (:func:`_stall`, :func:`_passes_needed`) or its finish; the estimator's hooks
-(``_rates_reached``, ``_bound_text``, ``_user_bound_shift``, ``_ratio_bound``) say its
+(``_rates_reached``, ``_bound_text``, ``_ratio_bound``) say its
 bound in its own terms. Every message agrees with the fitted attributes it is told after.
 """
 
@@ -93,10 +93,14 @@ def _passes_needed(result):
     return more, span, which
 
 
-def warn_if_not_converged(est, result, context, fit=None):
+def warn_if_not_converged(est, result, context, fit=None, refit=None):
     """The fit's warnings, which agree with its attributes and with each other: one
     account of a fit that did not converge (what was reached, why, what would help),
-    else a word on a model that predicts one class or does worse than chance."""
+    else a word on a model that predicts one class or does worse than chance.
+
+    ``refit(bound)``, where given, refits on the same input at another bound and returns
+    its verdict (:func:`._steps.refit_at`): a bound the warning advises is one it checked
+    (:func:`_checked_bound`), and the passes of the check count in ``n_data_passes_``."""
     name = type(est).__name__
     notes = context if isinstance(context, dict) else {}
     chance = notes.get("chance")  # (the Dask fit does not say)
@@ -151,8 +155,28 @@ def warn_if_not_converged(est, result, context, fit=None):
     # too (100 groups of 20 rows, not in X, bound 0.1: 1000 passes converge, at the
     # constant model's accuracy; a looser bound at 0.6 held-out accuracy).
     if (moved and not short) or (fit is not None and fit.at_cap and notes.get("nearest")):
-        parts.append(_reachable_bound_text(est, notes.get("nearest"), context, fit.at_cap, short))
+        # A fit that spent its budget spends no more on refits (max_passes bounds it): the
+        # remedy of its budget comes first.
+        checks = None if short else refit
+        parts.append(
+            _reachable_bound_text(est, notes.get("nearest"), context, fit.at_cap, short, checks)
+        )
+    elif _unmet_parity(est, fit, notes) and not short and refit is not None:
+        # Neither the constant model nor a moved threshold meets the bound (error rates
+        # differ between groups with their base rates): a bound that works is named too
+        # (six groups, two of 5-25 rows, error-rate parity 0.02: 0.17 on predictions, and
+        # the warning named no remedy).
+        hard = est.hard_constraint_values_
+        parts.append(_checked_bound_text(est, context, refit, hard, False))
     warn(" ".join(parts), ConvergenceWarning)
+
+
+def _unmet_parity(est, fit, notes) -> bool:
+    """Whether the steered fit misses its fairness bound on predictions (and nothing else:
+    a false-positive bound beside it is not a bound to loosen)."""
+    if fit is None or est.bound_met_ or notes.get("bound") is None:
+        return False
+    return getattr(est, "max_fpr", None) is None
 
 
 def _solves_converged(fit) -> bool:
@@ -204,32 +228,15 @@ def _moved_model_text(est, fit) -> str:
     return f"The model returned is a compromise: {what}, and still misses the bound."
 
 
-def _reachable_bound_text(est, nearest, context, at_cap=False, short=False) -> str:
-    """The remedy of a fit where no solve met the bound: a bound a little looser than
-    what the solve nearest it reaches on its own (the report's rates of that solve), or
-    coarser groups. The surrogate's solves move with the bound asked, so the advice
-    keeps a margin (5 %, rounded outwards to a hundredth). ``at_cap``: the surrogate's
-    bound had been tightened as far as the steering goes, which the text says is why;
-    ``short``: a further solve there was cut short by the budget (its end is not known)."""
+def _reachable_bound_text(est, nearest, context, at_cap=False, short=False, refit=None) -> str:
+    """The remedy of a fit where no solve met the bound: the first bound, in steps of 0.01
+    looser than the fit's, at which the fit refitted converges (:func:`_checked_bound`), or
+    coarser groups. ``at_cap``: the surrogate's bound had been tightened as far as the
+    steering goes, which the text says is why; ``short``: a further solve there was cut
+    short by the budget (its end is not known)."""
     if nearest is None or not len(nearest["hard"]):
         return "Loosen the bound: no solve of the surrogate came within it."
     hard = nearest["hard"]
-    # (A certified fit trains inside the user's bound: the advice is on the user's.)
-    shift = est._user_bound_shift()
-    if est._ratio_bound() or getattr(est, "constraint", None) == "positive_share":
-        value = float(np.nanmin(hard)) / 1.05 + shift
-        looser = f"bound={math.floor(value * 100) / 100:g} or lower"
-    else:
-        value = float(np.nanmax(hard)) * 1.05
-        codes = context.get("codes") if at_cap and isinstance(context, dict) else None
-        if codes is not None and len(codes):
-            # From one solve to the next a rate moves by whole rows: a margin of one row of
-            # the smallest group (30 groups of 10-50 rows, groups not in X: the solve
-            # nearest a bound of 0.1 reached 0.2, one nearest 0.22 then 0.2335).
-            smallest = np.unique(codes, return_counts=True)[1].min()
-            value = max(value, float(np.nanmax(hard)) + 1.0 / smallest)
-        value += shift
-        looser = f"bound={math.ceil(value * 100) / 100:g} or higher"
     reached = (
         f"The solve nearest the bound has {np.round(hard, 4).tolist()} on its training "
         f"predictions (accuracy {nearest['accuracy']:.4f})"
@@ -237,18 +244,143 @@ def _reachable_bound_text(est, nearest, context, at_cap=False, short=False) -> s
     if at_cap:
         # Measured: 100 groups of 20 rows, bound 0.1, soft gap 0.001 and hard gap 0.3
         # at the tightest surrogate; 30 groups of 10-50 rows alike.
-        return (
-            f"{reached}, with the surrogate's bound tightened as far as it goes (soft rates "
-            "nearly equal): in small groups the rates on predictions part from the soft "
-            "rates group by group"
-            + (". " if short else ", and no bound on the soft rates closes that gap. ")
-            + f"Set {looser}: that is within the surrogate's reach; a tighter bound may be "
-            "met on predictions by other means (e.g. a threshold per group), not by this fit."
+        reached += (
+            ", with the surrogate's bound tightened as far as it goes (soft rates nearly "
+            "equal): in small groups the rates on predictions part from the soft rates "
+            "group by group"
+            + ("." if short else ", and no bound on the soft rates closes that gap.")
         )
-    return (
-        f"{reached}: the surrogate reaches about that on these data, not further; "
-        f"{looser} is within its reach, or coarser groups may give a linear model room."
+        other = (
+            "A tighter bound may be met on predictions by other means (e.g. a threshold "
+            "per group), not by this fit."
+        )
+    else:
+        reached += ": the surrogate reaches about that on these data, not further."
+        other = "Coarser groups may give a linear model room."
+    if refit is None:
+        # No refit at hand, or a fit that spent its budget: no bound is advised that was
+        # not checked.
+        return f"{reached} Loosen the bound. {other}"
+    return f"{reached} {_checked_bound_text(est, context, refit, hard, at_cap)} {other}"
+
+
+def _looser(est) -> int:
+    """+1 where a looser bound is a higher one (a gap), -1 where it is a lower one (a ratio,
+    or a share of positive predictions)."""
+    lower = est._ratio_bound() or getattr(est, "constraint", None) == "positive_share"
+    return -1 if lower else 1
+
+
+#: The checks of an advised bound (:func:`_checked_bound`): refits in steps of 0.01, none
+#: started once they have spent ``_SCAN_PASSES * max_passes`` data passes; then the estimate
+#: and the halvings of a bracket, none started past ``_CHECK_PASSES * max_passes``.
+_SCAN_PASSES, _CHECK_PASSES = 2.0, 3.0
+
+
+def _checked_bound(est, context, refit, hard, at_cap):
+    """The first bound, in steps of 0.01 looser than the fit's own, at which the fit
+    refitted on the same input converges and meets it on its training predictions;
+    ``(bound, its refit's verdict, bounds tried, passes)``, the bound None where no refit
+    did.
+
+    The solve nearest the bound does not tell where a refit converges: on six groups like
+    COMPAS's races (11 and 31 rows in the smallest), DP 0.05, it reached 0.077-0.29 over
+    eight draws, where the first bound that converged was 0.07-0.13, and the bounds that
+    converge were not an interval (0.08 converged, 0.09-0.14 did not). The bounds in order
+    from the fit's own are what a user would try; a refit at a bound that fails costs about
+    as much as this fit (50-300 passes on such families). Past the scan's budget, the
+    estimate from the nearest solve (:func:`_estimate_value`) is checked, and if it
+    converges the bracket between it and the last bound that failed is halved down to 0.01
+    (the bound advised then converges, and the one 0.01 tighter did not)."""
+    step, limit = _looser(est), est.max_passes
+    start = float(context["bound"])
+    first = math.floor(start * 100 + 1e-9) + 1 if step > 0 else math.ceil(start * 100 - 1e-9) - 1
+    tried, passes = [], 0.0
+
+    def check(trial):
+        nonlocal passes
+        got = refit(trial / 100)
+        passes += got["passes"]
+        ok = got["converged"] and got["met"]
+        tried.append((trial, ok))
+        return got if ok else None
+
+    trial = first
+    while 0 < trial < 100 and passes < _SCAN_PASSES * limit:
+        got = check(trial)
+        if got is not None:
+            return trial / 100, got, tried, passes
+        trial += step
+    failed = trial - step
+    estimate = _estimate_value(est, hard, context, at_cap)
+    if estimate is None or (estimate - failed) * step <= 0 or not 0 < estimate < 100:
+        # (An estimate among the bounds that failed: no bracket to halve.)
+        return None, None, tried, passes
+    best = check(estimate)
+    if best is None:
+        return None, None, tried, passes
+    while abs(estimate - failed) > 1 and passes < _CHECK_PASSES * limit:
+        middle = (estimate + failed) // 2
+        got = check(middle)
+        if got is None:
+            failed = middle
+        else:
+            estimate, best = middle, got
+    return estimate / 100, best, tried, passes
+
+
+def _estimate_value(est, hard, context, at_cap) -> int | None:
+    """A bound a little looser than what the solve nearest it reached, in hundredths: 5 %
+    looser, rounded outwards, and at the
+    surrogate's cap one row of the smallest group more (from one solve to the next a rate
+    moves by whole rows: 30 groups of 10-50 rows, groups not in X, the solve nearest a
+    bound of 0.1 reached 0.2, one nearest 0.22 then 0.2335). None where not finite."""
+    if _looser(est) < 0:
+        value = float(np.nanmin(hard)) / 1.05
+        return math.floor(value * 100) if np.isfinite(value) else None
+    value = float(np.nanmax(hard)) * 1.05
+    codes = context.get("codes") if at_cap and isinstance(context, dict) else None
+    if codes is not None and len(codes):
+        smallest = np.unique(codes, return_counts=True)[1].min()
+        value = max(value, float(np.nanmax(hard)) + 1.0 / smallest)
+    return math.ceil(value * 100) if np.isfinite(value) else None
+
+
+def _checked_bound_text(est, context, refit, hard, at_cap) -> str:
+    """The advice of :func:`_checked_bound`, in words that say how it was checked; the
+    checks' passes are added to ``n_data_passes_``, which the words give."""
+    bound, got, tried, passes = _checked_bound(est, context, refit, hard, at_cap)
+    est.n_data_passes_ = float(est.n_data_passes_ + passes)
+    shown = _runs([t for t, _ in tried])
+    cost = (
+        f"{len(tried)} refit{'s' if len(tried) > 1 else ''}, {passes:.4g} data passes, which "
+        f"n_data_passes_ counts: {est.n_data_passes_:.4g}"
     )
+    if bound is None:
+        return (
+            f"Refitted at bound={shown}, the fit did not converge either ({cost}): "
+            "loosen the bound further."
+        )
+    failed = _runs([t for t, ok in tried if not ok])
+    before = f"; at {failed} it did not converge" if failed else ""
+    return (
+        f"Set bound={bound:.2f}: refitted at it, this fit converges and meets it on "
+        f"its training predictions ({np.round(got['hard'], 4).tolist()}){before} ({cost})."
+    )
+
+
+def _runs(hundredths) -> str:
+    """Bounds given in hundredths, sorted, in words: runs of consecutive ones as ranges
+    ("0.06-0.09, 0.11")."""
+    values = sorted(set(hundredths))
+    runs = []
+    for v in values:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    said = [f"{a / 100:.2f}" + (f"-{b / 100:.2f}" if b > a else "") for a, b in runs]
+    return ", ".join(said)
 
 
 def _remedy(est, result, steered=False) -> str:

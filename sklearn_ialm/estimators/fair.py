@@ -221,7 +221,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
         constraint rows). A run that spends it before reaching ``tol`` ends with a
         :class:`~sklearn.exceptions.ConvergenceWarning`. Every row the fit reads counts:
         the set-up, the minibatches, the stop tests and (``rate="hard"``) each further solve.
-        The default leaves room: the data sets of the benchmarks converge in 10 to 80.
+        The default leaves room: the data sets of the benchmarks converge in 10 to 80. A
+        fit that ends within it without converging, and advises a looser bound, checks the
+        bound by refits (each with this budget), which spend at most about three times it
+        more, counted in ``n_data_passes_``; a fit that spends it advises none.
         On a dask collection, ``max_passes <= 3`` streams ``X`` instead (binary ``y``): each
         block read once through :meth:`partial_fit`'s state, then with ``max_passes >= 2``
         one pass measuring the bound on the training rows; ``converged_`` is False, with a
@@ -341,7 +344,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
     n_data_passes_ : float
         Per-sample evaluations divided by the number of objective plus constraint rows.
         Every row the fit reads counts: the set-up, the minibatches, the stop tests, each
-        solve's check of the predictions and the final scoring of the training rows.
+        solve's check of the predictions and the final scoring of the training rows; and
+        where a fit that did not converge advises a bound, the refits that checked it
+        (the warning says how many).
     history_ : dict of ndarray
         One entry per evaluation of the stopping rule, at least ``data_passes``,
         ``primal_residual``, ``dual_residual``, ``constraint`` (largest constraint value in
@@ -717,10 +722,6 @@ class FairLogisticClassifier(BaseIALMClassifier):
                 UserWarning,
             )
         return bound
-
-    def _user_bound_shift(self):
-        training = getattr(self, "_training_bound", None)
-        return 0.0 if training is None else self._check_bound() - training
 
     def _protected_codes(self, codes, labels, counts=None, excluded=_NONE):
         """Codes of the protected groups among the groups present in ``codes`` (``counts``:
