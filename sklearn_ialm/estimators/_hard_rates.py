@@ -627,8 +627,10 @@ def _cut_by_group(problem, units, steering, solve, results, passes, budget, near
         return None, passes
     x_cut, z_cut = cut
     passes += _pass_share(problem)
-    offset = steering.base + problem.rate_constraints(z_cut) - problem.rate_constraints(
-        z_cut, hard=False
+    offset = (
+        steering.base
+        + problem.rate_constraints(z_cut)
+        - problem.rate_constraints(z_cut, hard=False)
     )
     _say(
         verbose,
