@@ -435,6 +435,7 @@ def fit_hard_rates(
             problem, units, steering, solve, results, passes, budget, nearest, groups, verbose
         )
         if done is not None:
+            done.at_cap = bool(np.any(steering.capped))  # (the advice's words, as below)
             return done
         # No solve with bounds moved group by group was the answer: the fit ends as it
         # would without them, from the nearest solve with the bounds moved together (the
