@@ -16,6 +16,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
 from sklearn_ialm import FairLogisticClassifier
+from sklearn_ialm.estimators._group_cuts import group_cut
+from sklearn_ialm.estimators._hard_rates import _Units
+from sklearn_ialm.problems import fairness_problem
 
 
 def groups_in_x(n_groups, seed, drop_first=False):
@@ -57,3 +60,40 @@ def test_group_columns_reach_the_bound_at_threshold_optimizers_accuracy(seed, dr
         (text,) = said
         assert "compromise, not the optimum of a posed problem" in text
         assert "a threshold of each group's own" in text
+
+
+def _cut(X, y, g, columns):
+    """LogisticRegression's model on ``X[:, columns]`` cut by group at demographic parity 0.1:
+    ``(coef, intercept)`` before and after, or after None."""
+    Xc = X[:, columns]
+    problem = fairness_problem(
+        Xc, y, Xc, g, bound=0.1, constraint="demographic_parity", fit_intercept=True
+    )
+    lr = LogisticRegression(max_iter=2000).fit(Xc, y)
+    x = problem.point(lr.coef_.ravel(), lr.intercept_[0])
+    cut = group_cut(problem, _Units(problem), g, x, problem.constraint_scores(x), problem.offset)
+    return problem.coef(x), None if cut is None else problem.coef(cut[0])
+
+
+def test_a_group_cut_moves_only_the_group_columns_and_meets_the_bound():
+    X_tr, _, y_tr, _, g_tr, _ = groups_in_x(30, 0)
+    (coef, intercept), (cut_coef, cut_intercept) = _cut(X_tr, y_tr, g_tr, slice(None))
+    pred = X_tr @ cut_coef + cut_intercept > 0
+    assert demographic_parity_difference(y_tr, pred, sensitive_features=g_tr) <= 0.1 + 1e-12
+    before = X_tr @ coef + intercept > 0
+    assert demographic_parity_difference(y_tr, before, sensitive_features=g_tr) > 0.1
+    np.testing.assert_array_equal(cut_coef[:10], coef[:10])  # the features' own
+    # Each group's scores moved by one offset: the cut is a threshold per group.
+    moved = (X_tr @ cut_coef + cut_intercept) - (X_tr @ coef + intercept)
+    for k in range(30):
+        assert np.ptp(moved[g_tr == k]) < 1e-9
+
+
+def test_no_group_cut_without_the_group_columns():
+    X_tr, _, y_tr, _, g_tr, _ = groups_in_x(30, 0)
+    # Without the columns, or with two of them missing (the intercept carries one only).
+    assert _cut(X_tr, y_tr, g_tr, slice(0, 10))[1] is None
+    assert _cut(X_tr, y_tr, g_tr, np.r_[0:10, 12:40])[1] is None
+    # Two groups: left to the steering (its fits are the golden record's).
+    two = (g_tr % 2).astype(int)
+    assert _cut(np.column_stack([X_tr[:, :10], two]), y_tr, two, slice(None))[1] is None

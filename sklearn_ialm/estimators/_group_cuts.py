@@ -36,8 +36,10 @@ def group_cut(problem, units, groups, x, scores, base):
     ``groups``: the group code of each constraint row; ``scores``: the constraint rows'
     scores at ``x`` (an ndarray).
     """
+    if not isinstance(scores, np.ndarray) or groups is None or len(groups) != len(scores):
+        return None  # (rows on a cluster: not cut)
     parts = _own_parts(problem, units, groups)
-    if parts is None or not isinstance(scores, np.ndarray):
+    if parts is None:
         return None
     columns = _group_columns(problem, groups, list(parts))
     if columns is None:
@@ -60,7 +62,7 @@ def _own_parts(problem, units, groups):
     coefficient, the overall rate, which the free level absorbs); None where the problem is
     not one band of three groups or more with a group of its own per constraint."""
     W = problem.W
-    if units.n_bands != 1 or len(units.free) or groups is None or not isinstance(W, np.ndarray):
+    if units.n_bands != 1 or len(units.free) or not isinstance(W, np.ndarray):
         return None
     cols = units.members[0]
     if len(cols) < 6:
@@ -161,7 +163,7 @@ def _group_columns(problem, groups, codes):
     constraint rows that takes one value on the group's rows and another on every other row;
     one group may have none (the intercept then carries its offset, see :func:`_fold`);
     None where more have none."""
-    A, rows = problem.A_con.A, problem.A_con.rows
+    A, rows = getattr(problem.A_con, "A", None), getattr(problem.A_con, "rows", None)
     if sp.issparse(A):
         A = A.tocsc()
     elif not isinstance(A, np.ndarray):
