@@ -23,6 +23,12 @@ by its own gap between hard and soft values (:func:`_group_by_group`, up to ``ma
 further solves; once a constraint has a solve on each side of its band, by regula falsi
 between them): the first such solve that meets the bound is returned.
 
+If none does and the groups are columns of ``X`` (three groups or more), the solve nearest
+the bound gets a threshold per group, in the group columns' coefficients, that meets the
+bound on predictions, and the surrogate is solved once more with its bounds where that model
+meets them (:func:`_cut_by_group`): that solve if it meets the bound, else the segment from
+it towards the per-group thresholds, said to be a compromise.
+
 If no solve meets the bound (within those solves or the budget), the segment towards
 the constant model (intercept only, every prediction the same class, which meets every
 parity bound) is searched instead, and the fit says so: it meets the bound at the price of
