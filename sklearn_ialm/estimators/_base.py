@@ -336,8 +336,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """The solves that steer the surrogate (a :class:`HardRateFit`)."""
         return fit_hard_rates(
             problem, solve, bound_tol=self.bound_tol, budget=budget, verbose=self.verbose,
-            path_steps=not self._ratio_bound(),
+            path_steps=not self._ratio_bound(), groups=self._row_groups(problem, context),
         )  # fmt: skip
+
+    def _row_groups(self, problem, context):
+        """The group code of each constraint row of ``problem``, or None (no groups)."""
+        return None
 
     def _steers_hard_rates_after_fit(self, context) -> bool:
         """Whether the fit's bound is on hard predictions (see :meth:`_away_from_ties`)."""

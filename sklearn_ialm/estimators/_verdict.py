@@ -215,6 +215,12 @@ def _moved_model_text(est, fit) -> str:
             f"the solve nearest the bound was moved towards {constant}, "
             f"{fit.interpolated:.0%} of the way"
         )
+    elif fit.group_thresholds:
+        what = (
+            "a threshold of each group's own (the group columns' coefficients) was set on "
+            "the solve nearest the bound, and a further solve was moved "
+            f"{fit.interpolated:.0%} of the way to it"
+        )
     else:
         what = (
             "the constant model misses the bound too, so the threshold of the solve "

@@ -977,6 +977,10 @@ class FairLogisticClassifier(BaseIALMClassifier):
     def _steers_hard_rates(self, problem):
         return self.rate == "hard" and problem.n_constraints > 0
 
+    def _row_groups(self, problem, context):
+        codes, rows = context["codes"], getattr(problem.A_con, "rows", None)
+        return codes if codes is None or rows is None else codes[rows]
+
     def _steers_hard_rates_after_fit(self, context):
         return self.rate == "hard" and len(context["protected"]) > 0
 
