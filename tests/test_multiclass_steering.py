@@ -6,9 +6,13 @@ independent: fairlearn's demographic parity difference of ``predict`` one-vs-res
 scikit-learn's ``log_loss`` and ``LogisticRegression``.
 """
 
+import re
+import warnings
+
 import numpy as np
 from fairlearn.metrics import demographic_parity_difference
 from sklearn.datasets import load_digits, load_wine
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
@@ -108,3 +112,22 @@ def test_digits_with_a_group_tied_to_one_class_at_002():
     lr_gap = _worst_gap(y, lr.predict(X), g)
     accuracy, _ = _sweep(load_digits, "one", (0.02,))
     assert accuracy[0] >= lr.score(X_test, y_test) - _FALL_PER_HUNDREDTH * (lr_gap - 0.02) / 0.01
+
+
+def test_a_fit_out_of_passes_says_how_many_would_do():
+    """Issue 49 item 6: a multi-class fit stopped by max_passes said so, but not that more
+    passes would do. The warning names a max_passes, and a fit with it converges and meets
+    the bound."""
+    X, y, g, *_ = _tied(load_wine, "one")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        short = FairLogisticClassifier(bound=0.02, max_passes=60, random_state=0)
+        short.fit(X, y, sensitive_features=g)
+    assert not short.converged_
+    said = " ".join(str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning))
+    advised = re.search(r"raise max_passes \(now 60\), to about (\d+)", said)
+    assert advised is not None, said
+    clf = FairLogisticClassifier(bound=0.02, max_passes=int(advised.group(1)), random_state=0)
+    clf.fit(X, y, sensitive_features=g)
+    assert clf.converged_
+    assert _worst_gap(y, clf.predict(X), g) <= 0.02 + 1e-12

@@ -845,4 +845,19 @@ def _warn_not_converged(est, result, toward_constant):
             "The bound is NOT met on the training predictions; check hard_constraint_values_ "
             "before using this model."
         )
+    if est.n_data_passes_ >= est.max_passes - 1:
+        parts.append(_more_passes(est))
     warn(" ".join(parts), ConvergenceWarning)
+
+
+def _more_passes(est) -> str:
+    """The remedy of a fit whose budget ran out: a ``max_passes`` with room for two more
+    solves of the steering at the pace of its solves so far (digits, the group tied to the
+    label, per-class bound 0.01: 302 passes at accuracy 0.17, converged in 396)."""
+    per_solve = est.n_data_passes_ / max(est.n_rounds_, 1)
+    advised = 100 * int(np.ceil((est.n_data_passes_ + 2 * per_solve) / 100))
+    return (
+        f"The budget ran out: raise max_passes (now {est.max_passes:g}), to about {advised} "
+        f"(room for two more solves of about {per_solve:.0f} passes each, the pace of its "
+        f"{est.n_rounds_} so far)."
+    )
