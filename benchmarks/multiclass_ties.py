@@ -1,0 +1,114 @@
+"""Issue 49's multi-class sweep: test accuracy, convergence and training log-loss by the
+per-class demographic parity bound, on digits and wine with groups tied to the label.
+
+Usage (from the repository root, one thread)::
+
+    OMP_NUM_THREADS=1 python -m benchmarks.multiclass_ties                  # every case
+    OMP_NUM_THREADS=1 python -m benchmarks.multiclass_ties --data digits --tie halves \\
+        --bounds 0.07,0.06,0.05
+
+The rows are a stratified 70/30 split (``random_state=0``), standardised on the training
+rows. The group (not in X) is "b" with chance 0.7 for the upper half of the classes and 0.3
+for the lower ("halves": digits 5-9 against 0-4, the issue's reproduction), 0.8 for class 0
+and 0.4 for the others ("one"), or 0.5 ("random"), drawn by ``np.random.default_rng(0)``.
+Each line: the bound, test accuracy, ``converged_``, data passes, solves, the worst per-class
+gap (fairlearn's demographic parity difference one-vs-rest) on the training and test rows,
+the training log-loss and CPU seconds (and as a multiple of ``LogisticRegression``'s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from fairlearn.metrics import demographic_parity_difference
+from sklearn.datasets import load_digits, load_wine
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_ialm import FairLogisticClassifier
+
+BOUNDS = {
+    "digits": (0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.02),
+    "wine": (0.15, 0.1, 0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.02),
+}
+
+
+def data(name, tie):
+    """``(X, X_test, y, y_test, g, g_test)`` (see the module docstring)."""
+    X, y = (load_digits if name == "digits" else load_wine)(return_X_y=True)
+    K = len(np.unique(y))
+    chance = {
+        "halves": np.where(y >= (K + 1) // 2, 0.7, 0.3),
+        "one": np.where(y == 0, 0.8, 0.4),
+        "random": np.full(len(y), 0.5),
+    }[tie]
+    g = np.where(np.random.default_rng(0).random(len(y)) < chance, "b", "a")
+    X, X_test, y, y_test, g, g_test = train_test_split(
+        X, y, g, test_size=0.3, random_state=0, stratify=y
+    )
+    scaler = StandardScaler().fit(X)
+    return scaler.transform(X), scaler.transform(X_test), y, y_test, g, g_test
+
+
+def worst_gap(y, pred, g):
+    """fairlearn's demographic parity difference of each class one-vs-rest, the largest."""
+    return max(
+        demographic_parity_difference(y == c, pred == c, sensitive_features=g)
+        for c in np.unique(y)
+    )
+
+
+def sweep(name, tie, bounds):
+    """Print the case's lines."""
+    X, X_test, y, y_test, g, g_test = data(name, tie)
+    t = time.process_time()
+    lr = LogisticRegression(max_iter=10_000).fit(X, y)
+    lr_cpu = time.process_time() - t
+    print(
+        f"{name}/{tie}: LogisticRegression accuracy {lr.score(X_test, y_test):.3f}, worst "
+        f"gap {worst_gap(y, lr.predict(X), g):.3f}, "
+        f"log-loss {log_loss(y, lr.predict_proba(X)):.4f}"
+    )
+    print(
+        "| bound | test acc | converged | passes | solves | gap train | gap test | log-loss "
+        "| CPU s |"
+    )
+    for bound in bounds:
+        t = time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = FairLogisticClassifier(bound=bound, random_state=0)
+            clf.fit(X, y, sensitive_features=g)
+        cpu = time.process_time() - t
+        print(
+            f"| {bound:.2f} | {clf.score(X_test, y_test):.3f} | {clf.converged_} | "
+            f"{clf.n_data_passes_:.0f} | {clf.n_rounds_} | "
+            f"{worst_gap(y, clf.predict(X), g):.3f} | "
+            f"{worst_gap(y_test, clf.predict(X_test), g_test):.3f} | "
+            f"{log_loss(y, clf.predict_proba(X), labels=clf.classes_):.4f} | "
+            f"{cpu:.1f} ({cpu / lr_cpu:.0f}x) |",
+            flush=True,
+        )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", choices=["digits", "wine"], action="append")
+    parser.add_argument("--tie", choices=["halves", "one", "random"], action="append")
+    parser.add_argument("--bounds", help="comma-separated (default: the data set's sweep)")
+    args = parser.parse_args(argv)
+    for name in args.data or ["digits", "wine"]:
+        bounds = BOUNDS[name]
+        if args.bounds:
+            bounds = tuple(float(b) for b in args.bounds.split(","))
+        for tie in args.tie or ["halves", "one", "random"]:
+            sweep(name, tie, bounds)
+
+
+if __name__ == "__main__":
+    main()
