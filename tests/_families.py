@@ -227,11 +227,12 @@ def _with_columns(X, columns):
 
 
 @st.composite
-def group_shares(draw, n_rows: int, max_groups: int = 8, small: bool = True):
-    """2 to ``max_groups`` groups, of which up to all but one are small (8 to 40 rows; none
-    unless ``small``)."""
+def group_shares(draw, n_rows: int, max_groups: int = 8, small: str = "any"):
+    """2 to ``max_groups`` groups, of which up to all but one are small (8 to 40 rows):
+    any number of them (``small="any"``), none (``"none"``) or at least one (``"some"``)."""
     n_groups = draw(st.integers(2, max_groups))
-    n_small = draw(st.integers(0, n_groups - 1)) if small else 0
+    low, high = {"any": (0, n_groups - 1), "none": (0, 0), "some": (1, n_groups - 1)}[small]
+    n_small = draw(st.integers(low, high))
     small = [draw(st.integers(8, 40)) for _ in range(n_small)]
     rest = n_rows - sum(small)
     weights = [draw(st.integers(1, 4)) for _ in range(n_groups - n_small)]
@@ -245,7 +246,7 @@ def families(
     n_classes: tuple = (2,),
     n_rows: tuple = (300, 3000),
     max_groups: int = 8,
-    small: bool = True,
+    small: str = "any",
     sparse: bool = True,
     raw: bool = True,
 ):
@@ -259,8 +260,9 @@ def families(
         The range of training rows.
     max_groups : int
         The largest number of groups.
-    small : bool
-        Whether small groups (8 to 40 training rows) are drawn.
+    small : {"any", "none", "some"}
+        How many groups are small (8 to 40 training rows): any number but all, none, or at
+        least one.
     sparse, raw : bool
         Whether CSR storage, raw units are drawn (else never).
     """

@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _families import families, load_profile
+from _families import Family, families, load_profile
 from fairlearn.metrics import (
     MetricFrame,
     demographic_parity_difference,
@@ -41,7 +41,7 @@ from fairlearn.metrics import (
     equalized_odds_difference,
     false_positive_rate_difference,
 )
-from hypothesis import assume, event, given, note
+from hypothesis import assume, event, example, given, note
 from hypothesis import strategies as st
 from scipy.special import log_softmax
 from sklearn.exceptions import ConvergenceWarning
@@ -187,24 +187,52 @@ def _fair(kind, bound, **params):
 
 
 # -- 1. the bound is met, or the advice works -------------------------------------------------
-@given(family=families(), kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
+# The minimal falsifying examples of the known bugs (HYPOTHESIS_PROFILE=long), run first in
+# every profile: the xfail then fails on every hypothesis version, and passes when fixed.
+_SMALL_GROUP_NO_ADVICE = Family(
+    n_rows=300, group_shares=(0.026667, 0.486667, 0.486667), tie="score", noise_sd=0.5,
+    positive_share=0.1, n_features=2, seed=2,
+)  # fmt: skip
+_MULTICLASS_NO_ADVICE = Family(
+    n_rows=435, group_shares=(0.571429, 0.142857, 0.142857, 0.142857), tie="independent",
+    noise_sd=0.5, positive_share=0.1, n_classes=4, n_features=2, seed=0,
+)  # fmt: skip
+
+
+def check_bound(family, kind, bound):
+    X, y, groups = family.sample()
+    assume(_conditional_defined(kind, y, groups))
+    est, caught = fit(_fair(kind, bound), X, y, groups)
+    check_met_or_advised(est, caught, X, y, groups)
+
+
+@given(family=families(small="none"), kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
 def test_binary_bound_met_or_advised_bound_works(family, kind, bound):
-    X, y, groups = family.sample()
-    assume(_conditional_defined(kind, y, groups))
-    est, caught = fit(_fair(kind, bound), X, y, groups)
-    check_met_or_advised(est, caught, X, y, groups)
+    check_bound(family, kind, bound)
 
 
-@given(
-    family=_MULTICLASS,
-    kind=st.sampled_from(KINDS),
-    bound=st.sampled_from(BOUNDS),
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 items 3-4: an 8-row group (300 rows, 3 groups tied to the score, sd 0.5, "
+    "10 % positives), error_rate_parity bound=0.02: converged_ False, gap 0.094 on "
+    "predictions, and the warning advises no bound (only 'Raise max_passes')",
 )
+@example(family=_SMALL_GROUP_NO_ADVICE, kind="error_rate_parity", bound=0.02)
+@given(family=families(small="some"), kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
+def test_binary_bound_met_or_advised_bound_works_with_small_groups(family, kind, bound):
+    check_bound(family, kind, bound)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 items 2 and 4: 4 classes, 435 rows, 4 independent groups of 62-249 rows, "
+    "error_rate_parity bound=0.02: converged_ False, gap 0.050 on predictions, and the "
+    "warning advises no bound",
+)
+@example(family=_MULTICLASS_NO_ADVICE, kind="error_rate_parity", bound=0.02)
+@given(family=_MULTICLASS, kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
 def test_multiclass_bound_met_or_advised_bound_works(family, kind, bound):
-    X, y, groups = family.sample()
-    assume(_conditional_defined(kind, y, groups))
-    est, caught = fit(_fair(kind, bound), X, y, groups)
-    check_met_or_advised(est, caught, X, y, groups)
+    check_bound(family, kind, bound)
 
 
 # -- 2. the objective is monotone in the bound ------------------------------------------------
@@ -303,16 +331,43 @@ def check_stream(family, kind, bound, order):
     assert rates["partial_fit"][1] >= rates["fit"][1] - 0.01
 
 
-_STREAMS = families(n_rows=STREAM_ROWS, max_groups=4, small=False)
+_STREAMS = families(n_rows=STREAM_ROWS, max_groups=4, small="none")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 49 item 1: SHUFFLED")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 item 1: 100000 rows in batches of 5000, 4 independent groups in X "
+    "(1/6, 1/2, 1/6, 1/6), 50 % positives, demographic_parity bound=0.02: fresh gap 0.0305 "
+    "for partial_fit against 0.0095 for fit (accuracy 0.713 and 0.714)",
+)
+@example(
+    family=Family(
+        n_rows=100_000, group_shares=(0.166667, 0.5, 0.166667, 0.166667), tie="independent",
+        noise_sd=0.5, groups_in_x=True, positive_share=0.5, n_features=2, seed=0,
+    ),
+    kind="demographic_parity",
+    bound=0.02,
+)  # fmt: skip
 @given(family=_STREAMS, kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
 def test_partial_fit_over_a_shuffled_stream_ends_near_fit(family, kind, bound):
     check_stream(family, kind, bound, "shuffled")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 49 item 1: SORTED")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 item 1: 123754 rows sorted by group (2 independent groups, 0.4 and 0.6), "
+    "10 % positives, demographic_parity bound=0.02: on fresh rows partial_fit's accuracy is "
+    "0.099 (every row positive) against fit's 0.904",
+)
+@example(
+    family=Family(
+        n_rows=123_754, group_shares=(0.4, 0.6), tie="independent", noise_sd=0.5,
+        positive_share=0.1, n_features=2, seed=0,
+    ),
+    kind="demographic_parity",
+    bound=0.02,
+    order="by_group",
+)  # fmt: skip
 @given(
     family=_STREAMS,
     kind=st.sampled_from(KINDS),
