@@ -206,9 +206,35 @@ def check_bound(family, kind, bound):
     check_met_or_advised(est, caught, X, y, groups)
 
 
-@given(family=families(small="none"), kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
+@given(
+    family=families(small="none"), kind=st.sampled_from(KINDS[:-1]), bound=st.sampled_from(BOUNDS)
+)
 def test_binary_bound_met_or_advised_bound_works(family, kind, bound):
     check_bound(family, kind, bound)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 item 4, groups of 100-150 rows, error_rate_parity bound=0.02: "
+    "(a) 300 rows, 3 groups tied to the score (sd 0.5), 20 % positives: converged_ False, "
+    "gap 0.33 on predictions, and the warning advises no bound (only 'Raise max_passes'); "
+    "(b) 300 rows, 2 groups tied to the score (sd 0.5), 10 % positives: advised bound=0.13, "
+    "whose refit does not converge (and advises 0.16)",
+)
+@example(
+    family=Family(
+        n_rows=300, group_shares=(0.333333, 0.333333, 0.333333), tie="score", noise_sd=0.5,
+        positive_share=0.2, n_features=2, seed=0,
+    ),
+    bound=0.02,
+)  # fmt: skip
+@example(
+    family=Family(n_rows=300, tie="score", noise_sd=0.5, positive_share=0.1, n_features=2),
+    bound=0.02,
+)
+@given(family=families(small="none"), bound=st.sampled_from(BOUNDS))
+def test_binary_error_rate_bound_met_or_advised_bound_works(family, bound):
+    check_bound(family, "error_rate_parity", bound)
 
 
 @pytest.mark.xfail(
