@@ -1,0 +1,482 @@
+"""What must always hold, on randomised families (issue 49 item 7).
+
+The families are those of ``tests/_families.py``: 2 to 8 groups (some of 8 to 40 rows), tied
+to the label's score, to a feature or to nothing, in X or not; 10 to 50 % positives or 3 to 4
+classes; raw units; CSR with mostly zeros; streams shuffled or sorted. The invariants:
+
+1. the bound is met on :meth:`predict` (fairlearn's metric), or ``converged_`` is False with a
+   ConvergenceWarning whose advised ``bound=X`` converges and is met when refitted;
+2. the training objective is monotone in the bound: a tighter bound never gives a smaller one
+   (both fits converged, to :data:`OBJECTIVE_TOL`);
+3. a converged fit is no worse, on its own objective, than the constant model where that meets
+   the bound;
+4. ``partial_fit`` over one pass of a stream ends within 0.01 of ``fit``'s rates on fresh rows:
+   its gap at most 0.01 above ``fit``'s, its accuracy at most 0.01 below (item 1's acceptance);
+5. ``NeymanPearsonClassifier``: the training false-positive rate of :meth:`predict` meets
+   ``max_fpr``, or ``converged_`` is False with a warning;
+
+and ``objective_`` is the objective of the model returned (its docstring). A marker
+``xfail(strict=True)`` names a failure of main, with its minimal example (an ``@example``,
+run first under every profile): it must go when the fix lands (an XPASS fails).
+
+The objective is computed here, from the estimators' documented definition (the penalty of
+``make_pipeline(StandardScaler(), LogisticRegression(C=C))``): the weighted mean log-loss (the
+cross-entropy with more than two classes) plus ``||w||^2 / (2 C n)``, ``w`` the weights of the
+standardised columns (a column whose absolute mean exceeds its standard deviation centred and
+divided by it, any other divided by its root mean square).
+
+``HYPOTHESIS_PROFILE=long`` runs 200 examples of each (``ci``, the default, a few, the same on
+every run); see ``tests/_families.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from _families import Family, families, load_profile
+from fairlearn.metrics import (
+    MetricFrame,
+    demographic_parity_difference,
+    equal_opportunity_difference,
+    equalized_odds_difference,
+    false_positive_rate_difference,
+)
+from hypothesis import assume, event, example, given, note
+from hypothesis import strategies as st
+from scipy.special import log_softmax
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+
+load_profile()
+
+KINDS = (
+    "demographic_parity",
+    "true_positive_rate_parity",
+    "false_positive_rate_parity",
+    "equalized_odds",
+    "error_rate_parity",
+)
+BOUNDS = (0.02, 0.05, 0.1, 0.2)
+
+#: How far an objective may be off its optimum for a converged fit: the precedent of
+#: tests/test_optimum.py's monotone test (0.002), in log-loss units.
+OBJECTIVE_TOL = 2e-3
+
+#: The bound is met on predictions when fairlearn's metric is at most the bound plus this
+#: (rounding of the rates only: the estimators decide ``bound_met_`` at 1e-12).
+MET_TOL = 1e-9
+
+#: Rows of the streams (one pass), of their batches, and fresh rows that judge them. (The user
+#: guide: a stream needs many rows, 20000 are far from meeting a bound.)
+STREAM_ROWS, BATCH_ROWS, FRESH_ROWS = (100_000, 200_000), 5000, 50_000
+
+#: Invariants 2 and 3 judge converged fits only: with more than two classes a fit that does
+#: not converge spends its 300 passes for nothing here (issue 49 item 2 asks for <= 100).
+MULTICLASS_BUDGET = {"max_passes": 100}
+
+#: The multiclass families: fits of many passes, on fewer rows.
+_MULTICLASS = families(n_classes=(3, 4), n_rows=(300, 1000), max_groups=4)
+
+
+# -- fairlearn's metrics ----------------------------------------------------------------------
+def _error_rate_difference(y, pred, sensitive_features):
+    frame = MetricFrame(
+        metrics=lambda t, p: np.mean(t != p), y_true=y, y_pred=pred,
+        sensitive_features=sensitive_features,
+    )  # fmt: skip
+    return frame.difference()
+
+
+_BINARY = {
+    "demographic_parity": demographic_parity_difference,
+    "true_positive_rate_parity": equal_opportunity_difference,
+    "false_positive_rate_parity": false_positive_rate_difference,
+    "equalized_odds": equalized_odds_difference,
+    "error_rate_parity": _error_rate_difference,
+}
+
+
+def gap(kind, y, pred, groups):
+    """fairlearn's between-groups difference of ``kind``; with more than two classes the
+    largest over the classes one-vs-rest (the error rate: of ``pred != y``)."""
+    classes = np.unique(y)
+    if len(classes) == 2 or kind == "error_rate_parity":
+        return float(_BINARY[kind](y, pred, sensitive_features=groups))
+    return max(float(_BINARY[kind](y == c, pred == c, sensitive_features=groups)) for c in classes)
+
+
+def _conditional_defined(kind, y, groups):
+    """Whether every group holds every class (a conditional rate of a group without the
+    class is undefined, fairlearn's metric too)."""
+    if kind in ("demographic_parity", "error_rate_parity"):
+        return True
+    return all(len(np.unique(y[groups == g])) == len(np.unique(y)) for g in np.unique(groups))
+
+
+# -- the objective ----------------------------------------------------------------------------
+def _column_scales(X, fit_intercept=True):
+    """The standardisation of the estimators' docstring, per column of ``X`` (dense or CSR
+    alike: the rule reads the columns' moments only)."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    mean, std = X.mean(axis=0), X.std(axis=0)
+    scale = np.where(fit_intercept & (np.abs(mean) > std), std, np.hypot(mean, std))
+    return np.where(scale > 0, scale, 1.0)  # a constant column cannot move the score
+
+
+def objective(est, X, y):
+    """Mean log-loss (cross-entropy) of ``y`` plus ``||w||^2 / (2 C n)``, with ``w`` the
+    weights of the standardised columns (every class's, the intercepts free)."""
+    scores = est.decision_function(X)
+    if scores.ndim == 1:  # binary: the score is the second class's against the first's 0
+        scores = np.column_stack([np.zeros_like(scores), scores])
+    codes = np.searchsorted(est.classes_, y)
+    loss = -np.mean(log_softmax(scores, axis=1)[np.arange(len(y)), codes])
+    weights = est.coef_ * _column_scales(X, est.fit_intercept)[None, :]
+    return float(loss + np.sum(weights**2) / (2 * est.C * len(y)))
+
+
+def constant_objective(y):
+    """The constant model's objective: the entropy of the class shares (no penalty)."""
+    shares = np.bincount(np.unique(y, return_inverse=True)[1]) / len(y)
+    return float(-np.sum(shares * np.log(shares)))
+
+
+# -- fits -------------------------------------------------------------------------------------
+def fit(est, X, y, groups=None):
+    """``est`` fitted, and the warnings of the fit."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y, **({} if groups is None else {"sensitive_features": groups}))
+    for w in caught:
+        note(f"{w.category.__name__}: {w.message}")
+    return est, caught
+
+
+def _advised_bound(caught):
+    """The ``bound=X`` of the fit's ConvergenceWarning (None without one)."""
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            found = re.search(r"bound=([0-9.]+)", str(w.message))
+            if found:
+                return float(found.group(1).rstrip("."))
+    return None
+
+
+def check_met_or_advised(est, caught, X, y, groups):
+    """Invariant 1 on a fitted ``est``: a bound not met on predictions is said (``converged_``
+    False, a ConvergenceWarning) with a bound to ask instead, and any bound a warning advises
+    converges and is met when refitted."""
+    kind, bound = est.constraint, est.bound
+    reached = gap(kind, y, est.predict(X), groups)
+    note(f"gap on predictions {reached:.5f}, bound {bound}, converged_ {est.converged_}")
+    advised = _advised_bound(caught)
+    if reached > bound + MET_TOL:
+        assert not est.converged_, "converged_ is True and the bound is not met"
+        assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        assert advised is not None, "the bound is not met and the warning advises no bound"
+    if advised is not None:
+        again, _ = fit(est.__class__(**{**est.get_params(), "bound": advised}), X, y, groups)
+        again_gap = gap(kind, y, again.predict(X), groups)
+        note(f"refit at the advised bound={advised}: gap {again_gap:.5f}, {again.converged_}")
+        assert again.converged_ and again_gap <= advised + MET_TOL
+
+
+def _fair(kind, bound, **params):
+    return FairLogisticClassifier(constraint=kind, bound=bound, random_state=0, **params)
+
+
+# -- 1. the bound is met, or the advice works -------------------------------------------------
+# The minimal falsifying examples of the known bugs (HYPOTHESIS_PROFILE=long), run first in
+# every profile: the xfail then fails on every hypothesis version, and passes when fixed.
+_SMALL_GROUP_NO_ADVICE = Family(
+    n_rows=300, group_shares=(0.026667, 0.486667, 0.486667), tie="score", noise_sd=0.5,
+    positive_share=0.1, n_features=2, seed=2,
+)  # fmt: skip
+_MULTICLASS_NO_ADVICE = Family(
+    n_rows=435, group_shares=(0.571429, 0.142857, 0.142857, 0.142857), tie="independent",
+    noise_sd=0.5, positive_share=0.1, n_classes=4, n_features=2, seed=0,
+)  # fmt: skip
+
+
+def check_bound(family, kind, bound):
+    X, y, groups = family.sample()
+    assume(_conditional_defined(kind, y, groups))
+    est, caught = fit(_fair(kind, bound), X, y, groups)
+    check_met_or_advised(est, caught, X, y, groups)
+
+
+@given(
+    family=families(small="none"), kind=st.sampled_from(KINDS[:-1]), bound=st.sampled_from(BOUNDS)
+)
+def test_binary_bound_met_or_advised_bound_works(family, kind, bound):
+    check_bound(family, kind, bound)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 item 4, groups of 100-150 rows, error_rate_parity bound=0.02: "
+    "(a) 300 rows, 3 groups tied to the score (sd 0.5), 20 % positives: converged_ False, "
+    "gap 0.33 on predictions, and the warning advises no bound (only 'Raise max_passes'); "
+    "(b) 300 rows, 2 groups tied to the score (sd 0.5), 10 % positives: advised bound=0.13, "
+    "whose refit does not converge (and advises 0.16)",
+)
+@example(
+    family=Family(
+        n_rows=300, group_shares=(0.333333, 0.333333, 0.333333), tie="score", noise_sd=0.5,
+        positive_share=0.2, n_features=2, seed=0,
+    ),
+    bound=0.02,
+)  # fmt: skip
+@example(
+    family=Family(n_rows=300, tie="score", noise_sd=0.5, positive_share=0.1, n_features=2),
+    bound=0.02,
+)
+@given(family=families(small="none"), bound=st.sampled_from(BOUNDS))
+def test_binary_error_rate_bound_met_or_advised_bound_works(family, bound):
+    check_bound(family, "error_rate_parity", bound)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 items 3-4: an 8-row group (300 rows, 3 groups tied to the score, sd 0.5, "
+    "10 % positives), error_rate_parity bound=0.02: converged_ False, gap 0.094 on "
+    "predictions, and the warning advises no bound (only 'Raise max_passes')",
+)
+@example(family=_SMALL_GROUP_NO_ADVICE, kind="error_rate_parity", bound=0.02)
+@given(family=families(small="some"), kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
+def test_binary_bound_met_or_advised_bound_works_with_small_groups(family, kind, bound):
+    check_bound(family, kind, bound)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 items 2 and 4: 4 classes, 435 rows, 4 independent groups of 62-249 rows, "
+    "error_rate_parity bound=0.02: converged_ False, gap 0.050 on predictions, and the "
+    "warning advises no bound",
+)
+@example(family=_MULTICLASS_NO_ADVICE, kind="error_rate_parity", bound=0.02)
+@given(family=_MULTICLASS, kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
+def test_multiclass_bound_met_or_advised_bound_works(family, kind, bound):
+    check_bound(family, kind, bound)
+
+
+# -- 2. the objective is monotone in the bound ------------------------------------------------
+def check_monotone(family, kind, bounds, budget):
+    X, y, groups = family.sample()
+    assume(_conditional_defined(kind, y, groups))
+    tight, loose = sorted(bounds)
+    assume(tight < loose)
+    fits = [fit(_fair(kind, b, **budget), X, y, groups)[0] for b in (tight, loose)]
+    if not all(f.converged_ for f in fits):
+        event("not both converged")
+        return
+    values = [objective(f, X, y) for f in fits]
+    note(f"objective at bound {tight}: {values[0]:.6f}, at {loose}: {values[1]:.6f}")
+    assert values[0] >= values[1] - OBJECTIVE_TOL
+
+
+@given(
+    family=families(),
+    kind=st.sampled_from(KINDS),
+    bounds=st.lists(st.sampled_from(BOUNDS), min_size=2, max_size=2, unique=True),
+)
+def test_binary_objective_is_monotone_in_the_bound(family, kind, bounds):
+    check_monotone(family, kind, bounds, {})
+
+
+@given(
+    family=_MULTICLASS,
+    kind=st.sampled_from(KINDS),
+    bounds=st.lists(st.sampled_from(BOUNDS), min_size=2, max_size=2, unique=True),
+)
+def test_multiclass_objective_is_monotone_in_the_bound(family, kind, bounds):
+    check_monotone(family, kind, bounds, MULTICLASS_BUDGET)
+
+
+# -- 3. no worse than the constant model ------------------------------------------------------
+def check_constant(family, kind, bound, budget):
+    X, y, groups = family.sample()
+    assume(_conditional_defined(kind, y, groups))
+    values, counts = np.unique(y, return_counts=True)
+    majority = np.full(len(y), values[np.argmax(counts)])
+    assume(gap(kind, y, majority, groups) <= bound)  # the constant model meets the bound
+    est, _ = fit(_fair(kind, bound, **budget), X, y, groups)
+    if not est.converged_:
+        event("not converged")
+        return
+    ours, constant = objective(est, X, y), constant_objective(y)
+    note(f"objective {ours:.6f}, the constant model's {constant:.6f}")
+    assert ours <= constant + OBJECTIVE_TOL
+
+
+@given(family=families(), kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
+def test_binary_converged_fit_no_worse_than_the_constant_model(family, kind, bound):
+    check_constant(family, kind, bound, {})
+
+
+@given(
+    family=_MULTICLASS,
+    kind=st.sampled_from(KINDS),
+    bound=st.sampled_from(BOUNDS),
+)
+def test_multiclass_converged_fit_no_worse_than_the_constant_model(family, kind, bound):
+    check_constant(family, kind, bound, MULTICLASS_BUDGET)
+
+
+# -- the objective the fit reports is its model's ----------------------------------------------
+def _scaling_tie(X):
+    """Whether a column's absolute mean equals its standard deviation (an indicator of half
+    the rows): which standardisation the fit takes there is a matter of rounding."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    mean, std = np.abs(X.mean(axis=0)), X.std(axis=0)
+    return bool(np.any(np.isclose(mean, std, rtol=1e-9, atol=0)))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not a known bug of issue 49: a binary fit placed between two solves on the bound "
+    "(estimators/_hard_rates.py's segment point) reports the objective of a solve: 300 rows, "
+    "2 independent groups, 20 % positives, demographic_parity bound=0.02: objective_ "
+    "0.380299, the returned model's 0.380556",
+)
+@example(
+    family=Family(n_rows=300, tie="independent", positive_share=0.2, n_features=2, seed=0),
+    kind="demographic_parity",
+    bound=0.02,
+)
+@given(
+    family=families(n_classes=(2, 3)), kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS)
+)
+def test_objective_attribute_is_the_returned_models(family, kind, bound):
+    """``objective_`` is "the training loss at the returned point" (the docstring): the
+    objective of the model returned, which invariants 2 and 3 would otherwise read."""
+    X, y, groups = family.sample()
+    assume(_conditional_defined(kind, y, groups) and not _scaling_tie(X))
+    est, _ = fit(_fair(kind, bound), X, y, groups)
+    ours = objective(est, X, y)
+    note(f"objective_ {est.objective_:.6f}, the returned model's objective {ours:.6f}")
+    assert est.objective_ == pytest.approx(ours, rel=1e-6)
+
+
+# -- 4. partial_fit over one pass ends near fit -----------------------------------------------
+def _stream_order(order, y, groups, rng):
+    if order == "shuffled":
+        return rng.permutation(len(y))
+    key = groups if order == "by_group" else y
+    return np.argsort(key, kind="stable")
+
+
+def check_stream(family, kind, bound, order):
+    X, y, groups = family.sample()
+    assume(_conditional_defined(kind, y, groups))
+    rows = _stream_order(order, y, groups, np.random.default_rng(family.seed))
+    labels = np.unique(groups)
+    streamed = _fair(kind, bound)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        for start in range(0, len(rows), BATCH_ROWS):
+            batch = rows[start : start + BATCH_ROWS]
+            streamed.partial_fit(
+                X[batch], y[batch], classes=[0, 1], groups=labels,
+                sensitive_features=groups[batch],
+            )  # fmt: skip
+    batch_fit, _ = fit(_fair(kind, bound), X, y, groups)
+    X_new, y_new, g_new = family.sample(FRESH_ROWS, rows_seed=1)
+    rates = {}
+    for name, est in (("partial_fit", streamed), ("fit", batch_fit)):
+        pred = est.predict(X_new)
+        rates[name] = (gap(kind, y_new, pred, g_new), float(np.mean(pred == y_new)))
+    note(f"fresh (gap, accuracy): {rates}")
+    assert rates["partial_fit"][0] <= rates["fit"][0] + 0.01
+    assert rates["partial_fit"][1] >= rates["fit"][1] - 0.01
+
+
+_STREAMS = families(n_rows=STREAM_ROWS, max_groups=4, small="none")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 item 1: 100000 rows in batches of 5000, 4 independent groups in X "
+    "(1/6, 1/2, 1/6, 1/6), 50 % positives, demographic_parity bound=0.02: fresh gap 0.0305 "
+    "for partial_fit against 0.0095 for fit (accuracy 0.713 and 0.714)",
+)
+@example(
+    family=Family(
+        n_rows=100_000, group_shares=(0.166667, 0.5, 0.166667, 0.166667), tie="independent",
+        noise_sd=0.5, groups_in_x=True, positive_share=0.5, n_features=2, seed=0,
+    ),
+    kind="demographic_parity",
+    bound=0.02,
+)  # fmt: skip
+@given(family=_STREAMS, kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
+def test_partial_fit_over_a_shuffled_stream_ends_near_fit(family, kind, bound):
+    check_stream(family, kind, bound, "shuffled")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 item 1: 123754 rows sorted by group (2 independent groups, 0.4 and 0.6), "
+    "10 % positives, demographic_parity bound=0.02: on fresh rows partial_fit's accuracy is "
+    "0.099 (every row positive) against fit's 0.904",
+)
+@example(
+    family=Family(
+        n_rows=123_754, group_shares=(0.4, 0.6), tie="independent", noise_sd=0.5,
+        positive_share=0.1, n_features=2, seed=0,
+    ),
+    kind="demographic_parity",
+    bound=0.02,
+    order="by_group",
+)  # fmt: skip
+@given(
+    family=_STREAMS,
+    kind=st.sampled_from(KINDS),
+    bound=st.sampled_from(BOUNDS),
+    order=st.sampled_from(["by_group", "by_label"]),
+)
+def test_partial_fit_over_a_sorted_stream_ends_near_fit(family, kind, bound, order):
+    check_stream(family, kind, bound, order)
+
+
+# -- 5. Neyman-Pearson: the false-positive rate on the training rows --------------------------
+@given(family=families(), max_fpr=st.sampled_from([0.01, 0.05, 0.1, 0.2]))
+def test_neyman_pearson_training_fpr_met_or_warned(family, max_fpr):
+    X, y, _ = family.sample()
+    est, caught = fit(NeymanPearsonClassifier(max_fpr=max_fpr, random_state=0), X, y)
+    fpr = float(np.mean(est.predict(X)[y == 0] == 1))
+    note(f"training FPR {fpr:.5f}, max_fpr {max_fpr}, converged_ {est.converged_}")
+    if not est.converged_:
+        assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    else:
+        assert fpr <= max_fpr + MET_TOL
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_families_draw_what_they_say(n_classes):
+    """The generator's own promises: exact training group sizes, the positive share, raw
+    units far from 0, CSR mostly zeros, fresh rows with the same group shares."""
+    from _families import Family
+
+    family = Family(
+        n_rows=2000, group_shares=(0.6, 0.39, 0.01), tie="score", noise_sd=0.5,
+        positive_share=0.2, n_classes=n_classes, raw=True,
+    )  # fmt: skip
+    X, y, groups = family.sample()
+    assert sorted(np.unique(groups, return_counts=True)[1].tolist()) == [20, 780, 1200]
+    assert len(np.unique(y)) == n_classes
+    if n_classes == 2:
+        assert abs(y.mean() - 0.2) < 0.03
+    scales = X.std(axis=0)
+    assert np.all(np.abs(X.mean(axis=0)) > 1.5 * scales) and scales.max() / scales.min() > 1.5
+    X_new, _, g_new = family.sample(20_000, rows_seed=1)
+    assert abs(np.mean(g_new == groups[0]) - np.mean(groups == groups[0])) < 0.02
+    # Tied to the score (of the positive class, or of class 0): the groups' shares differ.
+    shares = [np.mean(y[groups == g] == (1 if n_classes == 2 else 0)) for g in np.unique(groups)]
+    assert max(shares) - min(shares) > 0.1
+    sparse = Family(sparse=0.1, groups_in_x=True, group_shares=(0.5, 0.5)).sample()[0]
+    assert sp.issparse(sparse) and sparse.nnz < 0.3 * np.prod(sparse.shape)
