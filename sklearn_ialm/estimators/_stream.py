@@ -9,17 +9,20 @@ constraints expectations over the rows to come), one batch at a time:
   ``d`` of PStorm, the multipliers ``y``, the penalty ``beta``, the outer iteration and its
   rows, the free levels' position, the random generator, the running weights of the cells
   (group x label) and of their positive predictions, and two averages of the iterates.
-* **The step** (:meth:`StreamState.learn`): each batch is cut into pieces of at most
+* **The step** (:meth:`StreamState.learn`): batches under :data:`LEARN_ROWS` rows are held
+  until that many rows have come (a 1-row batch then learns as the same rows in one batch
+  would; on main 6bdc02c each call ran at least one PStorm step, so 1-row batches took 30 times
+  the steps and ended at the constant model); the rows are cut into pieces of at most
   :data:`PIECE_ROWS` rows; on each piece PStorm (:func:`~sklearn_ialm.solver.pstorm.pstorm`)
-  runs about one iteration per ``batch_size`` rows on the augmented Lagrangian at the current
-  ``(y, beta)``, with minibatches drawn from the piece. An outer iteration of Algorithm 1 spans
-  ``max(FIRST_OUTER_ROWS, OUTER_SHARE * rows seen)`` rows: at its end the multipliers take
-  Algorithm 1's step ``y + min(beta, 1 / ||k||) k`` with ``k`` the constraint values measured
-  on the rows of its second half, before the model learnt from them (the running constraint
-  estimates), the slacks are projected (as the solver's stop test does), the penalty grows by
-  ``sigma`` up to its cap while ``||k|| > tol``, and the momentum estimate follows the change
-  of the augmented Lagrangian by an unbiased correction on one minibatch (the solver's
-  ``momentum="warm"``).
+  runs one iteration per ``batch_size`` rows (the fraction carried to the next piece) on the
+  augmented Lagrangian at the current ``(y, beta)``, with minibatches drawn from the piece. An
+  outer iteration of Algorithm 1 spans ``max(FIRST_OUTER_ROWS, OUTER_SHARE * rows seen)`` rows:
+  at its end the multipliers take Algorithm 1's step ``y + min(beta, 1 / ||k||) k`` with ``k``
+  the constraint values measured on the rows of its second half, before the model learnt from
+  them (the running constraint estimates), the slacks are projected (as the solver's stop test
+  does), the penalty grows by ``sigma`` up to its cap while ``||k|| > tol``, and the momentum
+  estimate follows the change of the augmented Lagrangian by an unbiased correction on one
+  minibatch (the solver's ``momentum="warm"``).
 * **The constraints** are means over the rows, ``c = mean_j w_j A[:, cell_j] q_j + offset``:
   the group rates' denominators (and the error rates' base rates) are the running weights of
   the cells over every row seen so far, posed by :mod:`~sklearn_ialm.problems.fairness`'s own
@@ -52,8 +55,9 @@ bound and with it the step. The iterate, the momentum estimate and the step are 
 coordinates, and the model is the same in any of them: new moments would change only the
 conditioning, which a first batch of a few thousand rows already gets within a few percent,
 while moving the coordinates would ask to carry ``z`` and ``d`` over by the same linear map at
-every call. A first batch of a handful of rows gives poor coordinates (a slower stream, not
-a wrong one): start with a batch of at least a few hundred rows.
+every call. A first batch under :data:`LEARN_ROWS` rows gives provisional coordinates (the
+null model does not depend on them), taken again from the first :data:`LEARN_ROWS` rows when
+they are learnt.
 """
 
 from __future__ import annotations
@@ -89,6 +93,11 @@ __all__ = ["GroupCodec", "StreamState", "partial_fit"]
 
 #: Rows of one PStorm call; the measurements of the running estimates are taken between two.
 PIECE_ROWS = 5000
+#: The fewest rows learnt at once: smaller batches wait in the state until this many have
+#: come (their predictions are counted as they come), so that a stream of 1-row batches
+#: learns from the same pieces as one of 1000-row batches, and its coordinates are taken
+#: from this many rows, not from a first batch of a handful.
+LEARN_ROWS = 1000
 #: Rows of the first outer iteration; later ones span OUTER_SHARE of the rows seen, so a
 #: stream of n rows takes about log(n) outer iterations and the last ones measure their
 #: constraint values on many rows.
@@ -260,6 +269,20 @@ class StreamState:
     warm: tuple | None = None  # the model fit left, which the stream starts from
     class_totals: np.ndarray = None  # the sample weight of each class so far
     text_columns: list = field(default_factory=list)
+    held: list = field(default_factory=list)  # batches waiting for LEARN_ROWS rows
+    held_rows: int = 0
+    provisional: bool = False  # the coordinates are of a first batch under LEARN_ROWS rows
+    step_credit: float = 0.0  # the fraction of a PStorm iteration owed to the rows learnt
+
+    def __deepcopy__(self, memo):
+        # The held batches are never written to (a release makes new arrays): the copy
+        # shares them, so that a stream of 1-row calls does not copy its hold at each call.
+        new = copy.copy(self)
+        for name, value in vars(self).items():
+            if name != "held":
+                setattr(new, name, copy.deepcopy(value, memo))
+        new.held = list(self.held)
+        return new
 
     # -- the problem of a piece ----------------------------------------------------------------
     @property
@@ -358,7 +381,8 @@ class StreamState:
 
     # -- one batch --------------------------------------------------------------------------------
     def learn(self, X, codes, w, groups):
-        """Count the batch's predictions (by the model as it came), then learn from it."""
+        """Count the batch's predictions (by the model as it came), then learn from it, or
+        hold it until :data:`LEARN_ROWS` rows have come."""
         cells = self.pose.cells(codes, groups)
         n_cells = self.pose.n_cells
         weight = np.bincount(cells, weights=w, minlength=n_cells)
@@ -367,10 +391,20 @@ class StreamState:
         if self.kind.startswith("np"):
             self.negatives_seen += float(weight[0])
         if self.z is None:
+            self.provisional = len(codes) < self._learn_rows() and self.warm is None
             self._start(X, codes, w, cells)
         if self.kind != "softmax":
             positive = self.predicted(X)
             self.cell_positive += np.bincount(cells, weights=w * positive, minlength=n_cells)
+        self.held.append((X, codes, w, cells))
+        self.held_rows += len(codes)
+        if self.held_rows < self._learn_rows():
+            return
+        X, codes, w, cells = self._release()
+        if self.provisional:
+            # Nothing learnt yet: the coordinates are taken again from these rows.
+            self.provisional, self.smoothness, self.ready = False, None, False
+            self._start(X, codes, w, cells)
         start = 0
         while start < len(codes):
             R = self.outer_rows
@@ -379,6 +413,18 @@ class StreamState:
             rows = slice(start, start + take)
             self._piece(X[rows], codes[rows], w[rows], cells[rows])
             start += take
+
+    def _learn_rows(self):
+        return max(LEARN_ROWS, self.batch_size)
+
+    def _release(self):
+        """The held batches as one, emptying the hold."""
+        held, self.held, self.held_rows = self.held, [], 0
+        if len(held) == 1:
+            return held[0]
+        X = [part[0] for part in held]
+        X = sp.vstack(X, format="csr") if sp.issparse(X[0]) else np.concatenate(X)
+        return (X, *(np.concatenate([part[i] for part in held]) for i in (1, 2, 3)))
 
     def predicted(self, X):
         """The published model's positive predictions (binary) or classes (softmax)."""
@@ -466,13 +512,20 @@ class StreamState:
             self.average, self.averaged = None, 0
 
     def _steps(self, problem, n_rows):
-        """PStorm's iterations on the piece: about one per ``batch_size`` rows."""
+        """PStorm's iterations on the piece: one per ``batch_size`` rows, the fraction owed
+        carried over."""
         knobs = PRESETS["default"]
         est = AugmentedLagrangianEstimator(problem, knobs.estimator)
         L0, LJ = self.smoothness
         eta = knobs.step_scale / (L0 + knobs.penalty_scale * LJ * self.beta)
         eta_slack = min(eta, 1.0 / self.beta)
-        n_iter = max(1, int(round(n_rows / self.batch_size)))
+        # One iteration per batch_size rows, the fraction carried to the next piece: the
+        # same rows get the same number of steps however they are batched.
+        self.step_credit += n_rows / self.batch_size
+        n_iter = int(self.step_credit)
+        if n_iter == 0:
+            return
+        self.step_credit -= n_iter
         per_iter = 2 * est.draw_evaluations(self.batch_size)
         folded = [0]
 
