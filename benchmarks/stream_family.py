@@ -70,14 +70,15 @@ def rows(member: str, n: int, seed: int):
 
 
 def _ordered(member, X, y, g, batch):
-    """``one_group`` / ``one_class``: the first 3 batches hold one group / class only."""
+    """``one_group`` / ``one_class``: the stream starts with 3 batches of group "a" rows /
+    of negatives only (drawn from other rows of the same law), then goes on as the others."""
     if member not in ("one_group", "one_class"):
         return X, y, g
-    first = (g == "a") if member == "one_group" else (y == 0)
-    head = np.flatnonzero(first)[: 3 * batch]
-    rest = np.setdiff1d(np.arange(len(y)), head)
-    order = np.concatenate([head, rest])
-    return X[order], y[order], g[order]
+    Xe, ye, ge = rows(member, 20 * batch, 2)
+    first = np.flatnonzero((ge == "a") if member == "one_group" else (ye == 0))[: 3 * batch]
+    n = len(y) - len(first)
+    return (np.concatenate([Xe[first], X[:n]]), np.concatenate([ye[first], y[:n]]),
+            np.concatenate([ge[first], g[:n]]))  # fmt: skip
 
 
 def _score(model, X, y, g, fair):
