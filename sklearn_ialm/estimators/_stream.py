@@ -47,7 +47,11 @@ constraints expectations over the rows to come), one batch at a time:
   measured the previous multipliers' model, and the multipliers swung with it. The model
   *published* (``coef_``, ``intercept_``, and the predictions the running rates count) is
   the mean of the last :data:`AVERAGE_SHARE` of all the iterations, which carries the
-  stream's rows.
+  stream's rows; with a bound on fairness rates it is the model measured at the end of the
+  last outer iteration (a mean kept going while the multipliers barely move), since the
+  hard rates of a model of small weights depend on the noise its mean keeps (see
+  :meth:`StreamState._publishes_measured`). With a hard bound the multiplier step's gain
+  adapts to the hard rate's slope (:meth:`StreamState._hard_gain`).
 
 **Feature scaling** is fixed from the first batch: the solver's coordinates (the columns'
 weighted moments of the first batch, as ``fit`` takes them from all rows), the smoothness
