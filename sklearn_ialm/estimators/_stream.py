@@ -127,6 +127,9 @@ SETTLED_MOVE = 0.02
 #: warning; a column whose spread in a batch is under 1 / OUTLIER_UNITS of the first rows'
 #: is named too (its units changed: the model reads it as a near-constant).
 OUTLIER_UNITS = 50.0
+#: The best model measured to meet a fairness bound is published until the stream has
+#: 1 / BEST_SHARE times the rows it had when that model was measured.
+BEST_SHARE = 0.25
 #: Neyman-Pearson: the threshold flags ``(1 - FPR_MARGIN) * max_fpr`` of the negatives, so
 #: that the running rate's spread keeps it under ``max_fpr``.
 FPR_MARGIN = 0.02
@@ -286,6 +289,7 @@ class StreamState:
     frozen: bool = False  # the model measured in this outer iteration's second half is set
     best: np.ndarray = None  # the best model measured to meet the bound, and its accuracy
     best_accuracy: float = -np.inf
+    best_seen: int = 0  # the rows seen when it was measured
     reading: tuple | None = None  # (meets, accuracy) of the model measured at the outer end
     smooth_outer: int = -1  # the outer iteration whose first piece checked the bound
     smooth_share: np.ndarray = None  # the cells' shares when the smoothness bound was read
@@ -631,10 +635,14 @@ class StreamState:
         the bound from one outer iteration to the next (the group tied to the score, 3e5
         rows: gaps from -0.28 to +0.23 at multipliers within 15 % of each other); the model
         kept is one whose rates were measured on rows it had not learnt from."""
+        if self.best is not None and self.best_seen < BEST_SHARE * self.n_seen:
+            # Measured on a stream a quarter as long: a model of fewer rows (the null
+            # model meets a bound at first), not kept past its time.
+            self.best, self.best_accuracy = None, -np.inf
         if self.reading is not None:
             meets, accuracy = self.reading
             if meets and accuracy > self.best_accuracy:
-                self.best, self.best_accuracy = candidate, accuracy
+                self.best, self.best_accuracy, self.best_seen = candidate, accuracy, self.n_seen
         self.published = candidate if self.best is None else self.best.copy()
 
     def _publishes_measured(self):
