@@ -47,9 +47,11 @@ constraints expectations over the rows to come), one batch at a time:
   measured the previous multipliers' model, and the multipliers swung with it. The model
   *published* (``coef_``, ``intercept_``, and the predictions the running rates count) is
   the mean of the last :data:`AVERAGE_SHARE` of all the iterations, which carries the
-  stream's rows; with a bound on fairness rates it is the model measured at the end of the
-  last outer iteration (a mean kept going while the multipliers barely move), since the
-  hard rates of a model of small weights depend on the noise its mean keeps (see
+  stream's rows; with a bound on fairness rates of predictions it is a model measured: the
+  mean of an outer iteration's iterates from its first quarter to its half (kept going while
+  the multipliers barely move), measured on the rows of the second half, and the best of
+  these measured to meet the bound (:meth:`StreamState._publish_candidate`), since the hard
+  rates of a model of small weights depend on the noise its mean keeps (see
   :meth:`StreamState._publishes_measured`). With a hard bound the multiplier step's gain
   adapts to the hard rate's slope (:meth:`StreamState._hard_gain`).
 
@@ -565,9 +567,10 @@ class StreamState:
 
     def _refresh_smoothness(self, X, codes, w, cells):
         """The smoothness bound from the rows of this batch (one sweep): at the start, when
-        the constraints are posed for the first time, and with constraints at each outer
-        iteration: their coefficients follow the running weights of the cells, and a group
-        first seen late has a small weight that the bound read at its first rows kept (PF6
+        the constraints are posed for the first time, and with constraints when a cell's
+        share of the rows moved by a quarter since (checked once an outer iteration): their
+        coefficients follow the running weights of the cells, and a group first seen late
+        has a small weight that the bound read at its first rows kept (PF6
         on main 6bdc02c: a group absent from the first 5 batches, the step of a constraint
         coefficient 5 times too large for the rest of the stream, fresh gap 0.170)."""
         ready = self.m == 0 or self._constraints()[0] is not None
@@ -629,8 +632,9 @@ class StreamState:
                 self.average, self.averaged = None, 0
 
     def _publish_candidate(self, candidate):
-        """Publish the model measured at this outer iteration's end, or the best one so far
-        (the highest accuracy measured) among those measured to meet the bound. Where the
+        """Publish the model measured in this outer iteration's second half, or the best
+        one (the highest accuracy measured) among those measured to meet the bound since the
+        stream had :data:`BEST_SHARE` of its rows. Where the
         bound is dear the multipliers settle slowly, and the model measured swings about
         the bound from one outer iteration to the next (the group tied to the score, 3e5
         rows: gaps from -0.28 to +0.23 at multipliers within 15 % of each other); the model
@@ -646,8 +650,8 @@ class StreamState:
         self.published = candidate if self.best is None else self.best.copy()
 
     def _publishes_measured(self):
-        """Whether the model published is the one measured (a bound on fairness rates of
-        predictions): the mean of the last outer iteration's iterates past its first quarter.
+        """Whether the model published is one measured (a bound on fairness rates of
+        predictions), not the mean of the last half of all the iterates.
         Where the bound is dear its model has small weights, and the noise the iterates keep
         in the directions the label does not use moves its hard rates: on the group tied to
         the score (sd 3, 3e5 rows), the mean of the last half of all the iterates, with half
