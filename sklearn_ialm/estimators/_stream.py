@@ -129,9 +129,6 @@ SETTLED_MOVE = 0.02
 #: warning; a column whose spread in a batch is under 1 / OUTLIER_UNITS of the first rows'
 #: is named too (its units changed: the model reads it as a near-constant).
 OUTLIER_UNITS = 50.0
-#: The best model measured to meet a fairness bound is published until the stream has
-#: 1 / BEST_SHARE times the rows it had when that model was measured.
-BEST_SHARE = 0.25
 #: The points ``t`` of the segment ``(1 - t) best + t candidate`` measured (see
 #: StreamState._segment_readings).
 SEGMENT = np.linspace(0.0, 1.0, 11)
@@ -294,7 +291,6 @@ class StreamState:
     frozen: bool = False  # the model measured in this outer iteration's second half is set
     best: np.ndarray = None  # the best model measured to meet the bound, and its accuracy
     best_accuracy: float = -np.inf
-    best_seen: int = 0  # the rows seen when it was measured
     segment: tuple | None = None  # (best, last candidate): the points between are measured
     segment_sums: tuple | None = None  # (cell weights, hard sums per point, rows)
     reading: tuple | None = None  # (meets, accuracy) of the model measured at the outer end
@@ -638,23 +634,19 @@ class StreamState:
 
     def _publish_candidate(self, candidate):
         """Publish the model measured in this outer iteration's second half, or the best
-        one (the highest accuracy measured) among those measured to meet the bound since the
-        stream had :data:`BEST_SHARE` of its rows. Where the
+        one (the highest accuracy measured) among those measured to meet the bound, points of
+        the segments measured included. Where the
         bound is dear the multipliers settle slowly, and the model measured swings about
         the bound from one outer iteration to the next (the group tied to the score, 3e5
         rows: gaps from -0.28 to +0.23 at multipliers within 15 % of each other); the model
         kept is one whose rates were measured on rows it had not learnt from."""
-        if self.best is not None and self.best_seen < BEST_SHARE * self.n_seen:
-            # Measured on a stream a quarter as long: a model of fewer rows (the null
-            # model meets a bound at first), not kept past its time.
-            self.best, self.best_accuracy = None, -np.inf
         for point, meets, accuracy in self._segment_readings():
             if meets and accuracy > self.best_accuracy:
-                self.best, self.best_accuracy, self.best_seen = point, accuracy, self.n_seen
+                self.best, self.best_accuracy = point, accuracy
         if self.reading is not None:
             meets, accuracy = self.reading
             if meets and accuracy > self.best_accuracy:
-                self.best, self.best_accuracy, self.best_seen = candidate, accuracy, self.n_seen
+                self.best, self.best_accuracy = candidate, accuracy
         self.published = candidate if self.best is None else self.best.copy()
         # The next outer iteration measures the segment from the best model to this one.
         keep = self.best is not None and self.best is not candidate
