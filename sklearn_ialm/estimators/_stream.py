@@ -290,7 +290,7 @@ class StreamState:
     warned_columns: set = field(default_factory=set)
     frozen: bool = False  # the model measured in this outer iteration's second half is set
     best: np.ndarray = None  # the best model measured to meet the bound, and its accuracy
-    best_accuracy: float = -np.inf
+    best_accuracy: np.ndarray = None  # per cell
     segment: tuple | None = None  # (best, last candidate): the points between are measured
     segment_sums: tuple | None = None  # (cell weights, hard sums per point, rows)
     reading: tuple | None = None  # (meets, accuracy) of the model measured at the outer end
@@ -640,18 +640,31 @@ class StreamState:
         the bound from one outer iteration to the next (the group tied to the score, 3e5
         rows: gaps from -0.28 to +0.23 at multipliers within 15 % of each other); the model
         kept is one whose rates were measured on rows it had not learnt from."""
-        for point, meets, accuracy in self._segment_readings():
-            if meets and accuracy > self.best_accuracy:
-                self.best, self.best_accuracy = point, accuracy
+        readings = self._segment_readings()
         if self.reading is not None:
-            meets, accuracy = self.reading
-            if meets and accuracy > self.best_accuracy:
-                self.best, self.best_accuracy = candidate, accuracy
+            readings.append((candidate, *self.reading))
+        best = self._accuracy(self.best_accuracy)
+        for point, meets, accuracy in readings:
+            if meets and self._accuracy(accuracy) > best:
+                self.best, self.best_accuracy = point, accuracy
+                best = self._accuracy(accuracy)
         self.published = candidate if self.best is None else self.best.copy()
         # The next outer iteration measures the segment from the best model to this one.
         keep = self.best is not None and self.best is not candidate
         self.segment = (self.best.copy(), candidate) if keep else None
         self.segment_sums = None
+
+    def _accuracy(self, cell_accuracy):
+        """The accuracy of a model measured (per cell) on the stream's mix of cells so far:
+        models measured on different rows compare on the same mix, and one measured on rows
+        that lacked a cell the stream has is not rated (on rows of negatives only, the
+        constant model's accuracy read 1 and no later model could beat it)."""
+        if cell_accuracy is None:
+            return -np.inf
+        share = self.cell_weight / self.cell_weight.sum()
+        if np.any((share > 0) & np.isnan(cell_accuracy)):
+            return -np.inf
+        return float(np.nansum(share * cell_accuracy))
 
     def _segment_readings(self):
         """``(model, meets, accuracy)`` of the points of the segment measured over the last
@@ -667,13 +680,11 @@ class StreamState:
         if own is None:
             return []
         A, base = own
-        label = np.arange(len(weight)) % 2
         out = []
         for t, h in zip(SEGMENT, hard, strict=True):
             values = A @ h / rows + base + self.level_offset
-            right = h[label == 1].sum() + (weight - h)[label == 0].sum()
             point = (1.0 - t) * self.segment[0] + t * self.segment[1]
-            out.append((point, bool(np.all(values <= 0)), float(right / weight.sum())))
+            out.append((point, bool(np.all(values <= 0)), _cell_accuracy(weight, h)))
         return out
 
     def _publishes_measured(self):
@@ -826,7 +837,9 @@ class StreamState:
         # nonnegative: they move until the predictions meet the bound.
         k = hard + self.level_offset + 0.5 * self.bound_tol if hard_bound else c + slack
         if hard_bound:
-            self.reading = (bool(np.all(hard + self.level_offset <= 0)), _accuracy(sums))
+            n = self.pose.n_cells
+            accuracy = _cell_accuracy(sums[2 : 2 + n], sums[2 + 2 * n :])
+            self.reading = (bool(np.all(hard + self.level_offset <= 0)), accuracy)
         norm = float(np.linalg.norm(k))
         if hard_bound:
             self.y = np.maximum(self.y + self._hard_gain(k) * k, 0.0)
@@ -907,14 +920,13 @@ class StreamState:
         self._carry(problem, new, self.z, self.y, self.beta)
 
 
-def _accuracy(sums):
-    """The accuracy of the predictions counted in a fairness stream's measured ``sums``
-    (per cell ``2 * group + label``: the rows' weight and their positive predictions')."""
-    n = (len(sums) - 2) // 3
-    weight, hard = sums[2 : 2 + n], sums[2 + 2 * n :]
-    label = np.arange(n) % 2
-    right = hard[label == 1].sum() + (weight - hard)[label == 0].sum()
-    return float(right / weight.sum()) if weight.sum() > 0 else -np.inf
+def _cell_accuracy(weight, hard):
+    """The accuracy of predictions in each cell ``2 * group + label`` (NaN in a cell without
+    rows), from the cells' weights and those of their positive predictions."""
+    label = np.arange(len(weight)) % 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        positive = np.where(weight > 0, hard / weight, np.nan)
+    return np.where(label == 1, positive, 1.0 - positive)
 
 
 # -- partial_fit ----------------------------------------------------------------------------------
