@@ -626,8 +626,15 @@ class StreamState:
                 self._publish_candidate(candidate)
             # A multiplier that barely moved keeps the mean of its model's iterates going:
             # the longer the mean, the less noise in the model measured and published.
-            self.settled = self._publishes_measured() and bool(
-                np.all(np.abs(self.y - y_before) <= SETTLED_MOVE * np.maximum(np.abs(self.y), 1.0))
+            # (At most the last AVERAGE_SHARE of the iterations, as the published mean: the
+            # multipliers stay at 0 while the null model meets the bound, and a mean from the
+            # start kept a stream that began with 3 batches of negatives at the constant
+            # model for 1.5e5 rows.)
+            moved = np.abs(self.y - y_before) > SETTLED_MOVE * np.maximum(np.abs(self.y), 1.0)
+            self.settled = (
+                self._publishes_measured()
+                and not np.any(moved)
+                and self.averaged <= AVERAGE_SHARE * self.iters
             )
             if not self.settled:
                 self.average, self.averaged = None, 0
