@@ -159,3 +159,20 @@ def test_a_group_first_seen_after_five_batches_is_held_to_the_bound():
     g_new = np.where(np.random.default_rng(4).random(len(g_new)) < 0.2, 2, g_new)
     gap = demographic_parity_difference(y_new, clf.predict(X_new), sensitive_features=g_new)
     assert gap <= 0.06
+
+
+def test_neyman_pearson_stream_starting_with_negatives_only():
+    """The first 3 of 40 batches hold negatives only: on main 6bdc02c the negatives' weight
+    was moved down an outer iteration at a time while no positive was measured, and the
+    stream ended far from fit's model (here FNR 0.784 against fit's 0.393).
+    Now the fresh FPR is within max_fpr + 0.01 and the FNR within 0.02 of fit's."""
+    X, y, _ = _rows(370_000, 0)
+    Xe, ye, _ = _rows(60_000, 2)
+    head = np.flatnonzero(ye == 0)[:30_000]
+    X, y = np.concatenate([Xe[head], X]), np.concatenate([ye[head], y])
+    clf = _feed(_np_model(), X, y, None, 10_000)
+    fitted = _np_model().fit(X, y)
+    X_new, y_new, _ = _rows(100_000, 9)
+    pred, ref = clf.predict(X_new), fitted.predict(X_new)
+    assert pred[y_new == 0].mean() <= 0.11
+    assert 1 - pred[y_new == 1].mean() <= 1 - ref[y_new == 1].mean() + 0.02
