@@ -657,6 +657,15 @@ class StreamState:
             if not self.settled:
                 self.average, self.averaged = None, 0
 
+    def forget_measurements(self):
+        """Drop what was measured against the constraints as posed so far (the best model
+        that met them, the segment to measure, the multiplier steps' gains): after a move of
+        the bound (set_params between calls) they judged another bound."""
+        self.best = self.best_accuracy = self.reading = None
+        self.segment = self.segment_sums = None
+        self.gain = self.last_k = None
+        self.weight_trace = []  # (Neyman-Pearson's secant measured the old target)
+
     def _publish_candidate(self, candidate):
         """Publish the model measured in this outer iteration's second half, or the best
         one (the highest accuracy measured) among those measured to meet the bound, points of
@@ -1309,11 +1318,12 @@ def _move_bound(work, state):
             )
         pose.bound = _checked_bound(work, pose.protected)
         pose.max_fpr = None if work.max_fpr is None else float(work.max_fpr)
+        state.forget_measurements()
     elif isinstance(pose, _NPPose):
         max_fpr = work._max_fpr_of(state.classes)
         if max_fpr != pose.max_fpr:
             pose.max_fpr = max_fpr
-            state.weight_trace = []  # the secant's points measured the old target
+            state.forget_measurements()
     elif state.kind == "softmax" and getattr(work, "max_class_error", None) is not None:
         raise NotImplementedError(
             "partial_fit fits more than two classes without a bound only: max_class_error "
