@@ -553,11 +553,12 @@ class FairLogisticClassifier(BaseIALMClassifier):
         multipliers, the penalty, the momentum estimate and the running constraint estimates
         to the next call; :meth:`fit` starts afresh. The group rates are running rates over
         every row seen, and the soft constraint's bound is steered so that the *hard* rates
-        of the predictions meet ``bound`` (``rate="hard"``). ``coef_`` is an average of the
-        recent iterates. The features' standard units are fixed from the first batch's
-        column moments, not updated: the iterate and the momentum estimate live in them, the
-        model does not depend on them, and a first batch of a few hundred rows or more gets
-        the conditioning they are for. See the user guide, "Data seen once".
+        of the predictions meet ``bound`` (``rate="hard"``). ``coef_`` is the best model
+        measured to meet the bound on rows it had not learnt from. Batches under 1000 rows
+        are held until 1000 rows have come, so the batch size does not change the model.
+        The features' standard units are taken from the first 1000 rows, not updated; a
+        value far outside them is clipped for learning and its column named in a warning.
+        See the user guide, "Data seen once".
         Binary only with a bound; more than two classes stream without one (no groups).
         ``calibration`` must be None. ``set_params`` between calls: a new ``bound`` or
         ``max_fpr`` is posed from the next call on; the other parameters that shape the

@@ -524,11 +524,11 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         negatives' weight is steered on the running rates as :meth:`fit` steers it, and
         ``threshold_`` is a running quantile of the negatives' scores that flags
         ``max_fpr`` of them, less a margin of 2 % of it for the spread of the running rate.
-        ``coef_`` is an average of the recent iterates. The features' standard units are
-        fixed from the first batch's column moments, not updated: the iterate and the
-        momentum estimate live in them, the model does not depend on them, and a first batch
-        of a few hundred rows or more gets the conditioning they are for. See the user
-        guide, "Data seen once". Binary only with a bound (``max_class_error`` is not
+        ``coef_`` is an average of the recent iterates. Batches under 1000 rows are held
+        until 1000 rows have come, so the batch size does not change the model. The
+        features' standard units are taken from the first 1000 rows, not updated; a value
+        far outside them is clipped for learning and its column named in a warning. See
+        the user guide, "Data seen once". Binary only with a bound (``max_class_error`` is not
         streamed); ``calibration`` must be None. ``set_params`` between calls: a new
         ``max_fpr`` is the target from the next call on; the other parameters that shape
         the model (``loss``, ``rate``, ``C``, ...) are fixed by the first call, and a later
