@@ -337,13 +337,6 @@ def _scaling_tie(X):
     return bool(np.any(np.isclose(mean, std, rtol=1e-9, atol=0)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not a known bug of issue 49: a binary fit placed between two solves on the bound "
-    "(estimators/_hard_rates.py's segment point) reports the objective of a solve: 300 rows, "
-    "2 independent groups, 20 % positives, demographic_parity bound=0.02: objective_ "
-    "0.380299, the returned model's 0.380556",
-)
 @example(
     family=Family(n_rows=300, tie="independent", positive_share=0.2, n_features=2, seed=0),
     kind="demographic_parity",
