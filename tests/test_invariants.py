@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 import warnings
 
+import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -354,6 +355,16 @@ def test_objective_attribute_is_the_returned_models(family, kind, bound):
     ours = objective(est, X, y)
     note(f"objective_ {est.objective_:.6f}, the returned model's objective {ours:.6f}")
     assert est.objective_ == pytest.approx(ours, rel=1e-6)
+
+
+def test_objective_attribute_on_dask_is_the_returned_models():
+    """The same on dask arrays, whose report reads the loss from its own pass: the minimal
+    example above, where the steering places the model between two solves."""
+    family = Family(n_rows=300, tie="independent", positive_share=0.2, n_features=2, seed=0)
+    X, y, groups = family.sample()
+    on_dask = (da.from_array(a, chunks=150) for a in (X, y, groups))
+    est, _ = fit(_fair("demographic_parity", 0.02), *on_dask)
+    assert est.objective_ == pytest.approx(objective(est, X, y), rel=1e-6)
 
 
 # -- 4. partial_fit over one pass ends near fit -----------------------------------------------
