@@ -136,6 +136,11 @@ def solve_and_steer(est, problem, context, classes, x0, y0, slack0, in_sequence=
     results = fit.results if fit is not None else [result]
     history = _joined_history(fit.results) if fit is not None else result.history
     coef, intercept = problem.coef(x)
+    if fit is not None:
+        # Its loss is read from the report's training scores (no pass more), where the
+        # steering or the report moved the point off the chosen solve's; the penalty here.
+        penalty = float(problem.h.value(problem.point(coef, intercept)))
+        fit.objective_terms = (problem.loss, penalty, x is not result.x)
     est.classes_ = classes
     runs, best = first["results"], first["best"]
     set_solution(
@@ -149,8 +154,10 @@ def training_report(est, X, y01, sample_weight, context, fit):
     """The rates of the model on its training rows (soft and hard), after its intercept
     is moved off ties and the constant model is weighed against it."""
     sw = sample_weight
+    intercept = est.intercept_
     scores = _away_from_ties(est, est._score(X), y01, sw, context)
     scores = _at_least_constant(est, scores, y01, sw, context)
+    _published_objective(est, scores, y01, sw, fit, moved=est.intercept_ is not intercept)
     threshold = est._decision_threshold(scores, y01, sw)
     est.constraint_values_ = est._constraint_report(expit(scores), y01, sw, context)
     predicted = scores > threshold
@@ -164,6 +171,25 @@ def training_report(est, X, y01, sample_weight, context, fit):
         if fit is not None and fit.nearest is not None:
             context["nearest"] = _nearest_solve(est, X, fit.nearest, y01, sw, context)
     est._set_report_attributes(context)
+
+
+def _published_objective(est, scores, y01, sample_weight, fit, moved) -> None:
+    """Sets ``objective_`` to the objective of the model returned, from its training
+    ``scores``, where it is not the chosen solve's point: the steering placed it between
+    solves, moved a threshold, a group's cut or towards the constant model, or the report
+    moved its intercept off ties (``moved``) or returned the constant model. The weighted
+    mean loss of every row plus the penalty of ``coef_`` (none for the constant model,
+    whose ``coef_`` is zero; the intercept is free)."""
+    if fit is None or fit.objective_terms is None:
+        return  # no steering: the solve's point, whose objective stands
+    loss, penalty, steered = fit.objective_terms
+    constant = est._constant_fallback is not None
+    if not (steered or moved or constant):
+        return  # the chosen solve's point: its own objective stands (bit for bit)
+    if constant:
+        penalty = 0.0
+    margins = np.where(y01 == 1, scores, -scores)
+    est.objective_ = float(np.average(loss.value(margins), weights=sample_weight) + penalty)
 
 
 def _below_chance(est, scores, predicted, y01, sw, one_class) -> str | None:

@@ -164,23 +164,30 @@ def _expit(z):
     return expit(z)
 
 
-def _report_block(X, cell, w, coef, intercept, n_cells, ts, negatives):
+def _report_block(X, cell, w, coef, intercept, n_cells, ts, negatives, loss=None, signs=None):
     """The training report's sums over a block, its scores formed as ``decision_function``
     forms them (float64 products).
 
     Without ``ts``: per cell, the weight times the sigmoid and times ``score > 0``, and the
-    block's smallest and largest scores. With the sorted grid ``ts``: per grid point, the
-    negatives' weight above it (``z > ts[i]`` exactly when ``i < searchsorted(ts, z)``: a
-    row's weight is counted in the bin of its position among the thresholds, and the weight
-    above ``ts[i]`` is the sum of the bins after ``i``), their total, and the same per cell
-    of all rows (each cell's hard sum at each threshold).
+    block's smallest and largest scores; with a ``loss``, per cell too, the weight times
+    the loss of the margin (``signs``: each cell's label, +-1). With the sorted grid ``ts``:
+    per grid point, the negatives' weight above it (``z > ts[i]`` exactly when
+    ``i < searchsorted(ts, z)``: a row's weight is counted in the bin of its position among
+    the thresholds, and the weight above ``ts[i]`` is the sum of the bins after ``i``), their
+    total, and the same per cell of all rows (each cell's hard sum at each threshold).
     """
     z = np.asarray(X, dtype=np.float64) @ coef + intercept
     if ts is None:
-        return (
+        sums = (
             np.bincount(cell, weights=w * _expit(z), minlength=n_cells),
             np.bincount(cell, weights=w * (z > 0.0), minlength=n_cells),
             np.array([z.min(initial=np.inf), -z.max(initial=-np.inf)]),
+        )
+        if loss is None:
+            return sums
+        return (
+            *sums,
+            np.bincount(cell, weights=w * loss.value(signs[cell] * z), minlength=n_cells),
         )
     keep = w * negatives[cell]
     at = np.searchsorted(ts, z, side="left")
@@ -594,8 +601,15 @@ def _report_from_cells(est, X, problem, cells: _Cells, context, fit, n_passes):
     report_passes = 1.0
     y01c, sw_live, cell_weight = cells.y01, cells.weight, cells.weight
     rows = problem.A_obj
-    parts = rows.blockwise(_report_block, coef, intercept, len(sw_live), None, None)
+    terms = None if fit is None else fit.objective_terms
+    moved = terms is not None and terms[2]  # off the chosen solve's point: its own loss
+    loss = (terms[0], np.where(y01c == 1, 1.0, -1.0)) if moved else ()
+    parts = rows.blockwise(_report_block, coef, intercept, len(sw_live), None, None, *loss)
     soft, hard = _sum_parts([p[:2] for p in parts])
+    if moved:
+        # (Weighted as the problem weighs its rows: the report's cell weights.)
+        losses = _sum_parts([p[3:] for p in parts])[0]
+        est.objective_ = float(losses.sum() / cell_weight.sum() + terms[1])
     # The scores' smallest and largest (for the threshold's grid).
     first = (soft, hard, np.min([p[2] for p in parts], axis=0))
     max_rate = est._negatives_rate_spent()

@@ -71,6 +71,9 @@ class HardRateFit:
     # The surrogate's bound of some unit that missed was tightened as far as the steering
     # goes (see _shift_cap) before no solve met the bound.
     at_cap: bool = False
+    # (loss, penalty) of the returned model, set where its coefficients are: the report
+    # computes its objective from its training scores (see _binary.solve_and_steer).
+    objective_terms: tuple | None = None
 
 
 class _Units:
