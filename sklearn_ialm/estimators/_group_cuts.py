@@ -22,6 +22,9 @@ from ..problems._numeric import BOUND_EPS
 
 __all__ = ["group_cut"]
 
+#: How far inside each bound the cut's rates are held (see :func:`group_cut`).
+INSIDE = 1e-9
+
 #: Entries of the search over the level (candidate levels x (groups' rows + groups)) read at
 #: once; more candidate levels than fit this are thinned to evenly spaced quantiles.
 _SEARCH_CELLS = 2**22
@@ -44,6 +47,9 @@ def group_cut(problem, units, groups, x, scores, base):
     columns = _group_columns(problem, groups, list(parts))
     if columns is None:
         return None
+    # Rates that meet a bound exactly (a gap of 2/20 at 0.1) are met by a hair inside it:
+    # fairlearn's difference of two such rates can round above the bound (1.0000000000000003e-1).
+    base = base + INSIDE
     shifts = _level_search(problem, parts, groups, scores, base)
     if shifts is None:
         return None

@@ -45,7 +45,7 @@ from scipy.special import expit
 
 from ..problems._numeric import BOUND_EPS
 from ..problems.losses import Logistic
-from ._group_cuts import group_cut
+from ._group_cuts import INSIDE, group_cut
 
 __all__ = ["HardRateFit", "fit_hard_rates", "fit_negative_weight", "rate_threshold"]
 
@@ -434,24 +434,11 @@ def fit_hard_rates(
         del scores, means
 
     if steering.feasible is None and steering.infeasible is not None:
-        nearest = steering.infeasible
-        done, passes = _group_by_group(
-            problem, units, steering, solve, results, passes, budget, max_rounds, verbose
+        done, passes = _no_solve_met(
+            problem, units, steering, solve, results, passes, budget, max_rounds, groups, verbose
         )
         if done is not None:
             return done
-        done, passes = _cut_by_group(
-            problem, units, steering, solve, results, passes, budget, nearest, groups, verbose
-        )
-        if done is not None:
-            done.at_cap = bool(np.any(steering.capped))  # (the advice's words, as below)
-            return done
-        # No solve with bounds moved group by group was the answer: the fit ends as it
-        # would without them, from the nearest solve with the bounds moved together (the
-        # warning's remedy is read from its gap: the surrogate reaches a bound above it).
-        # A segment towards a solve whose own bounds were moved apart is not taken: on 30
-        # groups of 10-50 rows it ended worse than the constant model.
-        steering.infeasible, steering.feasible = nearest, None
     fit = _between_sides(
         problem, units, steering.infeasible, steering.feasible, results, passes, base, verbose
     )
@@ -461,6 +448,33 @@ def fit_hard_rates(
         # nearest the bound is reported too (the fit says what bound is within reach).
         fit.nearest = problem.coef(steering.infeasible[0])
     return fit
+
+
+def _no_solve_met(problem, units, steering, solve, results, passes, budget, max_rounds, groups,
+                  verbose):  # fmt: skip
+    """Where no solve with the bounds moved together met them: ``(fit, passes)`` of the
+    solves with the bounds moved group by group, or of a threshold per group where the
+    groups are columns of X; ``(None, passes)`` where neither is the answer, the steering
+    left to end as it would without them."""
+    nearest = steering.infeasible
+    done, passes = _group_by_group(
+        problem, units, steering, solve, results, passes, budget, max_rounds, verbose
+    )
+    if done is not None:
+        return done, passes
+    done, passes = _cut_by_group(
+        problem, units, steering, solve, results, passes, budget, nearest, groups, verbose
+    )
+    if done is not None:
+        done.at_cap = bool(np.any(steering.capped))  # (the advice's words, as below)
+        return done, passes
+    # No solve with bounds moved group by group was the answer: the fit ends as it would
+    # without them, from the nearest solve with the bounds moved together (the warning's
+    # remedy is read from its gap: the surrogate reaches a bound above it). A segment
+    # towards a solve whose own bounds were moved apart is not taken: on 30 groups of 10-50
+    # rows it ended worse than the constant model.
+    steering.infeasible, steering.feasible = nearest, None
+    return None, passes
 
 
 #: The share of each constraint's gap between its values on predictions and on soft
@@ -653,13 +667,15 @@ def _cut_by_group(problem, units, steering, solve, results, passes, budget, near
     results.append(result)
     passes += result.n_data_passes + _pass_share(problem)
     scores = problem.constraint_scores(result.x)
-    hard = units.values(problem.rate_constraints(scores, offset=steering.base))
+    # (Held a hair inside the bound, as the cut is: see _group_cuts.INSIDE.)
+    inside = steering.base + INSIDE
+    hard = units.values(problem.rate_constraints(scores, offset=inside))
     if np.all(hard <= BOUND_EPS) and _beats_constant(problem, result):
         return _finish(problem, units, result.x, scores, results, [result], 0.0, passes), passes
     # Missed (the predictions' rates of groups of a dozen rows move a row at a time): the
     # point of the segment from that solve towards the per-group thresholds where the
     # predictions meet the bound, a compromise the fit says it is.
-    t = _segment(problem)(units, scores, z_cut.copy(), steering.base)
+    t = _segment(problem)(units, scores, z_cut.copy(), inside)
     _say(
         verbose,
         f"the solve misses ({np.round(hard, 4).tolist()}): moved {t:.0%} of the way to the "

@@ -96,6 +96,7 @@ from ._hard_rates import _secant_slope, rate_threshold
 from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection, protected_codes
 from ._scaling import _column_moments, _feature_scaling
 from ._solve import spawn_seeds
+from ._stream_units import clipped
 from ._stream_verdict import _share, cell_rates, count_recent, publish_recent, warn_if_missed
 
 __all__ = ["GroupCodec", "StreamState", "partial_fit", "stream_method"]
@@ -127,11 +128,6 @@ GAIN_MIN = 1e-3
 #: A multiplier move under this share of the multiplier (or of 1) keeps the mean of the
 #: iterates going across the outer iteration's end.
 SETTLED_MOVE = 0.02
-#: Values more than this many standard units (the first rows' spread, about the first rows'
-#: mean) from the first rows' are clipped there for learning, and the column is named in a
-#: warning; a column whose spread in a batch is under 1 / OUTLIER_UNITS of the first rows'
-#: is named too (its units changed: the model reads it as a near-constant).
-OUTLIER_UNITS = 50.0
 #: The points ``t`` of the segment ``(1 - t) best + t candidate`` measured (see
 #: StreamState._segment_readings).
 SEGMENT = np.linspace(0.0, 1.0, 11)
@@ -458,7 +454,7 @@ class StreamState:
             # Nothing learnt yet: the coordinates are taken again from these rows.
             self.provisional, self.smoothness, self.ready = False, None, False
             self._start(X, codes, w, cells)
-        X = self._clipped(X, w)
+        X = clipped(X, self.units, self.warned_columns)
         start = 0
         while start < len(codes):
             R = self.outer_rows
@@ -467,56 +463,6 @@ class StreamState:
             rows = slice(start, start + take)
             self._piece(X[rows], codes[rows], w[rows], cells[rows])
             start += take
-
-    def _clipped(self, X, w):
-        """``X`` with each value more than :data:`OUTLIER_UNITS` of the first rows' spread
-        from their mean clipped there (for learning only), and a warning naming each column
-        that has such values or a spread far under the first rows' (once a column). On main
-        6bdc02c one value of 1e6 in a column of spread 1 (PF31) took the fair stream to
-        accuracy 0.373 with bound_met_=True, and a column rescaled by 1e6 or 1e-6 from the
-        4th batch (PF29b, PF30) ended at a fresh gap of 0.497 or lost the column, silently."""
-        mean, spread = self.units
-        checked = spread > 0  # a column constant in the first rows has no units to keep
-        low = np.where(checked, mean - OUTLIER_UNITS * spread, -np.inf)
-        high = np.where(checked, mean + OUTLIER_UNITS * spread, np.inf)
-        if sp.issparse(X):
-            X = X.copy()
-            cols = X.indices
-            outside = (X.data < low[cols]) | (X.data > high[cols])
-            far = np.unique(cols[outside])
-            X.data = np.clip(X.data, low[cols], high[cols])
-            narrow = np.zeros(0, dtype=np.intp)  # (the spread of a CSR batch is not read)
-        else:
-            X = np.asarray(X, dtype=float)
-            far = np.flatnonzero(np.any(np.less(X, low) | np.greater(X, high), axis=0))
-            std = X.std(axis=0) if len(X) > 1 else np.full(X.shape[1], np.inf)
-            narrow = np.flatnonzero(checked & (std * OUTLIER_UNITS**2 < spread))
-            if len(far):
-                X = np.clip(X, low, high)
-        self._warn_columns(
-            far,
-            f"values more than {OUTLIER_UNITS:g} standard units from the first rows'",
-            "the stream learns from them clipped to that range",
-        )
-        self._warn_columns(
-            narrow,
-            f"a spread under 1/{OUTLIER_UNITS**2:g} of the first rows'",
-            "the model reads such a column as a near-constant",
-        )
-        return X
-
-    def _warn_columns(self, columns, what, effect):
-        new = [int(j) for j in columns if int(j) not in self.warned_columns]
-        if not new:
-            return
-        self.warned_columns.update(new)
-        warn(
-            f"partial_fit: column(s) {new} of this batch have {what} (a unit change or a "
-            f"glitch?): {effect}, and the model predicts in the first rows' units. Pass every "
-            "batch in the same units, or start a new stream (fit, or a new estimator) in the "
-            "new ones.",
-            UserWarning,
-        )
 
     def _learn_rows(self):
         return max(LEARN_ROWS, self.batch_size)
