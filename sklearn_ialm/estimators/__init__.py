@@ -1,5 +1,6 @@
 """scikit-learn estimators: validate, build a problem, run the solver, expose the result."""
 
+from ._base import register_report_builder
 from .fair import FairLogisticClassifier
 from .neyman_pearson import NeymanPearsonClassifier
 
