@@ -22,6 +22,7 @@ PACKAGE = "sklearn_ialm"
 #: The layers, lowest first: a module may import its own layer and those below it.
 LAYERS = ("solver", "problems", "estimators", "report", "plotting")
 
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
