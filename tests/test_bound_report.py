@@ -672,3 +672,39 @@ def test_held_out_rows_of_a_fit_give_no_warning():
             clf.bound_report(X[2000 : 2000 + size], y[2000 : 2000 + size])
     with pytest.warns(UserWarning, match="far from"):
         clf.bound_report(3.0 + 4.0 * X[2000:], y[2000:])
+
+
+def test_bound_report_calls_the_builder_the_report_registered(monkeypatch):
+    """The estimators import nothing of the report: ``bound_report`` calls the builder that
+    ``sklearn_ialm.report`` registered on import, and says what to import without one."""
+    from sklearn_ialm.estimators import _base
+
+    X, y, groups = _data(2)
+    clf = _fit("demographic_parity", "difference", X, y, groups)
+    assert _base._report_builder == BoundReport.from_estimator
+    direct = BoundReport.from_estimator(clf, X, y, sensitive_features=groups)
+    assert clf.bound_report(X, y, sensitive_features=groups).to_dict() == direct.to_dict()
+    monkeypatch.setattr(_base, "_report_builder", None)
+    with pytest.raises(RuntimeError, match="import sklearn_ialm.report"):
+        clf.bound_report(X, y, sensitive_features=groups)
+
+
+def test_bound_report_of_an_unpickled_model_in_a_fresh_process(tmp_path):
+    """Unpickling imports ``sklearn_ialm`` and so registers the report's builder: a fresh
+    process that imports only pickle gets the same report as this one."""
+    import pickle
+    import subprocess
+    import sys
+
+    X, y, groups = _data(2)
+    clf = _fit("demographic_parity", "difference", X, y, groups)
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps((clf, X, y, groups)))
+    code = (
+        "import pickle, sys; clf, X, y, g = pickle.load(open(sys.argv[1], 'rb')); "
+        "print(clf.bound_report(X, y, sensitive_features=g).to_markdown())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == clf.bound_report(X, y, sensitive_features=groups).to_markdown().strip()

@@ -10,6 +10,7 @@ its parameters (the hooks below); the steps themselves are :mod:`._steps`'.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral, Real
 
 import numpy as np
@@ -30,7 +31,12 @@ from ._inputs import _DTYPES, _label, is_dask_collection
 from ._multiclass import typed, typed_classes
 from ._steps import steps
 
-__all__ = ["BaseIALMClassifier", "InconsistentVersionWarning", "MatrixLike"]
+__all__ = [
+    "BaseIALMClassifier",
+    "InconsistentVersionWarning",
+    "MatrixLike",
+    "register_report_builder",
+]
 
 
 class InconsistentVersionWarning(UserWarning):
@@ -40,6 +46,21 @@ class InconsistentVersionWarning(UserWarning):
 #: ``X`` as the estimators accept it: array-like or a scipy.sparse matrix / array.
 # scipy < 1.11 has no ``sparray`` base; there the sparse arrays subclass ``spmatrix``.
 MatrixLike = ArrayLike | sp.spmatrix | getattr(sp, "sparray", sp.spmatrix)
+
+
+#: What :meth:`BaseIALMClassifier.bound_report` calls to build its report. The report is a
+#: layer above the estimators: it registers its builder here when it is imported (and
+#: ``sklearn_ialm/__init__`` imports it), so that no estimator module imports the report.
+_report_builder: Callable | None = None
+
+
+def register_report_builder(builder: Callable) -> None:
+    """Set the function that :meth:`BaseIALMClassifier.bound_report` calls.
+
+    :mod:`sklearn_ialm.report` calls this on import with ``BoundReport.from_estimator``.
+    """
+    global _report_builder
+    _report_builder = builder
 
 
 def _two_columns(a, b):
@@ -534,11 +555,13 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             With ``to_frame()``, ``to_dict()``, ``to_markdown()``, a plain-text ``str`` and
             an HTML view in notebooks.
         """
-        # The report is a layer above the estimators (it imports them): this import, run
-        # when a report is asked for, is the one link from the estimators up to it.
-        from ..report import BoundReport
-
-        return BoundReport.from_estimator(
+        # The report layer registered its builder on import: the estimators import none of it.
+        if _report_builder is None:
+            raise RuntimeError(
+                "bound_report needs sklearn_ialm.report, which registers the report builder "
+                "when it is imported: run `import sklearn_ialm.report` (or `import sklearn_ialm`)."
+            )
+        return _report_builder(
             self,
             X,
             y,

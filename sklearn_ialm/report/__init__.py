@@ -29,6 +29,11 @@ report's records from labels and predictions), :mod:`._render` (its text, HTML, 
 JSON and DataFrame views) and :mod:`._bound_report` (the class).
 """
 
+from ..estimators import register_report_builder
 from ._bound_report import BoundReport
+
+# The estimators' ``bound_report`` calls the builder registered here: the report reads the
+# estimators, and the estimators import nothing of the report.
+register_report_builder(BoundReport.from_estimator)
 
 __all__ = ["BoundReport"]
