@@ -26,10 +26,16 @@ def _draw(rng, n_neg, n_pos, mu=MU):
 
 
 def _fit_recording(clf, *args, **kwargs):
+    """The fit's warnings on new rows: a NewRowsWarning, or Neyman-Pearson's own warning on
+    few negatives, which then carries the expectation (one warning a fit)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         clf.fit(*args, **kwargs)
-    return [w for w in caught if issubclass(w.category, NewRowsWarning)]
+    return [
+        w
+        for w in caught
+        if issubclass(w.category, NewRowsWarning) or "(new_rows_)" in str(w.message)
+    ]
 
 
 def test_few_negatives_warn_and_the_interval_covers_fresh_rows():
@@ -62,7 +68,7 @@ def test_many_parameters_per_constrained_row_are_said():
     clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0)
     fired = _fit_recording(clf, X, y)
     assert len(fired) == 1 and clf.new_rows_["rare_features"]
-    assert "6 parameters for 60 rows" in str(fired[0].message)
+    assert "6 parameters for 60" in str(fired[0].message)
 
 
 def test_small_group_warns_with_a_gap_interval():
@@ -90,3 +96,12 @@ def test_large_well_posed_fits_are_silent():
     fair = FairLogisticClassifier(bound=0.05, random_state=0)
     assert _fit_recording(fair, X, y, sensitive_features=group) == []
     assert not (fair.new_rows_["few_rows"] or fair.new_rows_["rare_features"])
+
+
+def test_the_report_says_which_rows_met_refers_to():
+    from sklearn_ialm.report import BoundReport
+
+    X, y = _draw(np.random.default_rng(2), 300, 300)
+    clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(X, y)
+    text = str(BoundReport.from_estimator(clf, X[:200], y[:200]))
+    assert "'met' and 'not met' are of the value on the 200 rows of this report" in text
