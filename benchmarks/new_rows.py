@@ -133,8 +133,7 @@ def run(name: str, seed: int = 0) -> dict:
             clf.fit(*train)
     # A NewRowsWarning, or Neyman-Pearson's few-negatives warning carrying new_rows_.
     fired = sum(
-        issubclass(w.category, NewRowsWarning) or "(new_rows_)" in str(w.message)
-        for w in caught
+        issubclass(w.category, NewRowsWarning) or "(new_rows_)" in str(w.message) for w in caught
     )
     pred = clf.predict(test[0])
     if len(test) == 3:
