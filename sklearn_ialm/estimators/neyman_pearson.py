@@ -286,6 +286,15 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         The soft false-positive rate on the training negatives (the optimised quantity, to be
         compared with ``max_fpr``), weighted by ``sample_weight``. With
         ``calibration="umbrella"`` the training negatives are those not held out.
+    new_rows_ : dict or None
+        What to expect of the bound on new rows, from a fit without ``calibration`` on two
+        classes in memory (None otherwise): ``rate`` (the constrained rate), ``training_value``,
+        ``interval`` (95 % of the metric on new rows from the sampling of the rows of each
+        constrained rate, Clopper-Pearson), ``level``, ``bound``, ``smallest_cell`` (the rows
+        of the smallest constrained rate), ``n_parameters``, and the causes ``few_rows`` and
+        ``rare_features`` (more parameters than a twentieth of ``smallest_cell``: the training
+        value is optimistic beyond the interval). A fit with either cause says so in one
+        warning (``NewRowsWarning``; few negatives: the warning on them carries it).
     hard_constraint_values_ : ndarray of shape (1,)
         The same rate with the hard predictions of :meth:`predict` (raw score >
         ``threshold_``).
