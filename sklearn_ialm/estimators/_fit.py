@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from ._certified import ClopperPearson
 from ._inputs import is_dask_collection
 from ._multiclass import NOT_YET, is_multiclass
+from ._new_rows import assess_new_rows
 from ._steps import Unguaranteed
 from ._umbrella_fit import Umbrella
 
@@ -69,6 +70,8 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
     work._validate_params()  # (the route reads calibration)
     route = Route.of(work, X, y)
     route.guarantee.fit(work, X, y, sample_weight, fit_params, route)
+    if not is_dask_collection(X):
+        assess_new_rows(work, X, y, fit_params.get("sensitive_features"))
     for name, value in published.items():
         setattr(work, name, value)
     est._publish(work)

@@ -35,6 +35,24 @@ __all__ = ["NeymanPearsonClassifier"]
 #: score overfitting on top), 2000 give 1.12, 600 give 1.22.
 _SMALL_SAMPLE_EXCESS = 1.25
 
+
+def _expected(est) -> str:
+    """The new-row expectation of ``new_rows_`` in words, for the few-negatives warning."""
+    info = getattr(est, "new_rows_", None)
+    if not info:
+        return ""
+    low, high = info["interval"]
+    return (
+        f" Expected FPR on new rows: about {info['training_value']:.3g}, "
+        f"{info['level']:.0%} interval [{low:.3g}, {high:.3g}] (new_rows_)."
+    ) + (
+        f" The model has {info['n_parameters']} parameters for {info['smallest_cell']} "
+        "negatives: its training FPR is optimistic beyond their sampling, expect more."
+        if info["rare_features"]
+        else ""
+    )
+
+
 #: Labels whose positive class needs no word when ``pos_label`` is None: 1 (or True).
 _PLAIN_LABELS = ({0, 1}, {-1, 1})
 
@@ -268,6 +286,15 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         The soft false-positive rate on the training negatives (the optimised quantity, to be
         compared with ``max_fpr``), weighted by ``sample_weight``. With
         ``calibration="umbrella"`` the training negatives are those not held out.
+    new_rows_ : dict or None
+        What to expect of the bound on new rows, from a fit without ``calibration`` on two
+        classes in memory (None otherwise): ``rate`` (the constrained rate), ``training_value``,
+        ``interval`` (95 % of the metric on new rows from the sampling of the rows of each
+        constrained rate, Clopper-Pearson), ``level``, ``bound``, ``smallest_cell`` (the rows
+        of the smallest constrained rate), ``n_parameters``, and the causes ``few_rows`` and
+        ``rare_features`` (more parameters than a twentieth of ``smallest_cell``: the training
+        value is optimistic beyond the interval). A fit with either cause says so in one
+        warning (``NewRowsWarning``; few negatives: the warning on them carries it).
     hard_constraint_values_ : ndarray of shape (1,)
         The same rate with the hard predictions of :meth:`predict` (raw score >
         ``threshold_``).
@@ -579,6 +606,14 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         self.calibration_fpr_ = float(np.mean(scores > self.threshold_))
         return self.threshold_
 
+    def _few_negatives_limit(self) -> float | None:
+        """The ``1 - delta`` quantile of the new-row FPR from the sampling of the training
+        negatives where it exceeds ``max_fpr`` by more than a quarter, else None."""
+        if len(self.classes_) > 2:
+            return None  # a multi-class fit bounds class errors, not the false-positive rate
+        upper = training_fpr_upper_limit(self._n_effective_negatives, self.max_fpr_, self.delta)
+        return None if upper <= _SMALL_SAMPLE_EXCESS * self.max_fpr_ else upper
+
     def _warn_if_few_negatives(self):
         """Say when the bound on the training negatives will not carry to new rows.
 
@@ -588,12 +623,10 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         quantile exceeds ``max_fpr`` by more than a quarter, the training reading is no
         promise about new rows, and the umbrella calibration is what makes one.
         """
-        if len(self.classes_) > 2:
-            return  # a multi-class fit bounds class errors, not the false-positive rate
-        n, max_fpr = self._n_effective_negatives, self.max_fpr_
-        upper = training_fpr_upper_limit(n, max_fpr, self.delta)
-        if upper <= _SMALL_SAMPLE_EXCESS * max_fpr:
+        upper = self._few_negatives_limit()
+        if upper is None:
             return
+        n, max_fpr = self._n_effective_negatives, self.max_fpr_
         needed = umbrella_min_calibration_size(max_fpr, self.delta)
         warn(
             f"max_fpr={max_fpr:g} holds on the {n} training negatives, but a threshold "
@@ -602,7 +635,7 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             "(more where the score overfits them). For a bound on new data, use "
             "calibration='umbrella': it holds out calibration_size of the negatives and "
             "certifies P(false-positive rate on new rows > max_fpr) <= delta (it needs at "
-            f"least {needed} held-out negatives at this max_fpr and delta).",
+            f"least {needed} held-out negatives at this max_fpr and delta)." + _expected(self),
             UserWarning,
         )
 

@@ -211,7 +211,8 @@ def caveat(report) -> str:
     text = (
         f"Intervals: exact (Clopper-Pearson) at {level}, valid for rows the model was not "
         f"fitted on; the limit is the metric's worst case over them, and 'certified' means "
-        f"it meets the bound (at {level})."
+        f"it meets the bound (at {level}). 'met' and 'not met' are of the value on the "
+        f"{report.n_samples} rows of this report, whichever rows they are (training or new)."
     )
     if report.weighted:
         text += " Weighted rates: intervals from the effective sample size (approximate)."

@@ -1,0 +1,107 @@
+"""A default fit says what to expect of its bound on new rows (issue 50, item 3).
+
+Gaussian classes (negatives N(0, I), positives N(mu, I)): in 2 dimensions, with 60
+negatives, a small fit's cause of a new-row miss is the sampling of its few negatives; in 5
+the fitted direction adds optimism (the rare-features cause). The stated interval is
+checked against fresh rows of the same generator.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from fairlearn.metrics import demographic_parity_difference, false_positive_rate
+
+from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+from sklearn_ialm.estimators._new_rows import NewRowsWarning
+
+MU = np.array([1.0, 0.8, 0.6, 0.0, 0.0])
+
+
+def _draw(rng, n_neg, n_pos, mu=MU):
+    d = mu.size
+    X = np.vstack([rng.normal(size=(n_neg, d)), rng.normal(size=(n_pos, d)) + mu])
+    y = np.r_[np.zeros(n_neg, int), np.ones(n_pos, int)]
+    return X, y
+
+
+def _fit_recording(clf, *args, **kwargs):
+    """The fit's warnings on new rows: a NewRowsWarning, or Neyman-Pearson's own warning on
+    few negatives, which then carries the expectation (one warning a fit)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(*args, **kwargs)
+    return [
+        w
+        for w in caught
+        if issubclass(w.category, NewRowsWarning) or "(new_rows_)" in str(w.message)
+    ]
+
+
+def test_few_negatives_warn_and_the_interval_covers_fresh_rows():
+    """60 training negatives at max_fpr=0.1 in 2 dimensions: the warning fires on each
+    draw, and the stated 95 % interval holds the FPR of 20000 fresh negatives on most of 20
+    draws."""
+    covered, mu = 0, np.array([1.5, 0.0])
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        X, y = _draw(rng, 60, 240, mu)
+        clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0)
+        fired = _fit_recording(clf, X, y)
+        assert len(fired) == 1
+        info = clf.new_rows_
+        assert info["few_rows"] and info["smallest_cell"] == 60 and not info["rare_features"]
+        low, high = info["interval"]
+        # The warning agrees with the attribute.
+        assert f"[{low:.3g}, {high:.3g}]" in str(fired[0].message)
+        X_new, y_new = _draw(rng, 20000, 0, mu)
+        fpr = false_positive_rate(y_new, clf.predict(X_new), pos_label=1)
+        covered += low <= fpr <= high
+    # At a 95 % level, 16 or more of 20 covered has probability 0.98.
+    assert covered >= 16
+
+
+def test_many_parameters_per_constrained_row_are_said():
+    """6 parameters for 60 negatives: the new-row FPR averages 0.146 over 20 draws (trained
+    at 0.1), beyond the sampling interval; the warning names that cause."""
+    X, y = _draw(np.random.default_rng(0), 60, 240)
+    clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0)
+    fired = _fit_recording(clf, X, y)
+    assert len(fired) == 1 and clf.new_rows_["rare_features"]
+    assert "6 parameters for 60" in str(fired[0].message)
+
+
+def test_small_group_warns_with_a_gap_interval():
+    """Demographic parity with a group of 30 rows: the gap's interval is wide and said."""
+    rng = np.random.default_rng(0)
+    X, y = _draw(rng, 600, 600)
+    group = np.zeros(1200, int)
+    group[rng.choice(1200, 30, replace=False)] = 1
+    clf = FairLogisticClassifier(bound=0.05, random_state=0)
+    fired = _fit_recording(clf, X, y, sensitive_features=group)
+    assert len(fired) == 1
+    info = clf.new_rows_
+    value = demographic_parity_difference(y, clf.predict(X), sensitive_features=group)
+    assert info["training_value"] == pytest.approx(value)
+    assert info["smallest_cell"] == 30 and info["interval"][1] > 0.2
+
+
+def test_large_well_posed_fits_are_silent():
+    rng = np.random.default_rng(1)
+    X, y = _draw(rng, 10000, 10000)
+    clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0)
+    assert _fit_recording(clf, X, y) == []
+    assert clf.new_rows_["smallest_cell"] == 10000 and not clf.new_rows_["few_rows"]
+    group = (rng.random(20000) < 0.4).astype(int)
+    fair = FairLogisticClassifier(bound=0.05, random_state=0)
+    assert _fit_recording(fair, X, y, sensitive_features=group) == []
+    assert not (fair.new_rows_["few_rows"] or fair.new_rows_["rare_features"])
+
+
+def test_the_report_says_which_rows_met_refers_to():
+    from sklearn_ialm.report import BoundReport
+
+    X, y = _draw(np.random.default_rng(2), 300, 300)
+    clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(X, y)
+    text = str(BoundReport.from_estimator(clf, X[:200], y[:200]))
+    assert "'met' and 'not met' are of the value on the 200 rows of this report" in text
