@@ -133,7 +133,11 @@ def assess_new_rows(est, X, y, sensitive=None) -> dict | None:
         sampling = est._few_negatives_limit() is not None
     else:
         sampling = high > max(SAMPLING_FACTOR * bound, bound + 0.05)
-    rare = params > PARAMS_PER_ROW * smallest
+    # (Only where the bound binds, its value within bound_tol of it, and the interval
+    # reaches past it: under a loose bound the model is LogisticRegression's, and its
+    # parameters do not fit the rates to the bound.)
+    binding = neyman_pearson or value >= bound - est.bound_tol - 1e-12
+    rare = params > PARAMS_PER_ROW * smallest and binding and high > bound
     est.new_rows_ = {
         "rate": which,
         "training_value": value,
