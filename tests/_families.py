@@ -295,3 +295,19 @@ if __name__ == "__main__":
             f"  X {X.shape} {'CSR' if sp.issparse(X) else 'dense'}, classes "
             f"{np.bincount(y).tolist()}, groups {dict(zip(labels, counts.tolist(), strict=True))}"
         )
+
+
+#: The weights of the guide's stream (:func:`guide_stream`).
+GUIDE_W = np.array([1.5, -1.0, 0.8, 0.5, 0.0])
+
+
+def guide_stream(n_batches, size, seed):
+    """The user guide's stream, in batches of ``size`` rows of 5 features: the group leans on
+    the feature the label leans on most, so a demographic-parity bound binds
+    (LogisticRegression's gap is about 0.35)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n_batches):
+        X = rng.standard_normal((size, 5))
+        g = (X[:, 0] + rng.normal(size=size) > 0.5).astype(int)
+        y = (X @ GUIDE_W + rng.logistic(size=size) > 0).astype(int)
+        yield X, y, g

@@ -15,9 +15,8 @@ from sklearn.datasets import load_digits, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
+from benchmarks.multiclass_ties import data
 from sklearn_ialm import FairLogisticClassifier
 
 #: Test accuracy may fall by at most this much per 0.01 of bound (issue 49's acceptance).
@@ -25,22 +24,11 @@ _FALL_PER_HUNDREDTH = 0.05
 
 
 def _tied(loader, tie):
-    """``(X, y, g, X_test, y_test)``: the group is "b" with chance 0.7 for the upper half of
-    the classes and 0.3 for the lower ("halves"), 0.8 for class 0 and 0.4 for the others
-    ("one"), or 0.5 ("random")."""
-    X, y = loader(return_X_y=True)
-    K = len(np.unique(y))
-    chance = {
-        "halves": np.where(y >= (K + 1) // 2, 0.7, 0.3),
-        "one": np.where(y == 0, 0.8, 0.4),
-        "random": np.full(len(y), 0.5),
-    }[tie]
-    g = np.where(np.random.default_rng(0).random(len(y)) < chance, "b", "a")
-    X, X_test, y, y_test, g, _ = train_test_split(
-        X, y, g, test_size=0.3, random_state=0, stratify=y
-    )
-    scaler = StandardScaler().fit(X)
-    return scaler.transform(X), y, g, scaler.transform(X_test), y_test
+    """``(X, y, g, X_test, y_test)`` of benchmarks.multiclass_ties' family: the group is "b"
+    with chance 0.7 for the upper half of the classes and 0.3 for the lower ("halves"), 0.8
+    for class 0 and 0.4 for the others ("one"), or 0.5 ("random")."""
+    X, X_test, y, y_test, g, _ = data("digits" if loader is load_digits else "wine", tie)
+    return X, y, g, X_test, y_test
 
 
 def _worst_gap(y, pred, g):

@@ -7,24 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from _families import GUIDE_W, guide_stream
 from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
-_W = np.array([1.5, -1.0, 0.8, 0.5, 0.0])
-
-
-def _stream(n_batches, size, seed):
-    """Batches of 5 features; the group leans on the feature the label leans on most, so a
-    demographic-parity bound binds (LogisticRegression's gap is about 0.35)."""
-    rng = np.random.default_rng(seed)
-    for _ in range(n_batches):
-        X = rng.standard_normal((size, 5))
-        g = (X[:, 0] + rng.normal(size=size) > 0.5).astype(int)
-        y = (X @ _W + rng.logistic(size=size) > 0).astype(int)
-        yield X, y, g
+_W, _stream = GUIDE_W, guide_stream
 
 
 def _fair(**params):

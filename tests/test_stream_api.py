@@ -6,24 +6,14 @@ import warnings
 
 import numpy as np
 import pytest
+from _families import GUIDE_W, guide_stream
 from fairlearn.metrics import demographic_parity_difference
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.estimators._base import BaseIALMClassifier
 
-_W = np.array([1.5, -1.0, 0.8, 0.5, 0.0])
-
-
-def _stream(n_batches, size, seed):
-    """tests/test_partial_fit.py's stream: the group leans on the label's main feature
-    (LogisticRegression's demographic-parity gap is about 0.35)."""
-    rng = np.random.default_rng(seed)
-    for _ in range(n_batches):
-        X = rng.standard_normal((size, 5))
-        g = (X[:, 0] + rng.normal(size=size) > 0.5).astype(int)
-        y = (X @ _W + rng.logistic(size=size) > 0).astype(int)
-        yield X, y, g
+_W, _stream = GUIDE_W, guide_stream
 
 
 def _fair(**params):
