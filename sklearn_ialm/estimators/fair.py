@@ -299,8 +299,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         ``interval`` (95 % of the metric on new rows from the sampling of the rows of each
         constrained rate, Clopper-Pearson), ``level``, ``bound``, ``smallest_cell`` (the rows
         of the smallest constrained rate), ``n_parameters``, and the causes ``few_rows`` and
-        ``rare_features`` (more parameters than a twentieth of ``smallest_cell``: the training
-        value is optimistic beyond the interval). A fit with either cause says so in one
+        ``rare_features`` (more parameters than a twentieth of ``smallest_cell`` where the bound
+        binds and the interval reaches past it: the training value is optimistic beyond the
+        interval). A fit with either cause says so in one
         warning (``NewRowsWarning``).
     hard_constraint_values_ : ndarray of shape (n_protected_groups,) or (1,)
         The constrained metric of :meth:`predict` on the training rows, in the units of
