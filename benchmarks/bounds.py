@@ -33,8 +33,9 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
+from benchmarks.common import RESULTS
 from benchmarks.finish_ab import warm_up_search
-from benchmarks.speed.binding import _warm_up
+from benchmarks.speed import warm_up
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
 from sklearn_ialm.estimators._umbrella import umbrella_threshold
@@ -302,14 +303,14 @@ def write(rows, out: Path, n_splits):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--splits", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", choices=["fairness", "np"], default=None)
     parser.add_argument("--kinds", nargs="*", default=list(KINDS), choices=list(KINDS))
     args = parser.parse_args(argv)
     # The compiled kernels loaded before any timed fit: the first fit of the process paid
     # their loading (the anchor task's demographic parity: 53.7 x LogisticRegression's CPU,
     # where the same fit later in the process took about 2 x).
-    _warm_up()
+    warm_up()
     warm_up_search()
     rows = []
     if args.only in (None, "fairness"):

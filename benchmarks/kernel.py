@@ -39,12 +39,11 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
-from benchmarks.speed import load_a9a_task, make_anchor
+from benchmarks.common import load_a9a_task, make_anchor, write
 from sklearn_ialm.estimators import FairLogisticClassifier
 from sklearn_ialm.problems import LinearProblem, _kernels
 from sklearn_ialm.solver.pstorm import AugmentedLagrangianEstimator, Counter, pstorm
 
-RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -70,7 +69,7 @@ import time
 t0 = time.process_time(); w0 = time.perf_counter()
 from threadpoolctl import threadpool_limits
 threadpool_limits(1)
-from benchmarks.speed import make_anchor
+from benchmarks.common import make_anchor
 X, y, A, *_ = make_anchor()
 from sklearn_ialm.estimators import FairLogisticClassifier
 from sklearn_ialm.problems import LinearProblem
@@ -309,8 +308,7 @@ def main(argv=None):
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.quick:
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "kernel.md").write_text(text)
+        write("kernel.md", text)
 
 
 if __name__ == "__main__":

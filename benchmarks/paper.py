@@ -56,11 +56,10 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
+from benchmarks.common import RESULTS
 from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
 from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver import stoc_ialm
-
-RESULTS = Path(__file__).parent / "results"
 
 # The paper's Tables 1-2 (shared/paper/tables.md).
 # The paper's rows (pres, dres, #data), in its order; its seeds are not ours, so a row is
