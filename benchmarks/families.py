@@ -25,10 +25,10 @@ from fairlearn.reductions import (
     TruePositiveRateParity,
 )
 from sklearn.compose import ColumnTransformer
-from sklearn.datasets import make_classification
+from sklearn.datasets import load_digits, load_wine, make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import OneHotEncoder
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from sklearn_ialm.datasets import load_a9a
 
@@ -396,3 +396,39 @@ def random_family(seed):
     constraint = ("demographic_parity", "true_positive_rate_parity")[seed % 2]
     bound = round(float(rng.uniform(0.01, 0.05)), 2)
     return X, y, groups, constraint, bound
+
+
+# -- more than two classes -------------------------------------------------------------
+
+
+def multiclass_lean(name):
+    """Digits or wine (``name``), a stratified 70/30 split standardised on the training rows,
+    and a made-up group correlated with the label (odd labels lean to group 1: ``P(group 1)
+    = 0.4``, ``0.6`` for odd labels): ``benchmarks.finish_ab``'s multi-class case,
+    ``(X, y, g, X_test, y_test, g_test)``."""
+    X, y = (load_digits if name == "digits" else load_wine)(return_X_y=True)
+    g = (np.random.default_rng(0).random(len(y)) < 0.4 + 0.2 * (y % 2)).astype(int)
+    X, Xt, y, yt, g, gt = train_test_split(X, y, g, test_size=0.3, stratify=y, random_state=0)
+    scaler = StandardScaler().fit(X)
+    return scaler.transform(X), y, g, scaler.transform(Xt), yt, gt
+
+
+def multiclass_ties(name, tie):
+    """Digits or wine (``name``), a stratified 70/30 split (``random_state=0``) standardised
+    on the training rows: ``(X, X_test, y, y_test, g, g_test)``. The group (not in X) is "b"
+    with chance 0.7 for the upper half of the classes and 0.3 for the lower (``tie="halves"``:
+    digits 5-9 against 0-4), 0.8 for class 0 and 0.4 for the others (``"one"``), or 0.5
+    (``"random"``), drawn by ``np.random.default_rng(0)``: issue 49's multi-class sweep."""
+    X, y = (load_digits if name == "digits" else load_wine)(return_X_y=True)
+    K = len(np.unique(y))
+    chance = {
+        "halves": np.where(y >= (K + 1) // 2, 0.7, 0.3),
+        "one": np.where(y == 0, 0.8, 0.4),
+        "random": np.full(len(y), 0.5),
+    }[tie]
+    g = np.where(np.random.default_rng(0).random(len(y)) < chance, "b", "a")
+    X, X_test, y, y_test, g, g_test = train_test_split(
+        X, y, g, test_size=0.3, random_state=0, stratify=y
+    )
+    scaler = StandardScaler().fit(X)
+    return scaler.transform(X), scaler.transform(X_test), y, y_test, g, g_test

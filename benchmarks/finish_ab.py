@@ -69,10 +69,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from fairlearn.metrics import demographic_parity_difference, false_positive_rate
-from sklearn.datasets import load_digits, load_wine
+from sklearn.datasets import load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss, roc_auc_score
-from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
@@ -332,21 +331,11 @@ def _dp_per_class(y, pred, sensitive_features):
     )
 
 
-def _multiclass_data(name):
-    """A stratified 70/30 split, standardised on the training rows, and a made-up group
-    correlated with the label (odd labels lean to group 1)."""
-    X, y = (load_digits if name == "digits" else load_wine)(return_X_y=True)
-    g = (np.random.default_rng(0).random(len(y)) < 0.4 + 0.2 * (y % 2)).astype(int)
-    X, Xt, y, yt, g, gt = train_test_split(X, y, g, test_size=0.3, stratify=y, random_state=0)
-    scaler = StandardScaler().fit(X)
-    return scaler.transform(X), y, g, scaler.transform(Xt), yt, gt
-
-
 def multiclass(seeds, repeats):
     """Digits and wine at each of :data:`MC_BOUNDS`, demographic parity per class."""
     rows = []
     for name in ("digits", "wine"):
-        data = _multiclass_data(name)
+        data = families.multiclass_lean(name)
         X, y, g = data[:3]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
