@@ -33,33 +33,14 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
+from benchmarks.common import RESULTS, make_anchor
 from benchmarks.finish_ab import warm_up_search
-from benchmarks.speed.binding import _warm_up
+from benchmarks.speed import warm_up
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
 from sklearn_ialm.estimators._umbrella import umbrella_threshold
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def make_anchor(seed=0, n_train=30_000, n_test=10_000, n_features=100):
-    """The anchor task (our copy of its definition): 99 make_classification columns and a
-    binary group column correlated with the label; standardised on the training rows."""
-    from sklearn.datasets import make_classification
-
-    rng = np.random.default_rng(seed)
-    n = n_train + n_test
-    X, y = make_classification(
-        n_samples=n, n_features=n_features - 1, n_informative=20, n_redundant=10,
-        class_sep=1.0, flip_y=0.05, weights=[0.5, 0.5], random_state=seed,
-    )  # fmt: skip
-    logit = -1.3 - 0.6 * (y == 1) + 0.4 * (y == 0) + 0.3 * rng.standard_normal(n)
-    A = (rng.random(n) < 1.0 / (1.0 + np.exp(-logit))).astype(int)
-    X[:, :3] -= 0.5 * A[:, None]
-    X = np.column_stack([X, A.astype(float)])
-    mu, sd = X[:n_train].mean(axis=0), X[:n_train].std(axis=0)
-    X = (X - mu) / sd
-    return X[:n_train], y[:n_train], A[:n_train], X[n_train:], y[n_train:], A[n_train:]
 
 
 def fairness_tasks():
@@ -302,14 +283,14 @@ def write(rows, out: Path, n_splits):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--splits", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", choices=["fairness", "np"], default=None)
     parser.add_argument("--kinds", nargs="*", default=list(KINDS), choices=list(KINDS))
     args = parser.parse_args(argv)
     # The compiled kernels loaded before any timed fit: the first fit of the process paid
     # their loading (the anchor task's demographic parity: 53.7 x LogisticRegression's CPU,
     # where the same fit later in the process took about 2 x).
-    _warm_up()
+    warm_up()
     warm_up_search()
     rows = []
     if args.only in (None, "fairness"):

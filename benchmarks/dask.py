@@ -4,6 +4,7 @@ Usage (from the repository root, with ``pip install "sklearn-ialm[dask]"``)::
 
     python -m benchmarks.dask                      # 1e6 and 1e7 rows
     python -m benchmarks.dask --sizes 1e5 3e5      # other sizes
+    python -m benchmarks.dask --multiclass         # 200000 x 20, 3 classes (issue 36)
 
 Writes ``benchmarks/results/dask.md`` (and ``dask.csv``), keeping the rows of the sizes
 not run (a run of ``--sizes 1e7`` adds its rows to those of an earlier ``--sizes 1e6``).
@@ -30,17 +31,19 @@ import contextlib
 import csv
 import time
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import dask
 import dask.array as da
 import numpy as np
-from dask.distributed import Client
+from dask.distributed import Client, LocalCluster
 from distributed.deploy.subprocess import SubprocessCluster
+from sklearn.datasets import make_classification
 
+from benchmarks.common import RESULTS, write
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
-OUT = Path(__file__).resolve().parent / "results"
 D = 20
 
 
@@ -246,12 +249,67 @@ RUN_COLUMNS = ("command", "machine")
 def kept_rows(sizes):
     """The rows of the other sizes in ``dask.csv``: a run of some sizes replaces their rows
     and keeps the others' (each row says the command and machine it came from)."""
-    path = OUT / "dask.csv"
+    path = RESULTS / "dask.csv"
     if not path.exists():
         return []
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     return [r for r in rows if "command" in r and int(float(r["n"])) not in sizes]
+
+
+def multiclass(n: int, K: int) -> None:
+    """Multi-class fits on a Dask cluster against the in-memory fit (issue 36): writes
+    ``dask_multiclass.txt``.
+
+    ``FairLogisticClassifier(bound=0.05)`` (demographic parity per class, two groups) and
+    ``NeymanPearsonClassifier(max_class_error={0: 0.1})`` on ``n`` x 20 rows of ``K``
+    classes: the in-memory fit's wall time and training accuracy, the fit on a row-chunked
+    dask array (4 blocks) on a ``LocalCluster`` of two single-threaded workers (its wall
+    time, the graphs it sent, data passes, accuracy, ``bound_met_``) and the largest
+    difference of the two fits' coefficients.
+    """
+    lines = [
+        f"python -m benchmarks.dask --multiclass --n {n:g} --classes {K}   "
+        f"({machine()}, shared with other jobs; one run)"
+    ]
+    X, y = make_classification(
+        n, 20, n_informative=8, n_classes=K, n_clusters_per_class=1, random_state=0
+    )
+    groups = (X[:, 0] + np.random.default_rng(0).normal(size=n) > 0.3).astype(np.int8)
+    chunk = -(-n // 4)
+    cases = [
+        ("fair DP 0.05", FairLogisticClassifier(bound=0.05, random_state=0), True),
+        ("NP error[0] 0.1", NeymanPearsonClassifier(max_class_error={0: 0.1}), False),
+    ]
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster,
+        Client(cluster),
+    ):
+        Xd = da.from_array(X, chunks=(chunk, -1)).persist()
+        yd, gd = da.from_array(y, chunks=chunk), da.from_array(groups, chunks=chunk)
+        lines.append(f"n={n} d=20 K={K}, 4 blocks, LocalCluster of 2 single-threaded workers")
+        for name, clf, with_groups in cases:
+            kw = {"sensitive_features": groups} if with_groups else {}
+            dkw = {"sensitive_features": gd} if with_groups else {}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t = time.perf_counter()
+                clf.fit(X, y, **kw)
+                t_mem = time.perf_counter() - t
+                coef, acc_mem = clf.coef_.copy(), float(np.mean(clf.predict(X) == y))
+                with ComputeCount() as count:
+                    t = time.perf_counter()
+                    clf.fit(Xd, yd, **dkw)
+                    t_dask = time.perf_counter() - t
+            acc = float(np.mean(clf.predict(Xd).compute() == y))
+            diff = np.abs(clf.coef_ - coef).max()
+            lines.append(
+                f"{name}: in memory {t_mem:.2f} s acc {acc_mem:.4f} | dask {t_dask:.2f} s "
+                f"computes {count.n} passes {clf.n_data_passes_:.0f} acc {acc:.4f} "
+                f"bound met {clf.bound_met_} | max |coef diff| {diff:.1e}"
+            )
+
+    write("dask_multiclass.txt", "\n".join(lines) + "\n")
 
 
 def main():
@@ -262,7 +320,13 @@ def main():
     parser.add_argument(
         "--dask-ml-minutes", type=float, default=30.0, help="dask-ml's fit is given up after"
     )
+    parser.add_argument("--multiclass", action="store_true", help="multi-class fits only")
+    parser.add_argument("--n", type=float, default=2e5, help="rows of --multiclass")
+    parser.add_argument("--classes", type=int, default=3, help="classes of --multiclass")
     args = parser.parse_args()
+    if args.multiclass:
+        multiclass(int(args.n), args.classes)
+        return
     sizes = [int(n) for n in args.sizes]
     kept, rows = kept_rows(sizes), []
     command = (
@@ -271,15 +335,15 @@ def main():
     )
     where = f"{machine()}, shared with other jobs while it ran"
 
-    def write():
+    def write_results():
         """The results so far (after every fit: a size cut short keeps the fits done), with
         the rows of the sizes not run now."""
-        OUT.mkdir(exist_ok=True)
+        RESULTS.mkdir(parents=True, exist_ok=True)
         ordered = sorted(
             kept + [dict(r, command=command, machine=where) for r in rows],
             key=lambda r: int(float(r["n"])),
         )
-        with open(OUT / "dask.csv", "w", newline="") as f:
+        with open(RESULTS / "dask.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(ordered[0]))
             writer.writeheader()
             writer.writerows(ordered)
@@ -306,11 +370,11 @@ def main():
             "|" + "---|" * len(columns),
         ]
         lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in ordered]
-        (OUT / "dask.md").write_text("\n".join(lines) + "\n")
+        write("dask.md", "\n".join(lines) + "\n")
 
     with two_workers(args.memory_limit):
         for n in sizes:
-            run(n, args.max_memory, rows, write, args.dask_ml_minutes)
+            run(n, args.max_memory, rows, write_results, args.dask_ml_minutes)
 
 
 if __name__ == "__main__":

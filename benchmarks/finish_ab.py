@@ -17,10 +17,10 @@ every seed must converge and meet the bound, besides the case's own target.
 
 Cases (``--cases``; data seed 0):
 
-* ``anchor``: ``/work/shared/anchor_task.py``'s task (``benchmarks.speed.common.make_anchor``),
+* ``anchor``: ``/work/shared/anchor_task.py``'s task (``benchmarks.common.make_anchor``),
   demographic parity 0.02 (A/C <= 2) and ``NeymanPearsonClassifier()`` (A/C <= 1.5);
 * ``dense1e6``: 1e6 x 20 from ``benchmarks.families.binding_data`` (as
-  ``benchmarks.speed.binding``: moderate and strong groups), demographic parity 0.02, and
+  ``benchmarks.speed``: moderate and strong groups), demographic parity 0.02, and
   Neyman-Pearson ``max_fpr=0.05`` on the moderate rows (each A/C <= 2); ``dense5e6``
   (``--big``): 5e6 x 20, strong, both estimators;
 * ``csr2e5``: CSR 2e5 x 1e4, 30 non-negative non-zeros a row in [0, 1)
@@ -69,22 +69,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from fairlearn.metrics import demographic_parity_difference, false_positive_rate
-from sklearn.datasets import load_digits, load_wine
+from sklearn.datasets import load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss, roc_auc_score
-from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from benchmarks import families
-from benchmarks.speed.binding import _warm_up
-from benchmarks.speed.common import machine_facts, make_anchor
+from benchmarks.common import RESULTS, machine_facts, make_anchor
+from benchmarks.speed import warm_up
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ["anchor", "dense1e6", "csr2e5", "adult", "multiclass"]
 BIG = ["dense5e6", "csr1e6", "dense1e7"]  # only with --big
-MODERATE, STRONG = 1.0, 1.5  # group noise of benchmarks.speed.binding's two levels
+MODERATE, STRONG = 1.0, 1.5  # group noise of benchmarks.speed's binding levels
 MC_BOUNDS = (0.02, 0.05, 0.1, 0.2)
 MC_LOSS_TOL = 0.01  # "reaches LogisticRegression's log-loss": within this share of it
 MIN_SECONDS, MAX_REPEATS = 3.0, 10  # see measure
@@ -332,21 +331,11 @@ def _dp_per_class(y, pred, sensitive_features):
     )
 
 
-def _multiclass_data(name):
-    """A stratified 70/30 split, standardised on the training rows, and a made-up group
-    correlated with the label (odd labels lean to group 1)."""
-    X, y = (load_digits if name == "digits" else load_wine)(return_X_y=True)
-    g = (np.random.default_rng(0).random(len(y)) < 0.4 + 0.2 * (y % 2)).astype(int)
-    X, Xt, y, yt, g, gt = train_test_split(X, y, g, test_size=0.3, stratify=y, random_state=0)
-    scaler = StandardScaler().fit(X)
-    return scaler.transform(X), y, g, scaler.transform(Xt), yt, gt
-
-
 def multiclass(seeds, repeats):
     """Digits and wine at each of :data:`MC_BOUNDS`, demographic parity per class."""
     rows = []
     for name in ("digits", "wine"):
-        data = _multiclass_data(name)
+        data = families.multiclass_lean(name)
         X, y, g = data[:3]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -459,7 +448,7 @@ def write(rows, out, command):
 
 def warm_up_search():
     """Load the stochastic phase's compiled kernels (dense and CSR) before any timed fit:
-    ``_warm_up``'s 2000 rows run no stochastic phase (none below 10000 rows), and the first
+    ``warm_up``'s 2000 rows run no stochastic phase (none below 10000 rows), and the first
     timed fit paid their loading (A/B 3.8 on dense 1e6 x 20, 2.6 on CSR 2e5 x 1e4)."""
     dense = families.binding_data(MODERATE, n=20_000)[:3]
     sparse = families.binding_csr(STRONG, n=20_000, d=200)[:3]
@@ -488,7 +477,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="a tenth of the rows, one seed")
     parser.add_argument("--big", action="store_true", help=f"allow (and by default run) {BIG}")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/finish_ab.md")
+    parser.add_argument("--out", type=Path, default=RESULTS / "finish_ab.md")
     args = parser.parse_args(argv)
     names = args.cases.split(",") if args.cases else DEFAULT + (BIG if args.big else [])
     table = cases(args.quick)
@@ -500,7 +489,7 @@ def main(argv=None):
     seeds = [int(s) for s in (args.seeds or ("0" if args.quick else "0,1,2")).split(",")]
     command = "python -m benchmarks.finish_ab " + " ".join(sys.argv[1:] if argv is None else argv)
     run = provenance()
-    _warm_up()
+    warm_up()
     warm_up_search()
     _warm_up_multiclass()
     rows = []

@@ -7,10 +7,8 @@ Usage (from the repository root, one thread)::
     OMP_NUM_THREADS=1 python -m benchmarks.multiclass_ties --data digits --tie halves \\
         --bounds 0.07,0.06,0.05
 
-The rows are a stratified 70/30 split (``random_state=0``), standardised on the training
-rows. The group (not in X) is "b" with chance 0.7 for the upper half of the classes and 0.3
-for the lower ("halves": digits 5-9 against 0-4, the issue's reproduction), 0.8 for class 0
-and 0.4 for the others ("one"), or 0.5 ("random"), drawn by ``np.random.default_rng(0)``.
+The rows: ``benchmarks.families.multiclass_ties`` (a stratified 70/30 split, the group tied
+to the label).
 Each line: the bound, test accuracy, ``converged_``, data passes, solves, the worst per-class
 gap (fairlearn's demographic parity difference one-vs-rest) on the training and test rows,
 the training log-loss and CPU seconds (and as a multiple of ``LogisticRegression``'s).
@@ -24,35 +22,16 @@ import warnings
 
 import numpy as np
 from fairlearn.metrics import demographic_parity_difference
-from sklearn.datasets import load_digits, load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
 
+from benchmarks.families import multiclass_ties as data
 from sklearn_ialm import FairLogisticClassifier
 
 BOUNDS = {
     "digits": (0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.02),
     "wine": (0.15, 0.1, 0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.02),
 }
-
-
-def data(name, tie):
-    """``(X, X_test, y, y_test, g, g_test)`` (see the module docstring)."""
-    X, y = (load_digits if name == "digits" else load_wine)(return_X_y=True)
-    K = len(np.unique(y))
-    chance = {
-        "halves": np.where(y >= (K + 1) // 2, 0.7, 0.3),
-        "one": np.where(y == 0, 0.8, 0.4),
-        "random": np.full(len(y), 0.5),
-    }[tie]
-    g = np.where(np.random.default_rng(0).random(len(y)) < chance, "b", "a")
-    X, X_test, y, y_test, g, g_test = train_test_split(
-        X, y, g, test_size=0.3, random_state=0, stratify=y
-    )
-    scaler = StandardScaler().fit(X)
-    return scaler.transform(X), scaler.transform(X_test), y, y_test, g, g_test
 
 
 def worst_gap(y, pred, g):

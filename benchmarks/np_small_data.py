@@ -27,19 +27,19 @@ Output: ``benchmarks/results/np_small_data.md``.
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from scipy import integrate
 from scipy.stats import beta, binom, norm
 from sklearn.exceptions import ConvergenceWarning
 
+from benchmarks.common import write
 from sklearn_ialm import NeymanPearsonClassifier
 from sklearn_ialm.estimators._umbrella import training_fpr_upper_limit, umbrella_rank
 
-RESULTS = Path(__file__).parent / "results"
 ALPHA, DELTA, REPS, D = 0.1, 0.1, 200, 10
 SIZES = (100, 210, 600, 2000)
 MU = np.r_[1.2, 0.8, 0.5, np.zeros(D - 3)]
@@ -118,10 +118,11 @@ def main():
         p = test_set_exceedance(n_held, m)
         lines.append(f"| {n_held} | {k} | {v:.4f} | {m} | {p:.3f} | {binom.sf(4, 20, p):.3f} |")
     lines += ["", f"Total time {time.perf_counter() - start:.0f} s.", ""]
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "np_small_data.md").write_text("\n".join(lines))
+    write("np_small_data.md", "\n".join(lines))
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
+    if "--reps" in sys.argv:  # fewer draws per size: a check that the code runs
+        REPS = int(sys.argv[sys.argv.index("--reps") + 1])
     main()

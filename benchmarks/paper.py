@@ -1,4 +1,4 @@
-"""Rebuild the paper's Tables 1-2 and Figures 1-2: Stoc-iALM over seeds, IPC once.
+"""Rebuild the paper's Tables 1-2: Stoc-iALM over seeds, IPC once.
 
 Usage (from the repository root)::
 
@@ -10,10 +10,10 @@ Each run writes under ``benchmarks/results/`` (or ``--out``):
 
 * ``<task>_<dataset>_runs.csv``: one row per run (method, preset, seed, residuals, passes,
   time);
-* ``<task>_<dataset>_history.csv``: the residuals at every evaluation of every run;
-* ``<task>_<dataset>.md``: the table in the paper's layout, with the paper's figures beside;
-* ``<task>_<dataset>.png``: constraint value and dual residual against data passes,
-  Stoc-iALM as mean +- one standard deviation over seeds, IPC as one curve.
+* ``<task>_<dataset>.md``: the table in the paper's layout, with the paper's figures beside.
+
+(The paper's Figures 1-2, the residuals against data passes, were drawn from a history of
+every evaluation until issue 52: ``git log -- benchmarks/results/np_spambase.png``.)
 
 Two Stoc-iALM settings are run: ``default`` (the package's defaults, at the paper's
 ``sigma`` and minibatch size) and ``paper``: ``stoc_ialm(problem, preset="paper",
@@ -50,17 +50,15 @@ import argparse
 import csv
 import os
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 from joblib import Parallel, delayed
 
+from benchmarks.common import RESULTS
 from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
 from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver import stoc_ialm
-
-RESULTS = Path(__file__).parent / "results"
 
 # The paper's Tables 1-2 (shared/paper/tables.md).
 # The paper's rows (pres, dres, #data), in its order; its seeds are not ours, so a row is
@@ -409,58 +407,6 @@ def _compare(runs, prow):
     )
 
 
-def _band(curves, key, grid):
-    vals = []
-    for c in curves:
-        x, v = c["paper_passes"], c[key]
-        # After a run stops its last value holds.
-        vals.append(np.interp(grid, x, v, left=np.nan, right=v[-1]))
-    vals = np.array(vals)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # grid points before any check
-        return np.nanmean(vals, axis=0), np.nanstd(vals, axis=0)
-
-
-def figure(path, task, dataset, ialm_curves, ipc_curve, bound_label):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    top = max(c["paper_passes"][-1] for cs in ialm_curves.values() for c in cs)
-    if ipc_curve is not None:
-        # As in the paper's figures: IPC drawn up to 20 data passes.
-        top = max(top, min(ipc_curve["passes"][-1], 20.0))
-    grid = np.linspace(0, top, 400)
-    for ax, key, label in (
-        (axes[0], "constraint", f"constraint value {bound_label}"),
-        (axes[1], "dres", "dual residual (dres)"),
-    ):
-        colors = ("tab:red", "tab:orange", "tab:green")
-        for (setting, cs), color in zip(ialm_curves.items(), colors, strict=False):
-            mean, std = _band(cs, key, grid)
-            ax.plot(grid, mean, color=color, label=f"Stoc-iALM, {setting} (mean of seeds)")
-            ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.25, lw=0)
-        if ipc_curve is not None:
-            x = ipc_curve["passes"]
-            keep = x <= top
-            ax.plot(x[keep], ipc_curve[key][keep], color="tab:blue", label="IPC")
-        ax.set_xlabel("data passes (paper's count for Stoc-iALM)")
-        ax.set_ylabel(label)
-        if key == "dres":
-            ax.set_yscale("log")
-            ax.axhline(1e-2, color="gray", ls=":", lw=1, label="eps = 1e-2")
-        else:
-            ax.axhline(0.0, color="gray", ls=":", lw=1)
-        ax.grid(alpha=0.3)
-    axes[0].legend(loc="best", fontsize=8)
-    fig.suptitle(f"{task} on {dataset}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.paper", description=__doc__)
     ap.add_argument("task", choices=["fairness", "np"])
@@ -494,36 +440,17 @@ def main(argv=None):
         delayed(run_ialm)(make, s, seed, args.max_passes) for s, seed in jobs
     )
     rows = [r for r, _ in out]
-    curves = {s: [c for (r, c) in out if r["setting"] == s] for s in settings}
-    ipc_row = ipc_curve = None
+    ipc_row = None
     if not args.no_ipc:
-        ipc_row, ipc_curve = run_ipc(make, args.ipc_max_passes)
+        ipc_row, _ = run_ipc(make, args.ipc_max_passes)
         if ipc_row is not None:
             rows.append(ipc_row)
 
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"{args.task}_{args.dataset}"
     write_csv(f"{stem}_runs.csv", rows)
-    hist_rows = []
-    for r, c in out + ([(ipc_row, ipc_curve)] if ipc_row else []):
-        for i in range(len(c["passes"])):
-            hist_rows.append(
-                dict(
-                    method=r["method"],
-                    setting=r["setting"],
-                    seed=r["seed"],
-                    passes=c["passes"][i],
-                    paper_passes=c["paper_passes"][i],
-                    constraint=c["constraint"][i],
-                    pres=c["pres"][i],
-                    dres=c["dres"][i],
-                )
-            )
-    write_csv(f"{stem}_history.csv", hist_rows)
     text = table(args.task, args.dataset, rows, command)
     Path(f"{stem}.md").write_text(text + "\n")
-    label = "(fairness: <= 0)" if args.task == "fairness" else "(soft FPR - c_hat <= 0)"
-    figure(f"{stem}.png", args.task, args.dataset, curves, ipc_curve, label)
     print(text)
 
 

@@ -44,9 +44,9 @@ from pathlib import Path
 import numpy as np
 from sklearn.linear_model import SGDClassifier
 
+from benchmarks.common import RESULTS
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
-RESULTS = Path(__file__).parent / "results"
 D, CHUNK, SEED = 20, 10_000, 0
 BOUND, MAX_FPR = 0.02, 0.05
 #: The fresh rows start at this chunk, past any stream the benchmark runs.

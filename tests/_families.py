@@ -36,7 +36,6 @@ Profiles (settings of every ``@given`` of the invariants, chosen by ``HYPOTHESIS
   random (a new search each run), shrunk::
 
       HYPOTHESIS_PROFILE=long OMP_NUM_THREADS=1 python -m pytest tests/test_invariants.py
-      OMP_NUM_THREADS=1 python -m benchmarks.invariants     # the same, from benchmarks/
 
 ``python -m tests._families`` prints a few families and the rows they draw.
 """

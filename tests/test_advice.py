@@ -3,7 +3,7 @@ refitted, and is within 0.02 of the smallest bound that does.
 
 The families: six groups like COMPAS's races (two of 11 and 31 rows; the group tied to the
 label, not in X), one 5-row group beside four large ones, and small random families (see
-:mod:`benchmarks.advice`). Each verdict is fairlearn's metric of ``predict`` on the
+:mod:`benchmarks.families`). Each verdict is fairlearn's metric of ``predict`` on the
 training rows, where the fit and its advice are judged.
 """
 
@@ -22,7 +22,7 @@ from fairlearn.metrics import (
 )
 from sklearn.exceptions import ConvergenceWarning
 
-from benchmarks.advice import compas_like, random_family, small_group
+from benchmarks.families import compas_like, random_family, small_group
 from sklearn_ialm import FairLogisticClassifier
 
 

@@ -11,8 +11,8 @@ points. The solver's reported set-up, stop-test and minibatch passes must match 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _counting import Tally, wrap
 
-from benchmarks.counting import Tally, wrap
 from sklearn_ialm.problems import LinearProblem, fairness_problem, neyman_pearson_problem
 from sklearn_ialm.problems.losses import SigmoidLoss
 from sklearn_ialm.solver import stoc_ialm

@@ -139,7 +139,7 @@ def test_the_measured_rates_are_those_of_the_predictions(kind, max_passes):
 
 def test_the_threshold_pass_meets_max_fpr_on_the_training_negatives():
     # (How close the stream's own rates come to the bound needs far more rows than a test's
-    # 20000: benchmarks/dask_stream.py measures it at 1e6 rows and more.)
+    # 20000: benchmarks/stream.py --max-passes measures it at 1e6 rows and more.)
     npc, _ = _fit("np", 3)
     # The threshold of the third pass flags at most max_fpr of the training negatives, and
     # within one grid step (1/4096 of the scores' range) of it.

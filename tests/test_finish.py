@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _reference import reference_solve
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
-from benchmarks.reference import reference_solve
 from sklearn_ialm.problems import CONSTRAINTS, fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver.finish import alm_finish
 from sklearn_ialm.solver.prox import Ridge

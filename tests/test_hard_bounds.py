@@ -222,7 +222,8 @@ def test_a_binding_ratio_is_the_exact_optimum_of_the_surrogate_it_ends_at(monkey
     it, and its model is the optimum of the surrogate its last solve posed (SLSQP). Ratio
     bounds were solved by stochastic solves only: 92 passes to a model 0.04 less accurate,
     far from that optimum, yet said converged."""
-    from benchmarks.reference import reference_solve
+    from _reference import reference_solve
+
     from sklearn_ialm.estimators import _solve as solving
 
     X, y, groups = _fair_data(3, seed=4, n=2000)

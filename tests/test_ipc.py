@@ -19,12 +19,12 @@ from sklearn_ialm.solver import (
 )
 
 ALL = slice(None)
-# IPC_TUNED is tuned on the paper's data sets, whose constraints have small gradients
-# (benchmarks/results/ipc_tuning.md). The problems compared with scipy below have constraint
-# gradients of norm ~1 and are solved to 1e-3, where the switching steps must shrink below
-# the tolerance: the default rule, passed explicitly so the tests say which rule they use.
-# With IPC_TUNED none of the three converges in its budget (the tuning table, column
-# "unit-test problems").
+# IPC_TUNED is tuned on the paper's data sets, whose constraints have small gradients (how
+# it was chosen: sklearn_ialm/solver/ipc.py). The problems compared with scipy below have
+# constraint gradients of norm ~1 and are solved to 1e-3, where the switching steps must
+# shrink below the tolerance: the default rule, passed explicitly so the tests say which
+# rule they use. With IPC_TUNED none of the three converges in its budget (the tuning
+# table's column "unit-test problems").
 WELL_SCALED = dict(rho_scale=2.0, step_offset=12.0, inner_iter=10, inner_increment=1.0)
 
 
@@ -375,7 +375,7 @@ def test_tuned_rule_solves_the_paper_kind_of_problem():
     assert result.objective <= 1.02 * ref.fun  # an eps-KKT point near scipy's
     assert result.kkt_multipliers[0] > 1.0
     # The rule of the previous defaults (rho = 2 w, t0 = 12, T_k = 10 + k, no floor, centre
-    # averaged) is stuck on this family, like on a9a and bank (ipc_tuning.md).
+    # averaged) is stuck on this family, like on a9a and bank (the IPC tuning).
     previous = dict(WELL_SCALED, switch_floor=0.0, include_center=True, rho_min=1e-3)
     assert not ipc(problem, max_passes=500, **previous).converged
 

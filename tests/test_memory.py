@@ -2,7 +2,6 @@
 
 Not timing tests: they check models for equality and allocations with ``tracemalloc``
 (numpy reports its buffers to it; the pages of a memory-mapped file are not allocations).
-``benchmarks/memory.py`` measures the same at scale, with parallel seeds.
 """
 
 import tracemalloc

@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
-from benchmarks.multiclass_ties import data
+from benchmarks.families import multiclass_ties
 from sklearn_ialm import FairLogisticClassifier
 
 #: Test accuracy may fall by at most this much per 0.01 of bound (issue 49's acceptance).
@@ -24,10 +24,12 @@ _FALL_PER_HUNDREDTH = 0.05
 
 
 def _tied(loader, tie):
-    """``(X, y, g, X_test, y_test)`` of benchmarks.multiclass_ties' family: the group is "b"
+    """``(X, y, g, X_test, y_test)`` of benchmarks.families.multiclass_ties: the group is "b"
     with chance 0.7 for the upper half of the classes and 0.3 for the lower ("halves"), 0.8
     for class 0 and 0.4 for the others ("one"), or 0.5 ("random")."""
-    X, X_test, y, y_test, g, _ = data("digits" if loader is load_digits else "wine", tie)
+    X, X_test, y, y_test, g, _ = multiclass_ties(
+        "digits" if loader is load_digits else "wine", tie
+    )
     return X, y, g, X_test, y_test
 
 

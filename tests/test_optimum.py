@@ -1,18 +1,19 @@
 """Done means at the optimum (issue 33), judged as a user judges, on the families of
-``benchmarks.optimum`` (small instances): a bound the data already meet gives
-LogisticRegression's model, the log-loss is monotone in the bound, and ``converged_`` agrees
-with an exact reference solve (SLSQP) of the problem the fit's last solve posed."""
+``benchmarks.families.OPTIMUM`` (small instances, through ``tests/_optimum.py``): a bound the
+data already meet gives LogisticRegression's model, the log-loss is monotone in the bound,
+and ``converged_`` agrees with an exact reference solve (SLSQP) of the problem the fit's last
+solve posed."""
 
 from __future__ import annotations
 
 import warnings
 
+import _optimum as optimum
 import numpy as np
 import pytest
+from _reference import reference_solve
 from sklearn.metrics import log_loss, roc_auc_score
 
-from benchmarks import optimum
-from benchmarks.reference import reference_solve
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.estimators import _solve as solving
 

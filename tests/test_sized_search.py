@@ -4,9 +4,9 @@ PStorm for a count of draws, with no stop test on all rows; the finish ends at t
 from __future__ import annotations
 
 import numpy as np
+from _reference import reference_solve
 from sklearn.datasets import make_classification
 
-from benchmarks.reference import reference_solve
 from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver import stoc_ialm
 from sklearn_ialm.solver.ialm import _SEARCH_DRAWS, _SEARCH_MIN_ROWS

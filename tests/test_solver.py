@@ -5,11 +5,11 @@ import itertools
 
 import numpy as np
 import pytest
+from _optimum import logistic_regression_like
 from scipy.optimize import NonlinearConstraint, minimize
 from scipy.special import expit
 from sklearn.datasets import make_classification
 
-from benchmarks.optimum import logistic_regression_like
 from sklearn_ialm import FairLogisticClassifier
 from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver import FiniteSumProblem, FunctionProblem, stoc_ialm

@@ -8,9 +8,6 @@ quadratic programming, ``ftol`` 1e-12) on the problem as posed, ``min g(x) + h(x
 package does not use, so an error in the package's solver cannot agree with it by
 construction. For problems small enough for SLSQP's dense quadratic programs (a few hundred
 parameters, n <= 20000 rows).
-
-``python -m benchmarks.reference`` checks itself against ``LogisticRegression`` on an
-unconstrained problem.
 """
 
 from __future__ import annotations
@@ -90,21 +87,3 @@ def reference_solve(problem, x0=None, *, ftol=1e-12, maxiter=2000) -> dict:
         success=bool(out.success),
         message=str(out.message),
     )
-
-
-if __name__ == "__main__":
-    from sklearn.datasets import make_classification
-    from sklearn.linear_model import LogisticRegression
-
-    from sklearn_ialm.problems import LinearProblem
-    from sklearn_ialm.problems.losses import Logistic
-    from sklearn_ialm.solver.prox import Ridge
-
-    X, y = make_classification(2000, 8, random_state=0)
-    # The constraint (the mean score of X's rows below 100) is far from binding.
-    ridge = Ridge(1.0 / len(X), mask=np.r_[np.ones(8, bool), False])
-    pb = LinearProblem(X, 2.0 * y - 1, Logistic(), X, np.ones(len(X)), -100.0,
-                       fit_intercept=True, h=ridge)  # fmt: skip
-    ref = reference_solve(pb)
-    lr = LogisticRegression(tol=1e-10, max_iter=10000).fit(X, y)
-    print(ref["message"], np.abs(ref["x"] - np.r_[lr.coef_[0], lr.intercept_]).max())

@@ -1,11 +1,16 @@
-"""Data, metrics, timing and the peers' wrappers shared by the speed benchmark's parts."""
+"""What the benchmarks share: where results go, the paper's data sets as tasks, metrics,
+timing, the peers' wrappers and the machine's facts.
+
+Every benchmark writes its results with :func:`write` under :data:`RESULTS`:
+``benchmarks/results/`` of this checkout, or the folder that ``BENCHMARKS_RESULTS`` names
+(``python -m benchmarks all --quick --out DIR`` sets it, so that a check run leaves the
+committed files alone)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
 import io
-import json
 import os
 import platform
 import time
@@ -19,8 +24,9 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_ialm.datasets import load_a9a, load_spambase
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
+#: The folder every benchmark writes its results files to.
+RESULTS = Path(os.environ.get("BENCHMARKS_RESULTS") or ROOT / "benchmarks" / "results")
 BOUND = 0.02  # demographic-parity bound of every fairness method (the issue's target)
 MAX_FPR = 0.2  # NeymanPearsonClassifier's default; nproc's alpha
 DELTA = 0.05  # nproc's violation probability
@@ -138,28 +144,6 @@ class NprocLogistic:
         return np.asarray(self._npc.pred_npc_core(self.fit_, X)[0])
 
 
-# -- process facts ------------------------------------------------------------------------------
-def rss_now_and_reset_peak():
-    """Current resident set (bytes), then reset the kernel's peak counter (``VmHWM``)."""
-    rss = _status("VmRSS")
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # 5 resets the peak RSS: the next VmHWM is the peak from here on
-    return rss
-
-
-def rss_peak():
-    """Peak resident set (bytes) since the last :func:`rss_now_and_reset_peak`."""
-    return _status("VmHWM")
-
-
-def _status(key):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{key} not in /proc/self/status")
-
-
 def machine_facts():
     """Versions, CPU and load average, for the report's header."""
     import fairlearn
@@ -194,13 +178,10 @@ def machine_facts():
     )
 
 
-def save(name, obj):
-    """Write one part's results as ``results/speed_<name>.json``."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"speed_{name}.json").write_text(json.dumps(obj, indent=1, default=float))
-
-
-def load(name):
-    """A part's saved results, or ``None`` if it has not run."""
-    path = RESULTS / f"speed_{name}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+def write(name: str, text: str) -> Path:
+    """Write the results file ``name`` under :data:`RESULTS`; return its path."""
+    path = RESULTS / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {path}", flush=True)
+    return path

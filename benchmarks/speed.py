@@ -1,0 +1,692 @@
+"""Speed as users see it: the anchor task and spambase against LogisticRegression and the
+peers (``anchor``), and bounds that bind at a million rows and beyond (``binding``).
+
+Usage (from the repository root)::
+
+    python -m benchmarks.speed                      # both parts, ~15 min on 2 cores
+    python -m benchmarks.speed --parts anchor       # one part; the report uses the saved
+                                                    # results of the other
+    python -m benchmarks.speed --report-only        # rewrite speed.md from the results
+
+Each part saves ``speed_<part>.json``; ``speed.md`` is built from those.
+
+**anchor.** The anchor task and spambase: our estimators against LogisticRegression and the peers.
+
+Every method runs in this one process, timed in CPU seconds (``time.process_time``) and wall
+seconds; ratios are to ``LogisticRegression()`` fitted in the same run under the same thread
+setting. The anchor rows run twice: under ``threadpool_limits(1)`` (one BLAS / OpenMP thread
+for every method) and with the libraries' default threads. Our estimators run with their
+defaults (hard-prediction bounds) plus ``random_state=0``; fairness is
+``FairLogisticClassifier(constraint="demographic_parity", bound=0.02)``. The DP gap is
+fairlearn's ``demographic_parity_difference`` of ``predict`` on the training rows (where the
+bound is promised) and on the test rows.
+
+**binding.** Binding bounds at a million rows and beyond (issue 21): our estimators against
+LogisticRegression, case by case.
+
+The cases (each with ``n / 10`` further test rows of the same recipe):
+
+* dense 1e6 x 20 at two binding levels, from ``benchmarks.families.binding_data``
+  (``X ~ N(0, 1)``, ``w ~ N(0, 4/20)``, ``y = 1[X w + logistic noise > 0]``): "moderate",
+  the group a noisy threshold of the feature the label leans on most (noise 1.0 of its
+  standard deviation), and "strong", a noisy threshold of the label's own score (noise 1.5):
+  noise levels chosen so that LogisticRegression's parity gap is near the issue's 0.21 and
+  0.38 (the run measures it, in the LogisticRegression rows);
+* dense 5e6 x 20 with the strong group;
+* CSR 1e6 x 1e4, 20 standard-normal non-zeros a row (``benchmarks.families.binding_csr``),
+  the group a noisy threshold of the label's score (noise 1.5), not a column of X;
+* dense 2e6 x 50, Neyman-Pearson only, two label recipes: "noisy" (``w ~ N(0, 1/50)``,
+  ``y = 1[X w + 0.5 x_0 + logistic noise > 0]``) and "clean" (``w ~ N(0, 1)``,
+  ``y = 1[X w + 2 logistic noise > 0]``).
+
+``FairLogisticClassifier(constraint="demographic_parity", bound=0.02)`` and
+``NeymanPearsonClassifier(max_fpr=0.05)``, ``random_state=0``, defaults otherwise (every
+fit has the default budget of 300 passes, as the issue measured them).
+Every fit runs under ``threadpool_limits(1)`` in this one process, timed in CPU seconds;
+ratios are to ``LogisticRegression()`` fitted on the same rows in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import math
+import time
+import warnings
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from threadpoolctl import threadpool_limits
+
+from benchmarks.common import (
+    BOUND,
+    RESULTS,
+    NprocLogistic,
+    dp_gap,
+    fpr_fnr,
+    load_spambase_task,
+    machine_facts,
+    make_anchor,
+    measure,
+    write,
+)
+from benchmarks.families import binding_csr, binding_data
+from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
+from sklearn_ialm.problems.fairness import fairness_metric
+
+PARTS = ("anchor", "binding")
+
+
+# -- anchor --------------------------------------------------------------------------------
+
+
+def _warm_up_anchor(X, y, A):
+    """One small fit of each estimator, so that no timed fit loads the compiled kernel."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        FairLogisticClassifier(constraint="demographic_parity", bound=BOUND, max_passes=3).fit(
+            X[:2000], y[:2000], sensitive_features=A[:2000]
+        )
+        NeymanPearsonClassifier(max_passes=3).fit(X[:2000], y[:2000])
+
+
+def _work(model):
+    if hasattr(model, "n_data_passes_"):
+        return f"{model.n_data_passes_:.1f} passes, {model.n_rounds_} solve(s)"
+    if hasattr(model, "n_iter_"):
+        return f"{int(np.max(model.n_iter_))} lbfgs it"
+    if hasattr(model, "predictors_"):
+        return f"{len(model.predictors_)} LR fits"
+    return ""
+
+
+def fairness_rows(data, repeats, slow_repeats, log, label):
+    """LR, FairLogisticClassifier and ExponentiatedGradient on one data set."""
+    from fairlearn.reductions import DemographicParity, ExponentiatedGradient
+
+    X, y, A, X_te, y_te, A_te = data
+    methods = [
+        ("LogisticRegression", lambda: LogisticRegression().fit(X, y), repeats),
+        (
+            "FairLogisticClassifier",
+            lambda: FairLogisticClassifier(
+                constraint="demographic_parity", bound=BOUND, random_state=0
+            ).fit(X, y, sensitive_features=A),
+            repeats,
+        ),
+        (
+            "ExponentiatedGradient",
+            lambda: ExponentiatedGradient(
+                LogisticRegression(), DemographicParity(difference_bound=BOUND)
+            ).fit(X, y, sensitive_features=A),
+            slow_repeats,
+        ),
+    ]
+    rows = []
+    for name, fit, rep in methods:
+        model, cpu, wall = measure(fit, rep)
+
+        def predict(Z, model=model, name=name):
+            if name == "ExponentiatedGradient":
+                return model.predict(Z, random_state=0)  # its randomized classifier
+            return model.predict(Z)
+
+        rows.append(
+            dict(
+                data=label,
+                task="fairness",
+                method=name,
+                repeats=rep,
+                cpu=cpu,
+                wall=wall,
+                dp_train=dp_gap(y, predict(X), A),
+                dp_test=dp_gap(y_te, predict(X_te), A_te),
+                acc_test=float(np.mean(predict(X_te) == y_te)),
+                work=_work(model),
+            )
+        )
+        log(f"  {label} {name}: {cpu:.3f} s CPU, DP train {rows[-1]['dp_train']:.4f}")
+    return rows
+
+
+def np_rows(data, repeats, slow_repeats, log, label):
+    """LR, NeymanPearsonClassifier and nproc on one data set (FPR <= 0.2)."""
+    X, y, X_te, y_te = data
+    methods = [
+        ("LogisticRegression", lambda: LogisticRegression().fit(X, y), repeats),
+        (
+            "NeymanPearsonClassifier",
+            lambda: NeymanPearsonClassifier(random_state=0).fit(X, y),
+            repeats,
+        ),
+        ("nproc (logistic)", lambda: NprocLogistic().fit(X, y), slow_repeats),
+    ]
+    if importlib.util.find_spec("nproc") is None:  # pip install --no-deps nproc
+        log(f"  {label} nproc: not installed, its row left out")
+        methods.pop()
+    rows = []
+    for name, fit, rep in methods:
+        model, cpu, wall = measure(fit, rep)
+        fpr_tr, _ = fpr_fnr(y, model.predict(X))
+        fpr_te, fnr_te = fpr_fnr(y_te, model.predict(X_te))
+        rows.append(
+            dict(
+                data=label,
+                task="np",
+                method=name,
+                repeats=rep,
+                cpu=cpu,
+                wall=wall,
+                fpr_train=fpr_tr,
+                fpr_test=fpr_te,
+                fnr_test=fnr_te,
+                acc_test=float(np.mean(model.predict(X_te) == y_te)),
+                work=_work(model),
+            )
+        )
+        log(f"  {label} {name}: {cpu:.3f} s CPU, FPR test {fpr_te:.4f}")
+    return rows
+
+
+def run_anchor(log=print, repeats=3, slow_repeats=1):
+    """The anchor rows under both thread settings and the spambase NP rows (one thread)."""
+    anchor = make_anchor(0)
+    X, y, A, X_te, y_te, _ = anchor
+    _warm_up_anchor(X, y, A)
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # fairlearn's pandas deprecations
+        for threads in ("1 thread", "default threads"):
+            limit = 1 if threads == "1 thread" else None
+            with threadpool_limits(limit):
+                log(f"anchor, {threads}")
+                for r in fairness_rows(anchor, repeats, slow_repeats, log, "anchor"):
+                    rows.append(dict(r, threads=threads))
+                for r in np_rows((X, y, X_te, y_te), repeats, slow_repeats, log, "anchor"):
+                    rows.append(dict(r, threads=threads))
+        with threadpool_limits(1):
+            log("spambase, 1 thread")
+            for r in np_rows(load_spambase_task(), repeats, slow_repeats, log, "spambase"):
+                rows.append(dict(r, threads="1 thread"))
+    return rows
+
+
+# -- binding --------------------------------------------------------------------------------
+
+
+BINDING_MAX_FPR = 0.05  # the issue's Neyman-Pearson bound on these recipes
+MODERATE, STRONG = 1.0, 1.5  # group noise (in standard deviations) of the two levels
+
+
+def np_labels(kind, n=2_000_000, d=50, seed=0):
+    """Dense n x d standard normal (and n / 10 test rows) with the issue's NP labels."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n + n // 10, d))
+    if kind == "noisy":
+        w = rng.normal(0.0, np.sqrt(1.0 / d), d)
+        s = X @ w + 0.5 * X[:, 0] + rng.logistic(size=len(X))
+    else:
+        w = rng.standard_normal(d)
+        s = X @ w + 2.0 * rng.logistic(size=len(X))
+    y = (s > 0).astype(int)
+    return X[:n], y[:n], None, X[n:], y[n:], None
+
+
+#: key -> (description, data, tasks); data returns ``X, y, A, X_test, y_test, A_test``.
+BINDING_CASES = {
+    "dense 1e6 x 20, moderate": (
+        "group = noisy threshold of the feature the label leans on most",
+        lambda: binding_data(MODERATE, n=1_000_000, on="feature"),
+        ("fairness", "np"),
+    ),
+    "dense 1e6 x 20, strong": (
+        # X and y are the moderate case's (same seed): Neyman-Pearson, blind to the group,
+        # would repeat that case's fit.
+        "group = noisy threshold of the label's score; X, y as the moderate case (its "
+        "Neyman-Pearson row serves both)",
+        lambda: binding_data(STRONG, n=1_000_000),
+        ("fairness",),
+    ),
+    "dense 5e6 x 20, strong": (
+        "group = noisy threshold of the label's score",
+        lambda: binding_data(STRONG, n=5_000_000),
+        ("fairness", "np"),
+    ),
+    "CSR 1e6 x 1e4, strong": (
+        "20 non-zeros a row; group = noisy threshold of the label's score, not in X",
+        lambda: binding_csr(STRONG, n=1_000_000),
+        ("fairness", "np"),
+    ),
+    "dense 2e6 x 50, noisy labels": (
+        "y = 1[X w + 0.5 x_0 + logistic > 0], w ~ N(0, 1/50)",
+        lambda: np_labels("noisy"),
+        ("np",),
+    ),
+    "dense 2e6 x 50, clean labels": (
+        "y = 1[X w + 2 logistic > 0], w ~ N(0, 1)",
+        lambda: np_labels("clean"),
+        ("np",),
+    ),
+}
+
+
+def _passes(model):
+    h = getattr(model, "history_", {})
+    checks = float(h["check_passes"][-1]) if len(h.get("check_passes", ())) else np.nan
+    return dict(
+        passes=float(model.n_data_passes_),
+        check_passes=checks,
+        solves=int(model.n_rounds_),
+        converged=bool(model.converged_),
+    )
+
+
+def warm_up():
+    """Load the compiled kernels (dense and CSR) before any timed fit."""
+    X, y, A, *_ = binding_data(MODERATE, n=2000)
+    Xs, ys, As, *_ = binding_csr(STRONG, n=2000, d=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for Xw, yw, Aw in ((X, y, A), (Xs, ys, As)):
+            FairLogisticClassifier(constraint="demographic_parity", bound=BOUND, max_passes=3).fit(
+                Xw, yw, sensitive_features=Aw
+            )
+            NeymanPearsonClassifier(max_fpr=BINDING_MAX_FPR, max_passes=3).fit(Xw, yw)
+
+
+def _methods(tasks, X, y, A):
+    """(name, task, fit) of each method."""
+    out = [("LogisticRegression", "reference", lambda: LogisticRegression().fit(X, y))]
+    if "fairness" in tasks:
+        out.append((
+            "FairLogisticClassifier", "fairness",
+            lambda: FairLogisticClassifier(
+                constraint="demographic_parity", bound=BOUND, random_state=0
+            ).fit(X, y, sensitive_features=A),
+        ))  # fmt: skip
+    if "np" in tasks:
+        out.append((
+            "NeymanPearsonClassifier", "np",
+            lambda: NeymanPearsonClassifier(max_fpr=BINDING_MAX_FPR, random_state=0).fit(X, y),
+        ))  # fmt: skip
+    return out
+
+
+def _dp_gap(pred, A):
+    """fairlearn's demographic-parity difference, by the package's numpy equivalent
+    (fairlearn's groupby takes a minute at 5e6 rows)."""
+    return None if A is None else fairness_metric("demographic_parity", None, pred, A)
+
+
+def run_binding(log=print, cases=None, repeats=1):
+    """LogisticRegression and our fits on every case (one thread); rows of the report."""
+    warm_up()
+    rows = []
+    for case in cases or BINDING_CASES:
+        desc, data, tasks = BINDING_CASES[case]
+        X, y, A, X_te, y_te, A_te = data()
+        log(f"  binding {case}: data built ({desc})")
+        with threadpool_limits(1), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for name, task, fit in _methods(tasks, X, y, A):
+                model, cpu, wall = measure(fit, repeats)
+                pred_tr, pred_te = model.predict(X), model.predict(X_te)
+                fpr_tr, _ = fpr_fnr(y, pred_tr)
+                fpr_te, fnr_te = fpr_fnr(y_te, pred_te)
+                row = dict(
+                    case=case, desc=desc, n=X.shape[0], d=X.shape[1], method=name, task=task,
+                    cpu=cpu, wall=wall, repeats=repeats,
+                    dp_train=_dp_gap(pred_tr, A), dp_test=_dp_gap(pred_te, A_te),
+                    fpr_train=fpr_tr, fpr_test=fpr_te, fnr_test=fnr_te,
+                    acc_test=float(np.mean(pred_te == y_te)),
+                )  # fmt: skip
+                if hasattr(model, "n_data_passes_"):
+                    row.update(_passes(model))
+                else:
+                    row.update(lbfgs_iter=int(np.max(model.n_iter_)))
+                rows.append(row)
+                dp = row["dp_train"]
+                log(
+                    f"  {case}, {name}: {cpu:.2f} s CPU, DP train "
+                    f"{'-' if dp is None else f'{dp:.4f}'}, FPR train {fpr_tr:.4f}, passes "
+                    f"{row.get('passes', np.nan):.1f} (stop tests "
+                    f"{row.get('check_passes', np.nan):.1f}), solves {row.get('solves')}, "
+                    f"converged {row.get('converged')}"
+                )
+                del model, pred_tr, pred_te
+            for w in caught:
+                log(f"  warning: {str(w.message)[:200]}")
+        del X, y, A, X_te, y_te, A_te
+        gc.collect()
+    return rows
+
+
+# -- the report --------------------------------------------------------------------------------
+
+
+#: What was tried against the missed targets and not kept, with its figures (fixed text: the
+#: experiments are not part of this benchmark's run; each names how to repeat it).
+TRIED = """## Tried and not kept (session 9; one thread, CPU against LogisticRegression)
+
+- **Spambase's FNR is the precision of the logistic fit, not its conditioning.** At max_fpr
+  0.05 the Neyman-Pearson fit is our logistic regression with its threshold moved (one
+  solve). Whitening the standardised features (PCA, every component) before the fit: test
+  FNR 0.1244 against LogisticRegression's 0.1020 over 10 splits (unwhitened 0.1239); at
+  tol=3e-4, neither converges in 300 passes (FNR 0.1143 unwhitened, 0.1121 whitened): the
+  features' correlations are not what holds the fit back.
+- **A fixed subsample per reference point** (the reference's values on it computed once,
+  half the work of each test): the Neyman-Pearson fit on dense 1e6 x 20 (moderate) took
+  20.7 passes instead of 13.6, its tests failing again and again on the same rows. A fresh
+  subsample per test, copied in order, is what landed.
+- **The compiled pass reading a subsample's rows in place** (no copy): 0.19 ms against
+  numpy's 0.17 ms for 1000 random rows of 1e6 x 20: random reads cost the same either way.
+- **Longer intervals between tests** (minibatch work up to twice a test's cost, not once):
+  the moderate fairness fit took 9.2 passes and 3 solves instead of 5.3 and 2; **a looser
+  standard error for the subsample** (0.3 of tol instead of 0.2): the strong case did not
+  converge.
+"""
+
+
+def f(v, nd=3):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{nd}g}" if abs(v) < 1e-3 or abs(v) >= 1e4 else f"{v:.{nd}f}"
+    return str(v)
+
+
+def verdict(ok):
+    return "met" if ok else "**NOT MET**"
+
+
+def _get(rows, **kw):
+    for r in rows:
+        if all(r.get(k) == v for k, v in kw.items()):
+            return r
+    return None
+
+
+def _facts(saved):
+    fa = saved.get("facts", {})
+    return (
+        f"load average {fa.get('load', float('nan')):.2f} at the start, "
+        f"{fa.get('load_end', float('nan')):.2f} at the end; {saved['seconds']:.0f} s"
+    )
+
+
+def anchor_section(saved, targets):
+    rows = saved["rows"]
+    out = ["## Anchor task and spambase (one process, `--parts anchor`)", ""]
+    out.append(f"Run: {_facts(saved)}. CPU = `time.process_time` (all threads of the process).")
+    out.append("")
+    for data, task, threads in [
+        ("anchor", "fairness", "1 thread"),
+        ("anchor", "fairness", "default threads"),
+        ("anchor", "np", "1 thread"),
+        ("anchor", "np", "default threads"),
+        ("spambase", "np", "1 thread"),
+    ]:
+        sel = [r for r in rows if (r["data"], r["task"], r["threads"]) == (data, task, threads)]
+        if not sel:
+            continue
+        lr = _get(sel, method="LogisticRegression")
+        out.append(f"### {data}, {task}, {threads}")
+        out.append("")
+        if task == "fairness":
+            out.append(
+                "| method | CPU s | wall s | CPU / LR | wall / LR | DP gap train | DP gap test"
+                " | test acc | work |"
+            )
+            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+        else:
+            out.append(
+                "| method | CPU s | wall s | CPU / LR | wall / LR | FPR train | FPR test"
+                " | FNR test | test acc | work |"
+            )
+            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        for r in sel:
+            cells = [
+                f"{r['method']} (x{r['repeats']})",
+                f(r["cpu"]),
+                f(r["wall"]),
+                f"{r['cpu'] / lr['cpu']:.1f}",
+                f"{r['wall'] / lr['wall']:.1f}",
+            ]
+            if task == "fairness":
+                cells += [f(r["dp_train"]), f(r["dp_test"])]
+            else:
+                cells += [f(r["fpr_train"]), f(r["fpr_test"]), f(r["fnr_test"])]
+            cells += [f(r["acc_test"]), r["work"]]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    for threads in ("1 thread", "default threads"):
+        sel = [r for r in rows if r["data"] == "anchor" and r["threads"] == threads]
+        fair = _get(sel, task="fairness", method="FairLogisticClassifier")
+        lr = _get(sel, task="fairness", method="LogisticRegression")
+        eg = _get(sel, task="fairness", method="ExponentiatedGradient")
+        # With default threads the process CPU time counts the BLAS threads' spinning while
+        # they wait for a core (a shared machine): that verdict uses wall time.
+        key = "cpu" if threads == "1 thread" else "wall"
+        if fair and lr:
+            ratio = fair[key] / lr[key]
+            targets.append(
+                (
+                    f"anchor, {threads}: FairLogisticClassifier (DP {BOUND}) fit <= 1.5x "
+                    "LogisticRegression",
+                    f"{fair['cpu'] / lr['cpu']:.1f}x CPU, {fair['wall'] / lr['wall']:.1f}x wall"
+                    f" (verdict on {key})",
+                    verdict(ratio <= 1.5),
+                )
+            )
+            targets.append(
+                (
+                    f"anchor, {threads}: its bound met on hard training predictions",
+                    f"DP gap of predict (fairlearn) {fair['dp_train']:.4f} (test "
+                    f"{fair['dp_test']:.4f})",
+                    verdict(fair["dp_train"] <= BOUND + 1e-12),
+                )
+            )
+        if fair and eg:
+            ratio = eg[key] / fair[key]
+            targets.append(
+                (
+                    f"anchor, {threads}: >= 20x faster than ExponentiatedGradient",
+                    f"EG / ours = {ratio:.2f}x {key} (EG's DP gap train {eg['dp_train']:.4f})",
+                    verdict(ratio >= 20),
+                )
+            )
+    for data in ("anchor", "spambase"):
+        sel = [r for r in rows if r["data"] == data and r["threads"] == "1 thread"]
+        ours = _get(sel, task="np", method="NeymanPearsonClassifier")
+        npc = _get(sel, task="np", method="nproc (logistic)")
+        if ours and npc:
+            ratio = npc["cpu"] / ours["cpu"]
+            targets.append(
+                (
+                    f"{data}: NeymanPearsonClassifier >= 20x faster than nproc (1 thread)",
+                    f"nproc / ours = {ratio:.1f}x CPU (FPR test {ours['fpr_test']:.3f} vs "
+                    f"{npc['fpr_test']:.3f})",
+                    verdict(ratio >= 20),
+                )
+            )
+    return out
+
+
+def binding_section(saved, targets):
+    """The binding cases of issue 21: ratios to LogisticRegression, case by case."""
+    rows = saved["rows"]
+    out = [
+        "## Binding bounds at a million rows and beyond (`--parts binding`)",
+        "",
+        f"Run: {_facts(saved)}. One thread (`threadpool_limits(1)`), CPU seconds in one "
+        "process, LogisticRegression fitted on the same rows in the same run; "
+        f'`FairLogisticClassifier(constraint="demographic_parity", bound={BOUND})` and '
+        f"`NeymanPearsonClassifier(max_fpr={BINDING_MAX_FPR})`, `random_state=0`. Recipes: the "
+        "docstring of `benchmarks/speed/binding.py` (data from `benchmarks/families.py`). "
+        "passes = `n_data_passes_`, of which stop tests = `history_['check_passes']`; "
+        "solves = `n_rounds_`; DP gap (fairlearn's, of `predict`) and FPR on the training "
+        "rows; accuracy on n / 10 fresh test rows.",
+        "",
+        "| case | method | CPU s | CPU / LR | passes (stop tests) | budget | solves | converged "
+        "| DP gap train | FPR train | test acc |",
+        "|---|---|---:|---:|---|---|---:|---|---:|---:|---:|",
+    ]
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+    for case in cases:
+        sel = [r for r in rows if r["case"] == case]
+        lr = _get(sel, method="LogisticRegression")
+        for r in sel:
+            work = budget = "-"
+            if "passes" in r:
+                work = f"{r['passes']:.1f} ({r['check_passes']:.1f})"
+                budget = f"{r['max_passes']}" if r.get("max_passes") else "default (300)"
+            else:
+                work = f"{r['lbfgs_iter']} lbfgs it"
+            out.append(
+                f"| {case} | {r['method']} | {r['cpu']:.2f} | {r['cpu'] / lr['cpu']:.1f} | "
+                f"{work} | {budget} | {r.get('solves', '-')} | {r.get('converged', '-')} | "
+                f"{f(r['dp_train'], 4)} | {r['fpr_train']:.4f} | {r['acc_test']:.4f} |"
+            )
+    out.append("")
+    out += [f"- {case}: {_get(rows, case=case)['desc']}." for case in cases]
+    out.append("")
+    for case in cases:
+        sel = [r for r in rows if r["case"] == case]
+        lr = _get(sel, method="LogisticRegression")
+        for r in sel:
+            if "passes" not in r:
+                continue
+            ratio = r["cpu"] / lr["cpu"]
+            cap = f" (budget {r['max_passes']} passes)" if r.get("max_passes") else ""
+            if r["task"] == "fairness":
+                what = f"DP {BOUND}"
+                bound = f"DP gap train {r['dp_train']:.4f}"
+                met = r["dp_train"] <= BOUND + 1e-9
+            else:
+                what = f"max_fpr {BINDING_MAX_FPR}"
+                bound = f"FPR train {r['fpr_train']:.4f}"
+                met = r["fpr_train"] <= BINDING_MAX_FPR + 1e-9
+            targets.append(
+                (
+                    f"{case}: {r['method']} ({what}) <= 2x LogisticRegression, bound met on "
+                    "the training predictions, converged",
+                    f"{ratio:.2f}x CPU ({r['cpu']:.2f} s vs {lr['cpu']:.2f} s), {bound}, "
+                    f"converged {r['converged']}{cap}",
+                    verdict(ratio <= 2 and met and r["converged"]),
+                )
+            )
+    return out
+
+
+def binding_bounds(saved):
+    """One line of evidence for each binding fit that misses its target."""
+    out = []
+    rows = saved["rows"]
+    for r in rows:
+        if "passes" not in r:
+            continue
+        lr = _get(rows, case=r["case"], method="LogisticRegression")
+        bound = BOUND if r["task"] == "fairness" else BINDING_MAX_FPR
+        rate = r["dp_train"] if r["task"] == "fairness" else r["fpr_train"]
+        ratio = r["cpu"] / lr["cpu"]
+        if ratio <= 2 and rate <= bound + 1e-9 and r["converged"]:
+            continue
+        per_pass = r["cpu"] / r["passes"]
+        rest = r["passes"] - r["check_passes"]
+        budget = r.get("max_passes") or 300  # the estimators' default max_passes
+        end = "converged"
+        if not r["converged"]:
+            spent = r["passes"] >= budget
+            end = f"not converged ({'the budget spent' if spent else 'stopped early'}: {budget})"
+        out.append(
+            f"- {r['case']}, {r['method']}: {r['cpu']:.2f} s = {ratio:.1f}x LR; "
+            f"{r['passes']:.1f} passes = {r['check_passes']:.1f} of stop tests + {rest:.1f} "
+            f"of set-up and minibatches, in {r['solves']} solve(s); {per_pass:.3f} s a pass "
+            f"against LR's whole fit {lr['cpu']:.2f} s ({lr['lbfgs_iter']} lbfgs it), so 2x "
+            f"LR affords {2 * lr['cpu'] / per_pass:.1f} of our passes; {end}"
+            + ("" if rate <= bound + 1e-9 else f"; training rate {rate:.4f} over {bound}")
+            + f"; test accuracy {r['acc_test']:.4f} (LR {lr['acc_test']:.4f})."
+        )
+    return out
+
+
+def write_report():
+    """Write speed.md from whatever parts have saved results; return its path."""
+    targets, body = [], []
+    saved = {name: load(name) for name in PARTS}
+    if saved["anchor"]:
+        body += anchor_section(saved["anchor"], targets)
+    if saved["binding"]:
+        body += binding_section(saved["binding"], targets)
+    facts = next((s["facts"] for s in saved.values() if s and "facts" in s), {})
+    head = [
+        "# Speed as users see it (issue 13)",
+        "",
+        "Command (from the repository root): `python -m benchmarks.speed` (every part; "
+        "`--parts NAME,...` reruns some, `--report-only` rebuilds this file from "
+        "`speed_<part>.json`). Generated; do not edit.",
+        "",
+        f"Machine: {facts.get('cpus')} CPUs ({facts.get('cpu')}), {facts.get('platform')}, "
+        f"Python {facts.get('python')}; numpy {facts.get('numpy')}, scipy "
+        f"{facts.get('scipy')}, scikit-learn {facts.get('sklearn')}, fairlearn "
+        f"{facts.get('fairlearn')}, numba {facts.get('numba')}, nproc {facts.get('nproc')}. "
+        "The machine is shared: ratios use CPU time measured in the same process.",
+        "",
+        "## Targets",
+        "",
+        "| target | measured | verdict |",
+        "|---|---|---|",
+    ]
+    head += [f"| {t} | {m} | {v} |" for t, m, v in targets]
+    head.append("")
+    more = binding_bounds(saved["binding"]) if saved["binding"] else []
+    if more:
+        head += ["## What bounds the targets (figures of the saved parts above, one thread)", ""]
+        head += more + [""]
+    head += [TRIED]
+    return write("speed.md", "\n".join(head + body) + "\n")
+
+
+def save(name, obj):
+    """Write one part's results as ``speed_<name>.json``."""
+    write(f"speed_{name}.json", json.dumps(obj, indent=1, default=float))
+
+
+def load(name):
+    """A part's saved results, or ``None`` if it has not run."""
+    path = RESULTS / f"speed_{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.speed",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--parts", default=",".join(PARTS))
+    ap.add_argument("--repeats", type=int, default=3, help="repeats of the fast fits")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+
+    def log(msg):
+        print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", flush=True)
+
+    parts = [] if args.report_only else args.parts.split(",")
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        ap.error(f"--parts: unknown part(s) {sorted(unknown)}; choose from {PARTS}")
+    for part in parts:
+        start, facts = time.perf_counter(), machine_facts()
+        rows = run_anchor(log, repeats=args.repeats) if part == "anchor" else run_binding(log)
+        facts["load_end"] = machine_facts()["load"]
+        save(part, dict(rows=rows, facts=facts, seconds=time.perf_counter() - start))
+        log(f"{part} done")
+    write_report()
+
+
+if __name__ == "__main__":
+    main()
