@@ -94,6 +94,7 @@ from ..solver.pstorm import AugmentedLagrangianEstimator, pstorm
 from ..solver.settings import PRESETS
 from ._hard_rates import _secant_slope, rate_threshold
 from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection, protected_codes
+from ._prequential import count_prequential, publish_prequential
 from ._scaling import _column_moments, _feature_scaling
 from ._solve import spawn_seeds
 from ._stream_units import clipped
@@ -322,6 +323,9 @@ class StreamState:
     held_rows: int = 0
     provisional: bool = False  # the coordinates are of a first batch under LEARN_ROWS rows
     step_credit: float = 0.0  # the fraction of a PStorm iteration owed to the rows learnt
+    # With calibration="clopper-pearson": rows and positive predictions per cell, unweighted,
+    # each batch predicted before it was learnt (_prequential), shape (2, n_cells).
+    prequential: np.ndarray = None
 
     def __deepcopy__(self, memo):
         # The held batches are never written to (a release makes new arrays): the copy
@@ -445,6 +449,8 @@ class StreamState:
         if self.kind != "softmax":
             positive = self.predicted(X)
             self.cell_positive += np.bincount(cells, weights=w * positive, minlength=n_cells)
+            if self.prequential is not None:
+                self.prequential += count_prequential(cells, positive, n_cells)
         self.held.append((X, codes, w, cells))
         self.held_rows += len(codes)
         if self.held_rows < self._learn_rows():
@@ -919,8 +925,11 @@ def _cell_accuracy(weight, hard):
 def streams(est) -> bool:
     """Whether ``est`` has ``partial_fit``: a calibrated fit holds rows out, which a stream
     cannot, so its estimator has no ``partial_fit`` and scikit-learn's checks and ``hasattr``
-    see it as a batch estimator. Raises the AttributeError that says so."""
-    if getattr(est, "calibration", None) is not None:
+    see it as a batch estimator. Raises the AttributeError that says so. The exception is a
+    fairness stream with ``calibration="clopper-pearson"``: it certifies the sequence of its
+    models from rows predicted before they were learnt (:mod:`._prequential`)."""
+    prequential = hasattr(est, "constraint") and est.calibration == "clopper-pearson"
+    if getattr(est, "calibration", None) is not None and not prequential:
         raise AttributeError(
             f"{type(est).__name__} has no partial_fit with calibration={est.calibration!r}: "
             "a calibration holds rows out of the fit to certify the bound on new data, and a "
@@ -1097,7 +1106,9 @@ def _new_state(work, fitted, codes, w, start, groups, fit_params):
             )
         kind = "np_sigmoid" if work.loss == "sigmoid" else "np_logistic"
         pose = _NPPose(work.max_fpr_, kind == "np_sigmoid")
-    return _state(work, fitted, kind, pose, classes)
+    state = _state(work, fitted, kind, pose, classes)
+    state.prequential = _prequential_counts(work, pose)
+    return state
 
 
 def _state(work, fitted, kind, pose, classes):
@@ -1190,6 +1201,26 @@ def _fair_pose(work, classes, K, codes, w, groups, fit_params):
     return _FairPose(work, labels, protected, bound, work.max_fpr, excluded)
 
 
+def _prequential_counts(work, pose):
+    """The zero counts of a certified stream (None without a calibration), or the
+    ValueError of a stream with nothing to certify."""
+    if getattr(work, "calibration", None) is None:
+        return None
+    if work.constraint == "disparate_impact":
+        raise ValueError(
+            "calibration='clopper-pearson' does not certify constraint='disparate_impact' "
+            "(a ratio to the overall rate); use constraint='demographic_parity' with "
+            "form='ratio', the ratio between groups."
+        )
+    if not isinstance(pose, _FairPose) or not len(pose.protected):
+        raise ValueError(
+            "calibration='clopper-pearson' needs sensitive_features and groups= (at least "
+            "two groups, one protected, of min_group_size rows) on the first call to "
+            "partial_fit: the certificate is on the groups' rates."
+        )
+    return np.zeros((2, pose.n_cells), dtype=np.int64)
+
+
 def _checked_bound(work, protected):
     """``bound`` as the stream poses it (the default of its form where None)."""
     bound = work._check_bound()
@@ -1203,11 +1234,12 @@ def _checked_bound(work, protected):
 
 
 # -- the parameters between calls ----------------------------------------------------------------
-#: Parameters a stream never reads: fit's budget, seeds, hold-out and printing (a calibration
-#: has no partial_fit at all, see streams), and class_weight, read again at every call.
+#: Parameters a stream never reads: fit's budget, seeds, hold-out and printing, and
+#: class_weight, read again at every call. (``calibration`` and ``delta`` are fixed: the
+#: prequential certificate holds at every call for a level chosen before the stream.)
 _NOT_FIXED = frozenset(
-    {"verbose", "n_jobs", "n_seeds", "max_passes", "warm_start", "preset", "calibration",
-     "calibration_size", "delta", "class_weight"}
+    {"verbose", "n_jobs", "n_seeds", "max_passes", "warm_start", "preset",
+     "calibration_size", "class_weight"}
 )  # fmt: skip
 #: The bound: posed again from the next call on (the constraints' offsets, Neyman-Pearson's
 #: target rate), so that set_params(bound=...) between calls moves the stream to it.
@@ -1446,3 +1478,5 @@ def _publish_fair(work, state):
     if fpr is not None:
         work.running_fpr_ = fpr
     publish_recent(work, state)
+    if getattr(state, "prequential", None) is not None:
+        publish_prequential(work, state)
