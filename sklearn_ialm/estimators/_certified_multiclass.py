@@ -10,6 +10,7 @@ class and over all classes (:func:`~._certificate_multiclass.multiclass_fairness
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import warnings
@@ -132,9 +133,12 @@ def _certify(est, *, X, y_codes, codes, labels, held, protected, classes, bound)
     """The certificate of the fitted model on the held-out rows (set and returned)."""
     pred = np.argmax(est._score(X[held]), axis=1)
     cert = multiclass_fairness_certificate(
-        pred, y_codes[held], labels[codes[held]], classes=classes, kind=est.constraint,
-        bound=bound, delta=est.delta, protected=labels[protected],
+        pred, y_codes[held], codes[held], classes=classes, kind=est.constraint,
+        bound=bound, delta=est.delta, protected=protected,
     )  # fmt: skip
+    # The user's labels ("Female"), not the codes, in the certificate and its message.
+    overall = dataclasses.replace(cert.overall, groups=labels[cert.overall.groups])
+    cert = dataclasses.replace(cert, overall=overall)
     est.certificate_ = cert
     est.certified_ = bool(cert.certified)
     est.calibration_indices_ = held
