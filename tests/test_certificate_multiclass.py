@@ -126,3 +126,31 @@ def test_calibration_on_dask_input_says_what_is_missing(make):
         warnings.simplefilter("ignore")
         clf.fit(Xd.compute(), yd.compute(), **kw)
     assert hasattr(clf, "calibration_indices_")
+
+
+def test_a_class_with_a_gap_is_not_certified_and_says_so():
+    rng = np.random.default_rng(1)
+    g = np.repeat(["a", "b"], 3000)
+    y = rng.choice(3, size=6000)
+    # Class 2 predicted for 30 % of group a and 10 % of group b; classes 0 and 1 share the
+    # rest (a gap of 0.1 each, which the limits cannot certify below 0.1 either).
+    two = rng.random(6000) < np.where(g == "a", 0.3, 0.1)
+    pred = np.where(two, 2, rng.integers(0, 2, 6000))
+    cert = multiclass_fairness_certificate(
+        pred, y, g, classes=[0, 1, 2], kind="demographic_parity", bound=0.1, delta=0.05
+    )
+    assert not cert.certified and cert.class_status[2] == "not certified"
+    assert cert.class_values[2] == cert.value > 0.1
+    assert "Classes not certified: [0, 1, 2]" in cert.message and "(class 2)" in cert.message
+
+
+def test_intersectional_groups_are_named_by_their_labels():
+    pd = pytest.importorskip("pandas")
+    X, y, g = _family(9000, 0)
+    sf = pd.DataFrame({"sex": np.where(g == 1, "F", "M"), "age": np.arange(9000) % 2})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = FairLogisticClassifier(bound=0.2, calibration="clopper-pearson", random_state=0)
+        clf.fit(X, y, sensitive_features=sf)
+    assert [tuple(k) for k in clf.certificate_.groups] == [("F", 0), ("F", 1), ("M", 0), ("M", 1)]
+    assert "group ('" in clf.certificate_.message
