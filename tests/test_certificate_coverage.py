@@ -187,3 +187,28 @@ def test_prequential_certificate_covers_the_sequence():
         assert lower.shape == (2,) and np.all(lower <= upper)
     assert broken <= _limit(delta)
     assert naive > _limit(delta)
+
+
+def test_rates_chosen_after_the_hits_break_clopper_pearson_not_the_prequential_limit():
+    """Why a stream's counts get their own limits: rate 0.5 until the hits fall 3 standard
+    deviations short, then rate 1 (a sequence that reacts to its hits), breaks
+    Clopper-Pearson's upper limit more often than alpha; the mixture-martingale limit holds."""
+    from sklearn_ialm.estimators._certificate import clopper_pearson
+    from sklearn_ialm.estimators._prequential import prequential_limits
+
+    rng = np.random.default_rng(5)
+    n, sims, alpha, c = 10_000, 1200, 0.025, 3.0
+    m = np.arange(1, n + 1)
+    s_final, p_bar = [], []
+    for _ in range(sims // 300):
+        S = np.cumsum(rng.random((300, n)) < 0.5, axis=1, dtype=np.int32)
+        hit = ((m / 2 - S) / np.sqrt(m / 4) > c) & (m >= 20)
+        stop = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, n)
+        s_final.append(S[np.arange(300), stop - 1] + (n - stop))
+        p_bar.append((0.5 * stop + (n - stop)) / n)
+    s_final, p_bar = np.concatenate(s_final), np.concatenate(p_bar)
+    cp = np.sum(p_bar > clopper_pearson(s_final, n, 0.0, alpha)[1])
+    mixture = np.sum(p_bar > prequential_limits(s_final, np.full(sims, n), 0.0, alpha)[1])
+    limit = binom.ppf(0.95, sims, alpha)
+    assert mixture <= limit
+    assert cp > limit
