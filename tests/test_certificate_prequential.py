@@ -102,3 +102,32 @@ def test_the_limits_are_wider_than_clopper_pearson_and_contain_the_estimate():
     assert lower[0] == 0.0 and upper[-1] == 1.0
     with pytest.raises(ValueError, match="k must be whole"):
         prequential_limits([5], [3], 0.025, 0.025)
+
+
+def test_a_neyman_pearson_stream_certifies_the_sequence_fpr():
+    from sklearn_ialm import NeymanPearsonClassifier
+
+    clf = NeymanPearsonClassifier(max_fpr=0.1, calibration="umbrella", random_state=0)
+    negatives = false_positives = 0
+    rng = np.random.default_rng(0)
+    for i in range(6):
+        y = (rng.random(1500) < 0.4).astype(int)
+        X = np.column_stack([1.5 * y + rng.normal(size=1500), rng.normal(size=1500)])
+        if i:
+            before = copy.deepcopy(clf).predict(X)
+            negatives += int(np.sum(y == 0))
+            false_positives += int(np.sum(before[y == 0] == 1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf.partial_fit(X, y, classes=[0, 1])
+        if not i:
+            first = clf._stream.prequential[:, 0].copy()
+    counts = clf._stream.prequential[:, 0] - first
+    assert counts.tolist() == [negatives, false_positives]
+    cert = clf.prequential_certificate_
+    total, hits = clf._stream.prequential[:, 0]
+    assert cert.value == prequential_limits([hits], [total], 0.0, 0.05)[1][0]
+    assert clf.prequential_certified_ == (cert.value <= 0.1)
+    assert cert.estimate == pytest.approx(hits / total)
+    text = " ".join(str(clf.bound_report(X, y)).split())
+    assert "certified false-positive rate value" in text and "not for the final model" in text

@@ -69,8 +69,10 @@ from ._certificate import (
 __all__ = [
     "LAMBDAS",
     "PrequentialCertificate",
+    "PrequentialFPRCertificate",
     "count_prequential",
     "prequential_certificate",
+    "prequential_fpr_certificate",
     "prequential_limits",
     "publish_prequential",
 ]
@@ -169,6 +171,61 @@ class PrequentialCertificate:
             f"{self.n_rows} rows (not of the final model): "
             + self.sequence.message.replace("calibration estimate", "prequential estimate")
         )
+
+
+@dataclass(frozen=True)
+class PrequentialFPRCertificate:
+    """Neyman-Pearson's prequential certificate: an upper limit of the false-positive rate of
+    the stream's models as they predicted its negatives (not of the final model)."""
+
+    bound: float  # max_fpr
+    delta: float
+    #: The upper limit at level ``delta`` (the only limit: the whole ``delta`` on it).
+    value: float
+    #: The share of the negatives predicted positive, each by the model of its time.
+    estimate: float
+    certified: bool
+    #: The negatives counted, and those predicted positive.
+    n: int
+    k: int
+    #: The stream's rows counted (nonzero weight, each predicted before it was learnt).
+    n_rows: int
+    kind: str = "false_positive_rate"
+    form: str = "upper"
+
+    @property
+    def message(self) -> str:
+        verdict = "certified" if self.certified else "could not certify"
+        return (
+            f"Prequential certificate of the stream's models as they predicted its "
+            f"{self.n_rows} rows (not of the final model): {verdict} false-positive rate <= "
+            f"{self.bound:g} at delta={self.delta:g}: upper limit {self.value:.4g} "
+            f"(prequential estimate {self.estimate:.4g}, {self.k}/{self.n} negatives)."
+        )
+
+
+def prequential_fpr_certificate(
+    negatives: int, false_positives: int, *, max_fpr: float, delta: float, n_rows: int
+) -> PrequentialFPRCertificate:
+    """Certify ``max_fpr`` for the sequence of a Neyman-Pearson stream's models from its
+    prequential counts of negatives and of their positive predictions (module docstring;
+    one limit, so the whole ``delta`` on it).
+
+    Examples
+    --------
+    >>> from sklearn_ialm.estimators._prequential import prequential_fpr_certificate
+    >>> cert = prequential_fpr_certificate(5000, 400, max_fpr=0.1, delta=0.05, n_rows=10000)
+    >>> bool(cert.certified), round(cert.value, 4)
+    (True, 0.0932)
+    """
+    delta = _check_level(delta, "delta")
+    upper = float(prequential_limits([false_positives], [negatives], 0.0, delta)[1][0])
+    estimate = false_positives / negatives if negatives else float("nan")
+    return PrequentialFPRCertificate(
+        bound=float(max_fpr), delta=delta, value=upper, estimate=estimate,
+        certified=bool(upper <= max_fpr), n=int(negatives), k=int(false_positives),
+        n_rows=int(n_rows),
+    )  # fmt: skip
 
 
 def _cell_counts(kind, rows, positive):
@@ -272,8 +329,18 @@ def count_prequential(cells: np.ndarray, positive: np.ndarray, n_cells: int) -> 
 
 def publish_prequential(work, state) -> None:
     """``prequential_certificate_`` and ``prequential_certified_`` of a certified stream, from
-    its counts over the groups kept in the constraints (``min_group_size``)."""
+    its counts over the groups kept in the constraints (``min_group_size``); of the
+    negatives' false-positive rate for Neyman-Pearson."""
     pose = state.pose
+    if not hasattr(work, "constraint"):
+        rows, positive = state.prequential
+        cert = prequential_fpr_certificate(
+            int(rows[0]), int(positive[0]), max_fpr=pose.max_fpr, delta=work.delta,
+            n_rows=int(rows.sum()),
+        )  # fmt: skip
+        work.prequential_certificate_ = cert
+        work.prequential_certified_ = bool(cert.certified)
+        return
     kept = np.setdiff1d(np.arange(len(pose.labels)), pose.excluded)
     rows, positive = (c.reshape(-1, 2)[kept] for c in state.prequential)
     kind, form = work.constraint, pose.form or "difference"

@@ -926,16 +926,19 @@ def streams(est) -> bool:
     """Whether ``est`` has ``partial_fit``: a calibrated fit holds rows out, which a stream
     cannot, so its estimator has no ``partial_fit`` and scikit-learn's checks and ``hasattr``
     see it as a batch estimator. Raises the AttributeError that says so. The exception is a
-    fairness stream with ``calibration="clopper-pearson"``: it certifies the sequence of its
-    models from rows predicted before they were learnt (:mod:`._prequential`)."""
-    prequential = hasattr(est, "constraint") and est.calibration == "clopper-pearson"
-    if getattr(est, "calibration", None) is not None and not prequential:
+    stream whose calibration certifies the sequence of its models from rows predicted
+    before they were learnt (:mod:`._prequential`): ``"clopper-pearson"`` for fairness and
+    ``"umbrella"`` for Neyman-Pearson (there a prequential limit, no umbrella threshold)."""
+    calibration = getattr(est, "calibration", None)
+    prequential = calibration == ("clopper-pearson" if hasattr(est, "constraint") else "umbrella")
+    if calibration is not None and not prequential:
+        own = "clopper-pearson" if hasattr(est, "constraint") else "umbrella"
         raise AttributeError(
             f"{type(est).__name__} has no partial_fit with calibration={est.calibration!r}: "
-            "a calibration holds rows out of the fit to certify the bound on new data, and a "
-            "stream sees each row once and holds none, so a stream has no certificate. Use "
-            "fit on stored rows for a certified model, or calibration=None to stream "
-            "without one."
+            f"its stream is certified with calibration={own!r} (a prequential certificate "
+            "of the stream's sequence of models, from rows predicted before they were "
+            "learnt), or streams without one with calibration=None; use fit on stored rows "
+            "for a certificate of the final model."
         )
     return True
 
@@ -1206,6 +1209,13 @@ def _prequential_counts(work, pose):
     ValueError of a stream with nothing to certify."""
     if getattr(work, "calibration", None) is None:
         return None
+    if isinstance(pose, _NPPose):  # the negatives' false-positive rate: cell 0
+        return np.zeros((2, pose.n_cells), dtype=np.int64)
+    if not hasattr(work, "constraint"):
+        raise ValueError(
+            "calibration='umbrella' with partial_fit certifies max_fpr on two classes; "
+            "this stream has more than two classes and no bound to certify."
+        )
     if work.constraint == "disparate_impact":
         raise ValueError(
             "calibration='clopper-pearson' does not certify constraint='disparate_impact' "
@@ -1453,6 +1463,8 @@ def _publish(work, state):
         fpr = _share(state.cell_positive[0], state.cell_weight[0])
         work.running_constraint_values_ = np.array([fpr])
         publish_recent(work, state)
+        if getattr(state, "prequential", None) is not None:
+            publish_prequential(work, state)
     else:
         if not hasattr(work, "constraint"):
             work.threshold_ = 0.0  # as fit's multinomial model: the arg-max of the scores

@@ -373,7 +373,7 @@ def fit_record(clf, is_fair):
             fit["certificate"]["class_values"] = json_param(
                 dict(zip(cert.class_status, cert.class_values, strict=True))
             )
-    if is_fair and streamed:
+    if streamed:
         cert = clf.prequential_certificate_
         fit["prequential"] = {
             "kind": cert.kind,

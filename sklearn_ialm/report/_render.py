@@ -230,13 +230,14 @@ def _prequential_lines(pre) -> list[str]:
     """The prequential certificate of a stream: of its sequence of models, not its last."""
     if pre is None:
         return []
-    cmp = "<=" if pre["form"] == "difference" else ">="
+    cmp = ">=" if pre["form"] in ("ratio", "minimum") else "<="
     verdict = "certified" if pre["certified"] else "NOT certified"
     value = decisive(pre["value"], pre["bound"], cmp, digits=4)
+    what = "false-positive rate " if pre["kind"] == "false_positive_rate" else ""
     return [
         f"Prequential certificate ({pre['n_rows']} stream rows, each predicted before it was "
         f"learnt): for the sequence of the stream's models as they predicted, not for the "
-        f"final model, certified value {value} {cmp} {pre['bound']:g} at "
+        f"final model, certified {what}value {value} {cmp} {pre['bound']:g} at "
         f"delta={pre['delta']:g}: {verdict} (prequential estimate {pre['estimate']:.4g})."
     ]
 
