@@ -72,6 +72,7 @@ __all__ = [
     "PrequentialFPRCertificate",
     "count_prequential",
     "prequential_certificate",
+    "prequential_counts",
     "prequential_fpr_certificate",
     "prequential_limits",
     "publish_prequential",
@@ -325,6 +326,35 @@ def count_prequential(cells: np.ndarray, positive: np.ndarray, n_cells: int) -> 
         [np.bincount(cells, minlength=n_cells), np.bincount(cells, weights=positive,
                                                              minlength=n_cells)]
     ).astype(np.int64)  # fmt: skip
+
+
+def prequential_counts(work, pose) -> np.ndarray | None:
+    """The zero counts of a new certified stream, shape ``(2, pose.n_cells)`` (None without
+    a calibration), or the ValueError of a stream with nothing to certify. ``pose``: the
+    stream's (:mod:`._stream`): Neyman-Pearson's has ``max_fpr``, a fairness one with
+    groups has ``labels``."""
+    if getattr(work, "calibration", None) is None:
+        return None
+    if not hasattr(work, "constraint"):
+        if getattr(pose, "max_fpr", None) is None:  # more than two classes, no bound
+            raise ValueError(
+                "calibration='umbrella' with partial_fit certifies max_fpr on two classes; "
+                "this stream has more than two classes and no bound to certify."
+            )
+        return np.zeros((2, pose.n_cells), dtype=np.int64)  # cell 0: the negatives
+    if work.constraint == "disparate_impact":
+        raise ValueError(
+            "calibration='clopper-pearson' does not certify constraint='disparate_impact' "
+            "(a ratio to the overall rate); use constraint='demographic_parity' with "
+            "form='ratio', the ratio between groups."
+        )
+    if getattr(pose, "labels", None) is None or not len(pose.protected):
+        raise ValueError(
+            "calibration='clopper-pearson' needs sensitive_features and groups= (at least "
+            "two groups, one protected, of min_group_size rows) on the first call to "
+            "partial_fit: the certificate is on the groups' rates."
+        )
+    return np.zeros((2, pose.n_cells), dtype=np.int64)
 
 
 def publish_prequential(work, state) -> None:

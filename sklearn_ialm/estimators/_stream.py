@@ -94,7 +94,7 @@ from ..solver.pstorm import AugmentedLagrangianEstimator, pstorm
 from ..solver.settings import PRESETS
 from ._hard_rates import _secant_slope, rate_threshold
 from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection, protected_codes
-from ._prequential import count_prequential, publish_prequential
+from ._prequential import count_prequential, prequential_counts, publish_prequential
 from ._scaling import _column_moments, _feature_scaling
 from ._solve import spawn_seeds
 from ._stream_units import clipped
@@ -1110,7 +1110,7 @@ def _new_state(work, fitted, codes, w, start, groups, fit_params):
         kind = "np_sigmoid" if work.loss == "sigmoid" else "np_logistic"
         pose = _NPPose(work.max_fpr_, kind == "np_sigmoid")
     state = _state(work, fitted, kind, pose, classes)
-    state.prequential = _prequential_counts(work, pose)
+    state.prequential = prequential_counts(work, pose)
     return state
 
 
@@ -1202,33 +1202,6 @@ def _fair_pose(work, classes, K, codes, w, groups, fit_params):
         protected = protected[:0]
     bound = _checked_bound(work, protected)
     return _FairPose(work, labels, protected, bound, work.max_fpr, excluded)
-
-
-def _prequential_counts(work, pose):
-    """The zero counts of a certified stream (None without a calibration), or the
-    ValueError of a stream with nothing to certify."""
-    if getattr(work, "calibration", None) is None:
-        return None
-    if isinstance(pose, _NPPose):  # the negatives' false-positive rate: cell 0
-        return np.zeros((2, pose.n_cells), dtype=np.int64)
-    if not hasattr(work, "constraint"):
-        raise ValueError(
-            "calibration='umbrella' with partial_fit certifies max_fpr on two classes; "
-            "this stream has more than two classes and no bound to certify."
-        )
-    if work.constraint == "disparate_impact":
-        raise ValueError(
-            "calibration='clopper-pearson' does not certify constraint='disparate_impact' "
-            "(a ratio to the overall rate); use constraint='demographic_parity' with "
-            "form='ratio', the ratio between groups."
-        )
-    if not isinstance(pose, _FairPose) or not len(pose.protected):
-        raise ValueError(
-            "calibration='clopper-pearson' needs sensitive_features and groups= (at least "
-            "two groups, one protected, of min_group_size rows) on the first call to "
-            "partial_fit: the certificate is on the groups' rates."
-        )
-    return np.zeros((2, pose.n_cells), dtype=np.int64)
 
 
 def _checked_bound(work, protected):
