@@ -154,3 +154,21 @@ def test_intersectional_groups_are_named_by_their_labels():
         clf.fit(X, y, sensitive_features=sf)
     assert [tuple(k) for k in clf.certificate_.groups] == [("F", 0), ("F", 1), ("M", 0), ("M", 1)]
     assert "group ('" in clf.certificate_.message
+
+
+def test_too_few_rows_name_settings_that_work():
+    import re
+
+    X, y, g = _family(3000, 0)
+    clf = FairLogisticClassifier(bound=0.12, calibration="clopper-pearson", random_state=0)
+    with pytest.raises(ValueError, match="Each of these alone would make it certifiable") as e:
+        clf.fit(X, y, sensitive_features=g)
+    remedies = str(e.value).split("certifiable:")[1]
+    advice = dict(re.findall(r"(calibration_size|bound|delta)=([0-9]+(?:\.[0-9]+)?)", remedies))
+    assert set(advice) == {"calibration_size", "bound", "delta"}
+    for name, value in advice.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = clf.set_params(**{name: float(value)}).fit(X, y, sensitive_features=g)
+        assert hasattr(fitted, "certificate_")  # the certificate is within reach: no error
+        clf.set_params(bound=0.12, calibration_size=0.3, delta=0.05)

@@ -26,7 +26,6 @@ from ._certificate_multiclass import (
     multiclass_fairness_certificate,
     multiclass_margin,
 )
-from ._groups import _group_key
 from ._solve import calibration_seed
 from ._steps import InMemory
 from ._verdict import NOT_MET
@@ -52,14 +51,14 @@ def _check_params(est):
     return est._check_bound()
 
 
-def _hold_out(est, codes, y, live, K, rng):
-    """``calibration_size`` of each group's live rows (each group and class for the
-    true-positive rate), at least one row of each stratum left to train on."""
+def _hold_out(est, codes, y, live, K, rng, size):
+    """``size`` of each group's live rows (each group and class for the true-positive rate),
+    at least one row of each stratum left to train on."""
     strata = codes * K + y if est.constraint == "true_positive_rate_parity" else codes
     held = []
     for stratum in np.unique(strata[live]):
         rows = live[strata[live] == stratum]
-        n = min(math.ceil(est.calibration_size * len(rows)), len(rows) - 1)
+        n = min(math.ceil(size * len(rows)), len(rows) - 1)
         held.append(rng.choice(rows, size=max(n, 0), replace=False))
     return np.sort(np.concatenate(held))
 
@@ -84,22 +83,25 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
     labels, excluded = fitting.fit_params["labels"], fitting.fit_params["excluded"]
     live = np.flatnonzero((sw > 0) & ~np.isin(codes, excluded))
     protected = est._protected_codes(codes[live], labels, excluded=excluded)
-    rng = np.random.default_rng(calibration_seed(est.random_state))
-    held = _hold_out(est, codes, y_codes, live, K, rng)
-    groups, cells, n = multiclass_counts(codes[held], y_codes[held], n_classes=K,
+    seed = calibration_seed(est.random_state)
+
+    def margin_at(size, bound, delta):
+        """``(held, margin)``: the rows held out at ``size`` and the margin they call for."""
+        held = _hold_out(est, codes, y_codes, live, K, np.random.default_rng(seed), size)
+        groups, _, n = multiclass_counts(codes[held], y_codes[held], n_classes=K,
                                          kind=est.constraint)  # fmt: skip
-    pair = _pairs(groups, protected)[0]
-    margin = multiclass_margin(n, est.delta, bound=bound, pair=pair, power=_POWER)
+        pair = _pairs(groups, protected)[0]
+        return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=_POWER)
+
+    held, margin = margin_at(est.calibration_size, bound, est.delta)
     train_bound = bound - margin
     if not (np.isfinite(margin) and train_bound >= 0):
-        per_group = {_group_key(labels[g]): int(n[:, i].min()) for i, g in enumerate(groups)}
         raise ValueError(
             f"The calibration rows are too few to certify bound={bound:g} with "
             f"delta={est.delta:g} on {K} classes: calibration_size={est.calibration_size!r} "
-            f"holds out {len(held)} rows, and the smallest cell of each group (a class of "
-            f"its rows) has {per_group} of them; no model, not even one with no gap, would "
-            "pass the certificate about 9 times in 10. Raise calibration_size, loosen bound "
-            "or raise delta, or merge small groups."
+            f"holds out {len(held)} rows, and no model, not even one with no gap between "
+            "the groups, would pass the certificate about 9 times in 10. "
+            + _what_would_certify(est, margin_at, bound)
         )
     train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
     train_weight[held] = 0.0
@@ -127,6 +129,31 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
         )
     _tell(est, caught, train_bound)
     return est
+
+
+def _what_would_certify(est, margin_at, bound):
+    """The nearest setting, changed alone, with which a certificate is within reach."""
+    found = []
+    for size in np.arange(0.35, 0.95, 0.05):
+        if size > est.calibration_size + 1e-9:
+            held, margin = margin_at(float(size), bound, est.delta)
+            if margin <= bound:
+                found.append(f"calibration_size={size:.2f} ({len(held)} rows held out)")
+                break
+    # (The margin, at the widest rates, does not depend on the bound: that bound is its own.)
+    needed = margin_at(est.calibration_size, 1.0, est.delta)[1]
+    if needed < 1.0:
+        found.append(f"bound={math.ceil(needed * 1000) / 1000:.3f}")
+    for delta in (0.1, 0.2, 0.3, 0.4, 0.5):
+        if delta > est.delta and margin_at(est.calibration_size, bound, delta)[1] <= bound:
+            found.append(f"delta={delta:g}")
+            break
+    if not found:
+        return (
+            "No calibration_size up to 0.9, no bound and no delta up to 0.5 makes it "
+            "certifiable on these rows: more data (or fewer, larger groups) is needed."
+        )
+    return "Each of these alone would make it certifiable: " + ", or ".join(found) + "."
 
 
 def _certify(est, *, X, y_codes, codes, labels, held, protected, classes, bound):
