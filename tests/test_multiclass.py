@@ -370,7 +370,7 @@ def test_fair_refusals_name_the_parameter(data):
     cases = [
         (dict(constraint="disparate_impact"), "constraint='disparate_impact'"),
         (dict(form="ratio", bound=0.8), "form='ratio'"),
-        (dict(calibration="clopper-pearson"), "calibration='clopper-pearson'"),
+        (dict(calibration="clopper-pearson", form="ratio", bound=0.8), "form='ratio'"),
         (dict(max_fpr=0.1), "max_fpr=0.1"),
     ]
     for params, match in cases:

@@ -20,6 +20,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from .._warnings import warn
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._certified_multiclass import fit_multiclass_certified
 from ._groups import _group_key
 from ._solve import calibration_seed
 from ._steps import InMemory
@@ -36,7 +37,10 @@ class ClopperPearson:
     """The route's guarantee for ``calibration="clopper-pearson"`` (the module docstring)."""
 
     def fit(self, est, X, y, sample_weight, fit_params, route) -> None:
-        fit_certified(est, X, y, sample_weight, fit_params)
+        if route.multiclass:
+            fit_multiclass_certified(est, X, y, sample_weight, fit_params)
+        else:
+            fit_certified(est, X, y, sample_weight, fit_params)
 
 
 def fit_certified(est, X, y, sample_weight, fit_params):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ._certified import ClopperPearson
 from ._inputs import is_dask_collection
-from ._multiclass import NOT_YET, is_multiclass
+from ._multiclass import is_multiclass
 from ._new_rows import assess_new_rows
 from ._steps import Unguaranteed
 from ._umbrella_fit import Umbrella
@@ -46,20 +46,22 @@ class Route:
         # a fit without one does not pay for a second count of y.
         multiclass = est.calibration is not None and not is_dask_collection(y) and is_multiclass(y)
         route = cls(_GUARANTEES[est.calibration], multiclass)
-        route._refuse(est, X)
+        route._refuse(est, X, y)
         return route
 
-    def _refuse(self, est, X) -> None:
+    def _refuse(self, est, X, y) -> None:
         """Refuse a combination no step supports, naming the parameter."""
-        if est.calibration == "clopper-pearson" and self.multiclass:
+        if est.calibration is not None and (is_dask_collection(X) or is_dask_collection(y)):
+            # A guarantee holds rows out by group (and class), trains on the rest and reads
+            # the held-out rows' predictions once: steps over rows in memory. Computing a
+            # collection here would hide a copy of every row on the client.
             raise ValueError(
-                f"Only binary classification is supported with calibration="
-                f"{est.calibration!r}: it {NOT_YET}."
-            )
-        if est.calibration == "umbrella" and is_dask_collection(X):
-            raise NotImplementedError(
-                'calibration="umbrella" on dask input is not supported yet: its hold-out '
-                "order statistic reads the held-out scores on the client."
+                f"calibration={est.calibration!r} needs the rows in memory: its hold-out "
+                "draws rows by group and class and reads their predictions on the client, "
+                "and X or y is a dask collection. Pass X.compute() and y.compute() (and "
+                "computed sensitive_features) when they fit in memory, or use "
+                "calibration=None for an out-of-core fit, whose bound is on the training "
+                "rows."
             )
 
 

@@ -344,11 +344,14 @@ def _spec(est, codes, sw, classes, fit_params):
         cons, names = _np_constraints(bounds, K)
         groups = np.zeros(len(codes), np.intp)
         return cons, names, groups, dict(kind="np", bounds=bounds)
-    if est.calibration is not None:
+    # (calibration="clopper-pearson" reaches here only through fit_multiclass_certified,
+    # which holds its rows out and sets the bound to train at before this fit.)
+    training_bound = getattr(est, "_training_bound", None)
+    if est.calibration is not None and training_bound is None:
         raise ValueError(f"calibration={est.calibration!r} {NOT_YET}.")
     if est.max_fpr is not None:
         raise ValueError(f"max_fpr={est.max_fpr!r} {NOT_YET}; use max_fpr=None.")
-    bound = est._check_bound()
+    bound = est._check_bound() if training_bound is None else training_bound
     group_codes, labels = fit_params["codes"], fit_params["labels"]
     # The groups left out of the constraints (min_group_size): in no pair, their rows still
     # in the loss.

@@ -94,6 +94,7 @@ from ..solver.pstorm import AugmentedLagrangianEstimator, pstorm
 from ..solver.settings import PRESETS
 from ._hard_rates import _secant_slope, rate_threshold
 from ._inputs import _DTYPES, _check_labels, _label, is_dask_collection, protected_codes
+from ._prequential import count_prequential, prequential_counts, publish_prequential
 from ._scaling import _column_moments, _feature_scaling
 from ._solve import spawn_seeds
 from ._stream_units import clipped
@@ -322,6 +323,9 @@ class StreamState:
     held_rows: int = 0
     provisional: bool = False  # the coordinates are of a first batch under LEARN_ROWS rows
     step_credit: float = 0.0  # the fraction of a PStorm iteration owed to the rows learnt
+    # With calibration="clopper-pearson": rows and positive predictions per cell, unweighted,
+    # each batch predicted before it was learnt (_prequential), shape (2, n_cells).
+    prequential: np.ndarray = None
 
     def __deepcopy__(self, memo):
         # The held batches are never written to (a release makes new arrays): the copy
@@ -445,6 +449,8 @@ class StreamState:
         if self.kind != "softmax":
             positive = self.predicted(X)
             self.cell_positive += np.bincount(cells, weights=w * positive, minlength=n_cells)
+            if self.prequential is not None:
+                self.prequential += count_prequential(cells, positive, n_cells)
         self.held.append((X, codes, w, cells))
         self.held_rows += len(codes)
         if self.held_rows < self._learn_rows():
@@ -919,14 +925,20 @@ def _cell_accuracy(weight, hard):
 def streams(est) -> bool:
     """Whether ``est`` has ``partial_fit``: a calibrated fit holds rows out, which a stream
     cannot, so its estimator has no ``partial_fit`` and scikit-learn's checks and ``hasattr``
-    see it as a batch estimator. Raises the AttributeError that says so."""
-    if getattr(est, "calibration", None) is not None:
+    see it as a batch estimator. Raises the AttributeError that says so. The exception is a
+    stream whose calibration certifies the sequence of its models from rows predicted
+    before they were learnt (:mod:`._prequential`): ``"clopper-pearson"`` for fairness and
+    ``"umbrella"`` for Neyman-Pearson (there a prequential limit, no umbrella threshold)."""
+    calibration = getattr(est, "calibration", None)
+    prequential = calibration == ("clopper-pearson" if hasattr(est, "constraint") else "umbrella")
+    if calibration is not None and not prequential:
+        own = "clopper-pearson" if hasattr(est, "constraint") else "umbrella"
         raise AttributeError(
             f"{type(est).__name__} has no partial_fit with calibration={est.calibration!r}: "
-            "a calibration holds rows out of the fit to certify the bound on new data, and a "
-            "stream sees each row once and holds none, so a stream has no certificate. Use "
-            "fit on stored rows for a certified model, or calibration=None to stream "
-            "without one."
+            f"its stream is certified with calibration={own!r} (a prequential certificate "
+            "of the stream's sequence of models, from rows predicted before they were "
+            "learnt), or streams without one with calibration=None; use fit on stored rows "
+            "for a certificate of the final model."
         )
     return True
 
@@ -1097,7 +1109,9 @@ def _new_state(work, fitted, codes, w, start, groups, fit_params):
             )
         kind = "np_sigmoid" if work.loss == "sigmoid" else "np_logistic"
         pose = _NPPose(work.max_fpr_, kind == "np_sigmoid")
-    return _state(work, fitted, kind, pose, classes)
+    state = _state(work, fitted, kind, pose, classes)
+    state.prequential = prequential_counts(work, pose)
+    return state
 
 
 def _state(work, fitted, kind, pose, classes):
@@ -1203,11 +1217,12 @@ def _checked_bound(work, protected):
 
 
 # -- the parameters between calls ----------------------------------------------------------------
-#: Parameters a stream never reads: fit's budget, seeds, hold-out and printing (a calibration
-#: has no partial_fit at all, see streams), and class_weight, read again at every call.
+#: Parameters a stream never reads: fit's budget, seeds, hold-out and printing, and
+#: class_weight, read again at every call. (``calibration`` and ``delta`` are fixed: the
+#: prequential certificate holds at every call for a level chosen before the stream.)
 _NOT_FIXED = frozenset(
-    {"verbose", "n_jobs", "n_seeds", "max_passes", "warm_start", "preset", "calibration",
-     "calibration_size", "delta", "class_weight"}
+    {"verbose", "n_jobs", "n_seeds", "max_passes", "warm_start", "preset",
+     "calibration_size", "class_weight"}
 )  # fmt: skip
 #: The bound: posed again from the next call on (the constraints' offsets, Neyman-Pearson's
 #: target rate), so that set_params(bound=...) between calls moves the stream to it.
@@ -1421,6 +1436,8 @@ def _publish(work, state):
         fpr = _share(state.cell_positive[0], state.cell_weight[0])
         work.running_constraint_values_ = np.array([fpr])
         publish_recent(work, state)
+        if getattr(state, "prequential", None) is not None:
+            publish_prequential(work, state)
     else:
         if not hasattr(work, "constraint"):
             work.threshold_ = 0.0  # as fit's multinomial model: the arg-max of the scores
@@ -1446,3 +1463,5 @@ def _publish_fair(work, state):
     if fpr is not None:
         work.running_fpr_ = fpr
     publish_recent(work, state)
+    if getattr(state, "prequential", None) is not None:
+        publish_prequential(work, state)

@@ -138,7 +138,16 @@ class FairLogisticClassifier(BaseIALMClassifier):
         Messages name the groups by their labels in ``sensitive_features``.
         Not available for ``"disparate_impact"``. A group left out of the constraints
         (``min_group_size``) is left out of the certificate too, and none of its rows is
-        held out.
+        held out. On more than two classes (``form="difference"``, the one-vs-rest kinds):
+        ``calibration_size`` of each group's rows is held out (of each group and class for
+        ``"true_positive_rate_parity"``) and every class's gap is certified; the verdict is
+        on the worst class at ``delta`` (no union over the classes is needed: the worst
+        class is fixed by the population and the model), ``certificate_.class_status``
+        tells each class, one never predicted on the held-out rows as such. With
+        :meth:`partial_fit`: no row is held out; each batch is predicted by the model
+        before it learns the batch, and ``prequential_certificate_`` certifies the
+        *sequence* of the stream's models, not the final one. Not on dask input (a
+        ``ValueError``: the hold-out needs the rows in memory).
     delta : float in (0, 1), default=0.05
         With a calibration: the tolerated probability that the population metric is worse
         than the certified value ``certificate_.value``.
@@ -323,9 +332,19 @@ class FairLogisticClassifier(BaseIALMClassifier):
     train_fpr_, train_soft_fpr_ : float
         With ``max_fpr``: the false-positive rate of :meth:`predict` on the training
         negatives, and that of the soft prediction.
-    certificate_ : FairnessCertificate
+    certificate_ : FairnessCertificate or MulticlassCertificate
         With a calibration: the certified worst case ``value`` of the metric on new data,
-        the held-out ``estimate``, the per-group counts and limits, and ``message``.
+        the held-out ``estimate``, the per-group counts and limits, and ``message``. On more
+        than two classes, also ``class_values`` (each class's certified gap, each at
+        ``delta`` on its own) and ``class_status`` (``"certified"``, ``"not certified"``
+        or ``"never predicted"`` per class label).
+    prequential_certificate_ : PrequentialCertificate
+        After :meth:`partial_fit` with ``calibration="clopper-pearson"``: the certified
+        worst case of the metric of the stream's models *as they predicted* (each row
+        predicted by the model before it learnt that row; the early models weigh in it as
+        much as the last), valid at every call at once; not a certificate of ``coef_``.
+    prequential_certified_ : bool
+        Whether ``prequential_certificate_.value`` meets ``bound``.
     certified_ : bool
         With a calibration: whether ``certificate_.value`` meets ``bound``.
     training_bound_ : float
@@ -570,7 +589,11 @@ class FairLogisticClassifier(BaseIALMClassifier):
         value far outside them is clipped for learning and its column named in a warning.
         See the user guide, "Data seen once".
         Binary only with a bound; more than two classes stream without one (no groups).
-        ``calibration`` must be None. ``set_params`` between calls: a new ``bound`` or
+        With ``calibration="clopper-pearson"``, the rows of each batch are counted per
+        group and label with the predictions of the model before the call learns them, and
+        ``prequential_certificate_`` certifies the stream's sequence of models (not the
+        final one) at ``delta``, at every call at once; ``calibration`` and ``delta`` are
+        fixed by the first call. ``set_params`` between calls: a new ``bound`` or
         ``max_fpr`` is posed from the next call on; the other parameters that shape the
         model (``constraint``, ``form``, ``protected_groups``, ``rate``, ``C``, ...) are
         fixed by the first call, and a later call refuses a change to them (``fit`` starts

@@ -125,7 +125,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         data exceeds ``max_fpr`` with probability at most ``delta``. With more than two
         classes: hold out ``calibration_size`` of each bounded class's rows and certify
         every bound of ``max_class_error`` on new data together, a union bound (see the
-        user guide's "More than two classes").
+        user guide's "More than two classes"). With :meth:`partial_fit`: a prequential
+        certificate of the stream's sequence of models instead (see there). Not on dask
+        input (a ``ValueError``: the hold-out needs the rows in memory).
     delta : float in (0, 1), default=0.05
         With ``calibration="umbrella"``: the tolerated probability that the population
         false-positive rate exceeds ``max_fpr``. With ``calibration=None``: the probability
@@ -260,6 +262,13 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     calibration_fpr_ : float
         With ``calibration="umbrella"``: the share of the held-out negatives classified as
         positive: ``(n_calibration_ - calibration_rank_) / n_calibration_`` without ties.
+    prequential_certificate_ : PrequentialFPRCertificate
+        After :meth:`partial_fit` with ``calibration="umbrella"``: ``value``, the upper
+        limit at ``delta`` of the false-positive rate of the stream's models *as they
+        predicted* its negatives (each before it learnt them), valid at every call at once;
+        not a certificate of ``coef_`` and ``threshold_``.
+    prequential_certified_ : bool
+        Whether ``prequential_certificate_.value`` is at most ``max_fpr``.
     claim_order_, claim_thresholds_ : list, dict
         On more than two classes with ``calibration="umbrella"``: the bounded classes in
         the order they claim rows, and each one's threshold on its margin over the unbounded
@@ -557,7 +566,12 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         features' standard units are taken from the first 1000 rows, not updated; a value
         far outside them is clipped for learning and its column named in a warning. See
         the user guide, "Data seen once". Binary only with a bound (``max_class_error`` is not
-        streamed); ``calibration`` must be None. ``set_params`` between calls: a new
+        streamed). With ``calibration="umbrella"`` no row is held out and no umbrella
+        threshold is set: each batch's negatives are counted with the predictions of the
+        model before the call learns them, and ``prequential_certificate_`` gives an upper
+        limit of the false-positive rate of the stream's *sequence* of models (not of the
+        final one) at ``delta``, valid at every call at once; ``calibration`` and ``delta``
+        are fixed by the first call. ``set_params`` between calls: a new
         ``max_fpr`` is the target from the next call on; the other parameters that shape
         the model (``loss``, ``rate``, ``C``, ...) are fixed by the first call, and a later
         call refuses a change to them (``fit`` starts a new model).

@@ -340,7 +340,10 @@ def fit_record(clf, is_fair):
     when it was fitted (None for a model pickled before they were recorded)."""
     from .._version import __version__
 
-    calibrated = getattr(clf, "calibration", None) is not None
+    # (A certified stream's bound_met_ is its recent rows', as any stream's: its certificate
+    # is of its sequence of models, told apart below.)
+    streamed = hasattr(clf, "prequential_certificate_")
+    calibrated = getattr(clf, "calibration", None) is not None and not streamed
     fit = {
         "bound_met": bool(clf.bound_met_) if hasattr(clf, "bound_met_") else None,
         # What decides bound_met_: a calibrated fit's guarantee on new data, else the
@@ -364,6 +367,23 @@ def fit_record(clf, is_fair):
             "certified": bool(clf.certified_),
             "n_calibration": len(clf.calibration_indices_),
             "training_bound": clf.training_bound_,
+        }
+        if hasattr(cert, "class_status"):  # more than two classes: per class too
+            fit["certificate"]["class_status"] = json_param(cert.class_status)
+            fit["certificate"]["class_values"] = json_param(
+                dict(zip(cert.class_status, cert.class_values, strict=True))
+            )
+    if streamed:
+        cert = clf.prequential_certificate_
+        fit["prequential"] = {
+            "kind": cert.kind,
+            "form": cert.form,
+            "bound": cert.bound,
+            "delta": cert.delta,
+            "value": cert.value,
+            "estimate": cert.estimate,
+            "certified": bool(cert.certified),
+            "n_rows": cert.n_rows,
         }
     if not is_fair:
         fit["threshold"] = float(clf.threshold_)

@@ -185,6 +185,9 @@ def fit_lines(report) -> list[str]:
             f"{verdict} (held-out estimate {cert['estimate']:.4g}; trained at "
             f"{cert['training_bound']:.4g})."
         )
+    if cert is not None and "class_status" in cert:
+        lines.append(_class_line(cert))
+    lines.extend(_prequential_lines(fit.get("prequential")))
     umbrella = fit.get("umbrella")
     if umbrella is not None and "max_class_error" in umbrella:
         certified = [k for k, ok in umbrella["certified"].items() if ok]
@@ -203,6 +206,40 @@ def fit_lines(report) -> list[str]:
             f"{umbrella['violation_bound']:.3g} <= delta={umbrella['delta']:g}."
         )
     return lines
+
+
+def _class_line(cert) -> str:
+    """The per-class reading of a certificate on more than two classes."""
+    parts = []
+    for label, status in cert["class_status"].items():
+        value = cert["class_values"][label]
+        limit = "" if value is None or value != value else f" (certified gap {value:.4g})"
+        if status == "never predicted":
+            limit = "" if not limit else f" (its rates bounded, gap at most {value:.4g})"
+            parts.append(f"class {label}: never predicted on the held-out rows{limit}")
+        else:
+            parts.append(f"class {label}: {status}{limit}")
+    return (
+        "Per class, each at delta on its own (all at once: a union over the classes): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def _prequential_lines(pre) -> list[str]:
+    """The prequential certificate of a stream: of its sequence of models, not its last."""
+    if pre is None:
+        return []
+    cmp = ">=" if pre["form"] in ("ratio", "minimum") else "<="
+    verdict = "certified" if pre["certified"] else "NOT certified"
+    value = decisive(pre["value"], pre["bound"], cmp, digits=4)
+    what = "false-positive rate " if pre["kind"] == "false_positive_rate" else ""
+    return [
+        f"Prequential certificate ({pre['n_rows']} stream rows, each predicted before it was "
+        f"learnt): for the sequence of the stream's models as they predicted, not for the "
+        f"final model, certified {what}value {value} {cmp} {pre['bound']:g} at "
+        f"delta={pre['delta']:g}: {verdict} (prequential estimate {pre['estimate']:.4g})."
+    ]
 
 
 def caveat(report) -> str:

@@ -1,0 +1,186 @@
+"""The Clopper-Pearson guarantee of a fairness fit on more than two classes.
+
+As :mod:`._certified` for two classes: the rows are validated once, ``calibration_size`` of
+each group's rows is held out (of each group and class for ``true_positive_rate_parity``,
+whose cells are single classes; see :mod:`._certificate_multiclass` for why the other kinds
+draw by group only), the multinomial model trains on the rest at a bound moved inside the
+user's by the margin the held-out counts call for, and the held-out rows certify it, per
+class and over all classes (:func:`~._certificate_multiclass.multiclass_fairness_certificate`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import warnings
+
+import numpy as np
+from sklearn.utils.validation import _check_sample_weight
+
+from .._warnings import warn
+from ._certificate import _pairs
+from ._certificate_multiclass import (
+    MULTICLASS_KINDS,
+    multiclass_counts,
+    multiclass_fairness_certificate,
+    multiclass_margin,
+)
+from ._solve import calibration_seed
+from ._steps import InMemory
+from ._verdict import NOT_MET
+
+__all__ = ["fit_multiclass_certified"]
+
+#: As the binary certificate: the margin is set so that about 9 fits in 10 are certified.
+_POWER = 0.9
+
+
+def _check_params(est):
+    """``bound``, with the kinds and forms the multi-class certificate covers."""
+    if est.constraint not in MULTICLASS_KINDS:
+        raise ValueError(
+            f"calibration='clopper-pearson' on more than two classes certifies the "
+            f"one-vs-rest kinds {list(MULTICLASS_KINDS)}, got constraint={est.constraint!r}."
+        )
+    if est._form() != "difference":
+        raise ValueError(
+            f"calibration='clopper-pearson' on more than two classes certifies "
+            f"form='difference' only, got form={est.form!r}."
+        )
+    return est._check_bound()
+
+
+def _hold_out(est, codes, y, live, K, rng, size):
+    """``size`` of each group's live rows (each group and class for the true-positive rate),
+    at least one row of each stratum left to train on."""
+    strata = codes * K + y if est.constraint == "true_positive_rate_parity" else codes
+    held = []
+    for stratum in np.unique(strata[live]):
+        rows = live[strata[live] == stratum]
+        n = min(math.ceil(size * len(rows)), len(rows) - 1)
+        held.append(rng.choice(rows, size=max(n, 0), replace=False))
+    return np.sort(np.concatenate(held))
+
+
+def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
+    """Fit ``est`` (a working copy) on ``K > 2`` classes with the held-out certificate."""
+    est._validate_params()
+    bound = _check_params(est)
+    sensitive_features = fit_params["sensitive_features"]
+    if sensitive_features is None:
+        raise ValueError(
+            "calibration='clopper-pearson' needs sensitive_features: the certificate is "
+            "on the groups' rates."
+        )
+    fitting = InMemory(multiclass=True).validate(
+        est, X, y, sample_weight, fit_params, guarantee=True
+    )
+    X, y_codes, classes, sw = fitting.X, fitting.labels, fitting.classes, fitting.weights
+    K = len(classes)
+    feature_names = getattr(est, "feature_names_in_", None)
+    codes = fitting.fit_params["codes"].astype(np.intp)
+    labels, excluded = fitting.fit_params["labels"], fitting.fit_params["excluded"]
+    live = np.flatnonzero((sw > 0) & ~np.isin(codes, excluded))
+    protected = est._protected_codes(codes[live], labels, excluded=excluded)
+    seed = calibration_seed(est.random_state)
+
+    def margin_at(size, bound, delta):
+        """``(held, margin)``: the rows held out at ``size`` and the margin they call for."""
+        held = _hold_out(est, codes, y_codes, live, K, np.random.default_rng(seed), size)
+        groups, _, n = multiclass_counts(codes[held], y_codes[held], n_classes=K,
+                                         kind=est.constraint)  # fmt: skip
+        pair = _pairs(groups, protected)[0]
+        return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=_POWER)
+
+    held, margin = margin_at(est.calibration_size, bound, est.delta)
+    train_bound = bound - margin
+    if not (np.isfinite(margin) and train_bound >= 0):
+        raise ValueError(
+            f"The calibration rows are too few to certify bound={bound:g} with "
+            f"delta={est.delta:g} on {K} classes: calibration_size={est.calibration_size!r} "
+            f"holds out {len(held)} rows, and no model, not even one with no gap between "
+            "the groups, would pass the certificate about 9 times in 10. "
+            + _what_would_certify(est, margin_at, bound)
+        )
+    train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
+    train_weight[held] = 0.0
+    est._training_bound = train_bound
+    est._certification = functools.partial(
+        _certify, X=X, y_codes=y_codes, codes=codes, labels=labels, held=held,
+        protected=protected, classes=classes, bound=bound,
+    )  # fmt: skip
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est._fit(X, y, train_weight, sensitive_features=sensitive_features)
+    finally:
+        est._training_bound = None
+        est.__dict__.pop("_certification", None)
+    if feature_names is not None:
+        est.feature_names_in_ = feature_names
+    est.bound_ = bound
+    est.training_bound_ = train_bound
+    if not np.all(sw[held] == sw[held][0]):
+        warn(
+            "sample_weight differs among the calibration rows: the certificate counts "
+            "each row once, so it is for the unweighted population.",
+            UserWarning,
+        )
+    _tell(est, caught, train_bound)
+    return est
+
+
+def _what_would_certify(est, margin_at, bound):
+    """The nearest setting, changed alone, with which a certificate is within reach."""
+    found = []
+    for size in np.arange(0.35, 0.95, 0.05):
+        if size > est.calibration_size + 1e-9:
+            held, margin = margin_at(float(size), bound, est.delta)
+            if margin <= bound:
+                found.append(f"calibration_size={size:.2f} ({len(held)} rows held out)")
+                break
+    # (The margin, at the widest rates, does not depend on the bound: that bound is its own.)
+    needed = margin_at(est.calibration_size, 1.0, est.delta)[1]
+    if needed < 1.0:
+        found.append(f"bound={math.ceil(needed * 1000) / 1000:.3f}")
+    for delta in (0.1, 0.2, 0.3, 0.4, 0.5):
+        if delta > est.delta and margin_at(est.calibration_size, bound, delta)[1] <= bound:
+            found.append(f"delta={delta:g}")
+            break
+    if not found:
+        return (
+            "No calibration_size up to 0.9, no bound and no delta up to 0.5 makes it "
+            "certifiable on these rows: more data (or fewer, larger groups) is needed."
+        )
+    return "Each of these alone would make it certifiable: " + ", or ".join(found) + "."
+
+
+def _certify(est, *, X, y_codes, codes, labels, held, protected, classes, bound):
+    """The certificate of the fitted model on the held-out rows (set and returned)."""
+    pred = np.argmax(est._score(X[held]), axis=1)
+    cert = multiclass_fairness_certificate(
+        pred, y_codes[held], codes[held], classes=classes, kind=est.constraint,
+        bound=bound, delta=est.delta, protected=protected,
+    )  # fmt: skip
+    # The user's labels ("Female"), not the codes, in the certificate and its message.
+    overall = dataclasses.replace(cert.overall, groups=labels[cert.overall.groups])
+    cert = dataclasses.replace(cert, overall=overall)
+    est.certificate_ = cert
+    est.certified_ = bool(cert.certified)
+    est.calibration_indices_ = held
+    return cert
+
+
+def _tell(est, caught, train_bound):
+    """One account: the fit's own warnings (about the training bound) and the certificate."""
+    for w in caught:
+        warn(str(w.message).replace(NOT_MET, "").strip(), w.category)
+    cert = est.certificate_
+    if not est.certified_:
+        warn(
+            f"FairLogisticClassifier could not certify the bound on new data: {cert.message} "
+            f"The model was trained at training_bound_={train_bound:.4g}. Check certified_ "
+            "and certificate_.class_status before relying on this model on new data.",
+            UserWarning,
+        )
