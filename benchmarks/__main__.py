@@ -44,43 +44,41 @@ class Section:
     writes: tuple[str, ...]
 
 
-def _paper(*extra: str) -> tuple[tuple[str, ...], ...]:
-    tasks = (("fairness", "a9a"), ("fairness", "bank"), ("np", "spambase"))
-    return tuple(("benchmarks.paper", task, "--dataset", data, *extra) for task, data in tasks)
+def _commands(*lines: str) -> tuple[tuple[str, ...], ...]:
+    """Each line of arguments of ``python -m``, split at the spaces."""
+    return tuple(tuple(line.split()) for line in lines)
+
+
+def _paper(extra: str) -> tuple[tuple[str, ...], ...]:
+    tasks = ("fairness --dataset a9a", "fairness --dataset bank", "np --dataset spambase")
+    return _commands(*(f"benchmarks.paper {task} {extra}" for task in tasks))
 
 
 SECTIONS = {
     "speed": Section(
         "the anchor task and binding bounds against LogisticRegression and the peers",
-        (("benchmarks.speed",),),
-        (("benchmarks.speed", "--parts", "anchor", "--repeats", "1"),),
+        _commands("benchmarks.speed"),
+        _commands("benchmarks.speed --parts anchor --repeats 1"),
         ("speed.md", "speed_anchor.json", "speed_binding.json"),
     ),
     "finish_ab": Section(
         "the default fit (A) against no stochastic phase (B) and LogisticRegression (C)",
-        (
-            (
-                "benchmarks.finish_ab",
-                "--cases",
-                "anchor,dense1e6,csr2e5,adult,multiclass",
-                "--seeds",
-                "0,1,2",
-            ),
-        ),  # fmt: skip
-        (("benchmarks.finish_ab", "--quick", "--cases", "anchor,multiclass"),),
+        _commands(
+            "benchmarks.finish_ab --cases anchor,dense1e6,csr2e5,adult,multiclass --seeds 0,1,2"
+        ),
+        _commands("benchmarks.finish_ab --quick --cases anchor,multiclass"),
         ("finish_ab.md", "finish_ab.csv"),
     ),
     "bounds": Section(
         "do the bounds hold on the predictions, beside the baselines (README)",
-        (("benchmarks.bounds", "--splits", "8"),),
-        (("benchmarks.bounds", "--splits", "1", "--only", "np"),),
+        _commands("benchmarks.bounds --splits 8"),
+        _commands("benchmarks.bounds --splits 1 --only np"),
         ("bounds.md", "bounds.csv"),
     ),
     "paper": Section(
         "the paper's Tables 1-2, and the readings of its settings",
-        _paper("--seeds", "10", "--n-jobs", "1")
-        + _paper("--seeds", "5", "--variants", "--max-passes", "400"),
-        (("benchmarks.paper", "np", "--dataset", "spambase", "--seeds", "1", "--no-ipc"),),
+        _paper("--seeds 10 --n-jobs 1") + _paper("--seeds 5 --variants --max-passes 400"),
+        _commands("benchmarks.paper np --dataset spambase --seeds 1 --no-ipc"),
         tuple(
             f"{stem}{end}"
             for stem in ("fairness_a9a", "fairness_bank", "np_spambase")
@@ -89,80 +87,60 @@ SECTIONS = {
     ),
     "robust": Section(
         "fits that should not depend on X's units; the data families against the peers",
-        (("benchmarks.robust",),),
-        (("benchmarks.robust", "unscaled", "small_table"),),
+        _commands("benchmarks.robust"),
+        _commands("benchmarks.robust unscaled small_table"),
         ("robust.md",),
     ),
     "penalty_schedule": Section(
         "FairLogisticClassifier's penalty schedule over seeds",
-        (("benchmarks.robust", "--schedule", "--seeds", "8"),),
-        (("benchmarks.robust", "--schedule", "--seeds", "1"),),
+        _commands("benchmarks.robust --schedule --seeds 8"),
+        _commands("benchmarks.robust --schedule --seeds 1"),
         ("penalty_schedule.md",),
     ),
     "np_small_data": Section(
         "when the Neyman-Pearson bound on the training rows carries to new rows",
-        (("benchmarks.np_small_data",),),
-        (("benchmarks.np_small_data", "--reps", "5"),),
+        _commands("benchmarks.np_small_data"),
+        _commands("benchmarks.np_small_data --reps 5"),
         ("np_small_data.md",),
     ),
     "kernel": Section(
         "the compiled PStorm block against the numpy path",
-        (("benchmarks.kernel",),),
-        (("benchmarks.kernel", "--quick"),),
+        _commands("benchmarks.kernel"),
+        _commands("benchmarks.kernel --quick"),
         ("kernel.md",),
     ),
     "dask": Section(
         "fits on a two-worker Dask cluster against the in-memory fit",
-        (
-            ("benchmarks.dask", "--sizes", "1e6", "--dask-ml-minutes", "30"),
-            ("benchmarks.dask", "--sizes", "1e7", "--dask-ml-minutes", "5"),
-            ("benchmarks.dask", "--multiclass"),
+        _commands(
+            "benchmarks.dask --sizes 1e6 --dask-ml-minutes 30",
+            "benchmarks.dask --sizes 1e7 --dask-ml-minutes 5",
+            "benchmarks.dask --multiclass",
         ),
-        (
-            ("benchmarks.dask", "--sizes", "2e4", "--dask-ml-minutes", "1"),
-            ("benchmarks.dask", "--multiclass", "--n", "2e4"),
+        _commands(
+            "benchmarks.dask --sizes 2e4 --dask-ml-minutes 1",
+            "benchmarks.dask --multiclass --n 2e4",
         ),
         ("dask.md", "dask.csv", "dask_multiclass.txt"),
     ),
     "stream": Section(
         "partial_fit on a stream of ten million rows; fit on a dask array in three passes",
-        (
-            (
-                "benchmarks.stream",
-                "--n",
-                "1e7",
-                "--batches",
-                "1e4,1e3",
-                "--passes",
-                "2",
-                "--fresh",
-                "1e6",
-            ),
-            ("benchmarks.stream", "--n", "1e6", "--max-passes", "3", "--block-rows", "2.5e5"),
-            ("benchmarks.stream", "--n", "1e7", "--max-passes", "3", "--block-rows", "2e6"),
-        ),  # fmt: skip
-        (
-            (
-                "benchmarks.stream",
-                "--n",
-                "1e5",
-                "--batches",
-                "1e4",
-                "--passes",
-                "1",
-                "--fresh",
-                "1e4",
-            ),
-            ("benchmarks.stream", "--n", "1e5", "--max-passes", "3", "--block-rows", "5e4"),
-        ),  # fmt: skip
+        _commands(
+            "benchmarks.stream --n 1e7 --batches 1e4,1e3 --passes 2 --fresh 1e6",
+            "benchmarks.stream --n 1e6 --max-passes 3 --block-rows 2.5e5",
+            "benchmarks.stream --n 1e7 --max-passes 3 --block-rows 2e6",
+        ),
+        _commands(
+            "benchmarks.stream --n 1e5 --batches 1e4 --passes 1 --fresh 1e4",
+            "benchmarks.stream --n 1e5 --max-passes 3 --block-rows 5e4",
+        ),
         ("stream.md", "stream_figures.txt", "stream_dask.md"),
     ),
     "multiclass_ties": Section(
         "multi-class accuracy and convergence by the per-class parity bound (prints)",
-        (("benchmarks.multiclass_ties",),),
-        (("benchmarks.multiclass_ties", "--data", "wine", "--tie", "halves", "--bounds", "0.1"),),
+        _commands("benchmarks.multiclass_ties"),
+        _commands("benchmarks.multiclass_ties --data wine --tie halves --bounds 0.1"),
         (),
-    ),  # fmt: skip
+    ),
 }
 
 

@@ -1,29 +1,16 @@
 """Do the bounds hold on the predictions users measure? Beside the baselines users would try.
 
-    OMP_NUM_THREADS=1 python -m benchmarks.bounds [--splits 8] [--out benchmarks/results]
-
-Fairness (every parity kind, difference form, judged by fairlearn's metric of
-``predict``): the anchor task, a9a (train file / test file), bank (D / S halves, age >= 71);
-each with LogisticRegression, FairLogisticClassifier at the bound, fairlearn's
-ExponentiatedGradient(LogisticRegression) at the bound, and FairLogisticClassifier at the
-training gap EG reached (accuracy at the same gap).
-
-Neyman-Pearson (rates counted from ``predict``): spambase (the paper's preprocessing,
-stratified 70/30 splits) and the anchor task; NeymanPearsonClassifier against
-LogisticRegression thresholded at the same training false-positive rate (the "logistic
-quantile"), and with ``calibration="umbrella"`` against the logistic umbrella (nproc's recipe:
-LogisticRegression on the positives and half the negatives, the umbrella order statistic of
-the other half; our vectorised rule).
-
-Needs ``pip install fairlearn`` (and ../shared/data for bank). Writes ``bounds.md`` and
-``bounds.csv``. Times are CPU seconds of the fit alone, every method on one BLAS thread when
-run as above.
+Fairness (every parity kind, fairlearn's metric of ``predict``) on the anchor task, a9a and
+bank: LogisticRegression, FairLogisticClassifier at the bound, ExponentiatedGradient at the
+bound, and ours at EG's training gap. Neyman-Pearson (rates of ``predict``) on spambase and
+the anchor task: ours against LogisticRegression thresholded at the same training FPR, and
+``calibration="umbrella"`` against nproc's logistic umbrella. Times: CPU seconds of the fit.
+Writes ``bounds.md`` and ``bounds.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 import warnings
@@ -33,9 +20,8 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
-from benchmarks.common import RESULTS, make_anchor
-from benchmarks.finish_ab import warm_up_search
-from benchmarks.speed import warm_up
+from benchmarks.common import RESULTS, make_anchor, warm_up, write_csv
+from benchmarks.families import _METRIC
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
 from sklearn_ialm.estimators._umbrella import umbrella_threshold
@@ -72,30 +58,13 @@ def run_fairness(rows, kinds):
         _fairness_task(rows, name, bound, *data, kinds=kinds)
 
 
-#: Our constraint kinds, fairlearn's moment for ExponentiatedGradient, and the metric of the
-#: predictions that both are judged by (fairlearn's, or a MetricFrame difference).
-KINDS = {
-    "demographic_parity": ("DemographicParity", "demographic_parity_difference"),
-    "equalized_odds": ("EqualizedOdds", "equalized_odds_difference"),
-    "true_positive_rate_parity": ("TruePositiveRateParity", "equal_opportunity_difference"),
-    "false_positive_rate_parity": ("FalsePositiveRateParity", "false_positive_rate_difference"),
-    "error_rate_parity": ("ErrorRateParity", None),
-}
-
-
 def _gap(kind, y, pred, groups):
-    import fairlearn.metrics as fm
-    from sklearn.metrics import zero_one_loss
-
-    name = KINDS[kind][1]
-    if name is not None:
-        return getattr(fm, name)(y, pred, sensitive_features=groups)
-    frame = fm.MetricFrame(metrics=zero_one_loss, y_true=y, y_pred=pred, sensitive_features=groups)
-    return frame.difference()
+    """fairlearn's metric of the kind (``families._METRIC``)."""
+    return _METRIC[kind][0](y, pred, sensitive_features=groups)
 
 
 def _fairness_task(rows, name, bound, X, y, A, Xt, yt, At, kinds):
-    import fairlearn.reductions as fr
+    from fairlearn.reductions import ExponentiatedGradient
 
     dense = X.toarray() if hasattr(X, "toarray") else X
     lr_t = _timed(lambda: LogisticRegression(max_iter=1000).fit(X, y))[1]
@@ -124,8 +93,8 @@ def _fairness_task(rows, name, bound, X, y, A, Xt, yt, At, kinds):
         record("FairLogisticClassifier", clf.predict, t, notes, passes)
 
         def eg_fit(b, kind=kind):
-            moment = getattr(fr, KINDS[kind][0])(difference_bound=b)
-            eg = fr.ExponentiatedGradient(LogisticRegression(max_iter=1000), moment)
+            moment = _METRIC[kind][1](difference_bound=b)
+            eg = ExponentiatedGradient(LogisticRegression(max_iter=1000), moment)
             return eg.fit(dense, y, sensitive_features=A)
 
         eg, t, notes = _timed(lambda: eg_fit(bound))
@@ -217,10 +186,7 @@ def _fmt(v):
 def write(rows, out: Path, n_splits):
     out.mkdir(parents=True, exist_ok=True)
     keys = sorted({k for r in rows for k in r})
-    with open(out / "bounds.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "bounds.csv", rows, keys)
     lines = [
         "# Bounds on the predictions users measure",
         "",
@@ -285,13 +251,9 @@ def main(argv=None):
     parser.add_argument("--splits", type=int, default=8)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", choices=["fairness", "np"], default=None)
-    parser.add_argument("--kinds", nargs="*", default=list(KINDS), choices=list(KINDS))
+    parser.add_argument("--kinds", nargs="*", default=list(_METRIC), choices=list(_METRIC))
     args = parser.parse_args(argv)
-    # The compiled kernels loaded before any timed fit: the first fit of the process paid
-    # their loading (the anchor task's demographic parity: 53.7 x LogisticRegression's CPU,
-    # where the same fit later in the process took about 2 x).
     warm_up()
-    warm_up_search()
     rows = []
     if args.only in (None, "fairness"):
         run_fairness(rows, args.kinds)

@@ -1,27 +1,13 @@
 """Fits on a Dask cluster against the in-memory fit: time per row and data passes.
 
-Usage (from the repository root, with ``pip install "sklearn-ialm[dask]"``)::
-
-    python -m benchmarks.dask                      # 1e6 and 1e7 rows
-    python -m benchmarks.dask --sizes 1e5 3e5      # other sizes
-    python -m benchmarks.dask --multiclass         # 200000 x 20, 3 classes (issue 36)
-
-Writes ``benchmarks/results/dask.md`` (and ``dask.csv``), keeping the rows of the sizes
-not run (a run of ``--sizes 1e7`` adds its rows to those of an earlier ``--sizes 1e6``).
-For each size ``n`` (``d = 20``), a cluster of two single-threaded workers (scheduler and
-workers in processes of their own, so that the client's peak memory, traced during each dask
-fit, is the client's alone) builds ``X`` block by block (random features; labels and a group
-as functions of them), and each estimator
-(``FairLogisticClassifier(constraint="demographic_parity", bound=0.05)``,
-``NeymanPearsonClassifier(max_fpr=0.1)``, ``random_state=0``) is fitted on the dask array
-(kept on the workers when their memory holds it);
-wall time, the graphs sent to the scheduler, ``n_data_passes_``, the training accuracy and
-the bound's value on predictions (counted by Dask) are recorded. Up to ``--max-memory``
-rows the same estimator is also fitted on the same rows built in a numpy array on the
-client (the workers' generator, block by block). Beside them, dask-ml's
-``LogisticRegression`` (its default solver, ADMM, and L-BFGS; no bound) on the same dask
-array when dask-ml is installed (``pip install "sklearn-ialm[bench]"``).
-Results are written after every fit.
+For each size ``n`` (``d = 20``), two single-threaded workers (in processes of their own,
+so that the client's traced peak memory is its own) build ``X`` block by block, and
+``FairLogisticClassifier(bound=0.05)`` and ``NeymanPearsonClassifier(max_fpr=0.1)`` fit the
+dask array: wall time, graphs sent, passes, accuracy, the bound's value on ``predict``. Up to
+``--max-memory`` rows the same rows are also fitted in memory; dask-ml's
+``LogisticRegression`` (ADMM and L-BFGS, no bound) runs beside when installed. Writes
+``dask.md`` and ``dask.csv`` after every fit, keeping the rows of sizes not run.
+``--multiclass``: issue 36's multi-class fits (``dask_multiclass.txt``).
 """
 
 from __future__ import annotations
@@ -41,7 +27,7 @@ from dask.distributed import Client, LocalCluster
 from distributed.deploy.subprocess import SubprocessCluster
 from sklearn.datasets import make_classification
 
-from benchmarks.common import RESULTS, write
+from benchmarks.common import RESULTS, machine_facts, write, write_csv
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 D = 20
@@ -132,6 +118,18 @@ class ComputeCount:
         C.get, C.persist, C.compute = self._saved
 
 
+def _add(rows, write, n, fit, where, computes, wall, X, peak, passes, acc, bound, converged):
+    """Append a row of the results (rounded as the files show them), print it, write all."""
+    rows.append(dict(
+        n=n, fit=fit, where=where, computes=computes, seconds=round(wall, 2),
+        X_MB=round(X.nbytes / 1e6), client_peak_MB=peak, us_per_row=round(1e6 * wall / n, 3),
+        passes=round(passes, 1), accuracy=round(float(acc), 4), bound_value=round(bound, 4),
+        converged=converged,
+    ))  # fmt: skip
+    print(rows[-1], flush=True)
+    write()
+
+
 def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
     chunk = min(n, 250_000)
     X, y, groups = make_data(n, chunk)
@@ -153,16 +151,9 @@ def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
         pred = clf.predict(X)
-        acc = float((pred == y).mean().compute())
-        rows.append(
-            dict(n=n, fit=name, where="dask", computes=computes.n, seconds=round(wall, 2),
-                 X_MB=round(X.nbytes / 1e6), client_peak_MB=round(peak / 1e6, 1),
-                 us_per_row=round(1e6 * wall / n, 3), passes=round(clf.n_data_passes_, 1),
-                 accuracy=round(acc, 4), bound_value=round(bound_value(pred, y, groups,
-                 with_groups), 4), converged=clf.converged_)
-        )  # fmt: skip
-        print(rows[-1], flush=True)
-        write()
+        acc, value = (pred == y).mean().compute(), bound_value(pred, y, groups, with_groups)
+        _add(rows, write, n, name, "dask", computes.n, wall, X, round(peak / 1e6, 1),
+             clf.n_data_passes_, acc, value, clf.converged_)  # fmt: skip
         if in_memory is not None:
             Xm, ym, gm = in_memory
             kw = {"sensitive_features": gm} if with_groups else {}
@@ -170,16 +161,9 @@ def run(n, max_memory, rows, write, dask_ml_minutes=30.0):
             clf.fit(Xm, ym, **kw)
             wall = time.perf_counter() - t
             pred = clf.predict(Xm)
-            rows.append(
-                dict(n=n, fit=name, where="memory", computes=0, seconds=round(wall, 2),
-                     X_MB=round(X.nbytes / 1e6), client_peak_MB=float("nan"),
-                     us_per_row=round(1e6 * wall / n, 3), passes=round(clf.n_data_passes_, 1),
-                     accuracy=round(float(np.mean(pred == ym)), 4),
-                     bound_value=round(bound_value(pred, ym, gm, with_groups), 4),
-                     converged=clf.converged_)
-            )  # fmt: skip
-            print(rows[-1], flush=True)
-            write()
+            acc, value = np.mean(pred == ym), bound_value(pred, ym, gm, with_groups)
+            _add(rows, write, n, name, "memory", 0, wall, X, float("nan"), clf.n_data_passes_,
+                 acc, value, clf.converged_)  # fmt: skip
     try:
         from dask_ml.linear_model import LogisticRegression
     except ImportError:
@@ -214,32 +198,18 @@ def _dask_ml_fit(lr, n, X, y, groups, rows, write, dask_ml_minutes):
         write()
         return
     pred = lr.predict(X)
-    rows.append(
-        dict(n=n, fit=name, where="dask", computes=computes.n,
-             seconds=round(wall, 2), X_MB=round(X.nbytes / 1e6), client_peak_MB=float("nan"),
-             us_per_row=round(1e6 * wall / n, 3), passes=float("nan"),
-             accuracy=round(float((pred == y).mean().compute()), 4),
-             bound_value=round(bound_value(pred, y, groups, True), 4), converged=True)
-    )  # fmt: skip
-    print(rows[-1], flush=True)
-    write()
+    _add(rows, write, n, name, "dask", computes.n, wall, X, float("nan"), float("nan"),
+         (pred == y).mean().compute(), bound_value(pred, y, groups, True), True)  # fmt: skip
 
 
 def machine() -> str:
     """The machine the figures come from: cores, CPU model, memory."""
-    import os
-
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    facts = machine_facts()
     ram = "unknown"
     with contextlib.suppress(OSError, ValueError):
         kb = int(Path("/proc/meminfo").read_text().split()[1])
         ram = f"{kb / 2**20:.0f} GiB"
-    return f"{os.cpu_count()} cores ({cpu}), {ram} of RAM"
+    return f"{facts['cpus']} cores ({facts['cpu'] or 'unknown CPU'}), {ram} of RAM"
 
 
 #: Columns of the CSV file only: the Markdown file says them once per size, above the table.
@@ -258,16 +228,10 @@ def kept_rows(sizes):
 
 
 def multiclass(n: int, K: int) -> None:
-    """Multi-class fits on a Dask cluster against the in-memory fit (issue 36): writes
-    ``dask_multiclass.txt``.
-
-    ``FairLogisticClassifier(bound=0.05)`` (demographic parity per class, two groups) and
-    ``NeymanPearsonClassifier(max_class_error={0: 0.1})`` on ``n`` x 20 rows of ``K``
-    classes: the in-memory fit's wall time and training accuracy, the fit on a row-chunked
-    dask array (4 blocks) on a ``LocalCluster`` of two single-threaded workers (its wall
-    time, the graphs it sent, data passes, accuracy, ``bound_met_``) and the largest
-    difference of the two fits' coefficients.
-    """
+    """Issue 36's multi-class fits (parity per class 0.05; ``max_class_error={0: 0.1}``) on
+    ``n`` x 20 rows of ``K`` classes, in memory and on a dask array of 4 blocks on two
+    single-threaded workers, and the largest difference of their coefficients: writes
+    ``dask_multiclass.txt``."""
     lines = [
         f"python -m benchmarks.dask --multiclass --n {n:g} --classes {K}   "
         f"({machine()}, shared with other jobs; one run)"
@@ -343,10 +307,7 @@ def main():
             kept + [dict(r, command=command, machine=where) for r in rows],
             key=lambda r: int(float(r["n"])),
         )
-        with open(RESULTS / "dask.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(ordered[0]))
-            writer.writeheader()
-            writer.writerows(ordered)
+        write_csv(RESULTS / "dask.csv", ordered)
         columns = [c for c in ordered[0] if c not in RUN_COLUMNS]
         runs = dict.fromkeys((int(float(r["n"])), r["command"], r["machine"]) for r in ordered)
         lines = [

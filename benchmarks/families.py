@@ -74,25 +74,26 @@ def _a9a_frame(X):
     return frame
 
 
-def adult_race():
-    """Adult (a9a decoded to its 14 columns, one-hot through a ColumnTransformer: the race
-    columns are in X); five groups: White 27816 training rows, Asian-Pac-Islander 1039,
-    Amer-Indian-Eskimo 311, Other 271, Black 3124."""
+def _adult(groups):
+    """Adult (a9a decoded to its 14 columns, one-hot through a ColumnTransformer: the group
+    columns are in X), the groups ``groups(frame)`` of the decoded rows."""
     d = load_a9a()
     train, test = _a9a_frame(d.data), _a9a_frame(d.data_test)
     ct = ColumnTransformer([("onehot", OneHotEncoder(handle_unknown="ignore"), _A9A_NAMES)])
     Xtr, Xte = ct.fit_transform(train).tocsr(), ct.transform(test).tocsr()
-    return Xtr, d.target, train["race"].to_numpy(), Xte, d.target_test, test["race"].to_numpy()
+    return Xtr, d.target, groups(train), Xte, d.target_test, groups(test)
+
+
+def adult_race():
+    """Adult by race, five groups: White 27816 training rows, Asian-Pac-Islander 1039,
+    Amer-Indian-Eskimo 311, Other 271, Black 3124."""
+    return _adult(lambda frame: frame["race"].to_numpy())
 
 
 def intersections():
     """Adult by race and sex, given as a two-column frame (ten intersections, the smallest
     of 90 training rows)."""
-    d = load_a9a()
-    train, test = _a9a_frame(d.data), _a9a_frame(d.data_test)
-    ct = ColumnTransformer([("onehot", OneHotEncoder(handle_unknown="ignore"), _A9A_NAMES)])
-    Xtr, Xte = ct.fit_transform(train).tocsr(), ct.transform(test).tocsr()
-    return Xtr, d.target, train[["race", "sex"]], Xte, d.target_test, test[["race", "sex"]]
+    return _adult(lambda frame: frame[["race", "sex"]])
 
 
 def many_groups(n=4000, k=100, seed=0):

@@ -1,58 +1,26 @@
 """Issue 42's acceptance: the default fit (A) against the same fit without its stochastic
 phase (B) and LogisticRegression (C), case by case, in one process.
 
-A is the estimator with its defaults (``random_state`` = each seed), B the same with
-``batch_size`` = :data:`B_BATCH`, which the estimator clips to the rows its minibatches are
-drawn from: the stochastic phase is skipped and the deterministic finish is the whole solve
-(those rows can outnumber X's: 53333 for Adult's 32561 by race, where ``batch_size`` =
-X's rows leaves a stochastic phase). C is ``LogisticRegression()`` on the same rows as given
-to A and B. Each
-repeat runs A, B, C in turn (A B C A B C ...) under ``threadpool_limits(1)``, timed in CPU
-seconds (``time.process_time``); A/C, B/C and A/B are medians over the repeats of the ratios
-within one repeat. Passes are ``n_data_passes_`` split as ``history_`` tells it (see
-:func:`pass_split`); "var" is max/min - 1 of the passes over the seeds. The bound is judged
-on the training predictions with fairlearn's metrics (the worst seed); accuracy and AUC are
-on held-out rows (mean over the seeds). A row's verdict judges A (B is the diagnostic):
-every seed must converge and meet the bound, besides the case's own target.
+B is A with ``batch_size`` = :data:`B_BATCH`, which the estimator clips to the rows its
+minibatches come from: no stochastic phase, the finish is the whole solve. Each repeat runs
+A, B, C in turn on one thread, timed in CPU seconds; A/C, B/C and A/B are medians of the
+ratios within a repeat. Passes: ``n_data_passes_`` split by :func:`pass_split`; "var":
+max/min - 1 over the seeds. The bound is judged on the training predictions with fairlearn's
+metrics (worst seed); accuracy and AUC on held-out rows (mean over seeds). A row's verdict
+judges A: every seed converged and met the bound, and the case's own target.
 
-Cases (``--cases``; data seed 0):
+Cases (``--cases``; data seed 0): ``anchor`` (``common.make_anchor``; demographic parity
+0.02, A/C <= 2; ``NeymanPearsonClassifier()``, A/C <= 1.5); ``dense1e6`` (1e6 x 20,
+``families.binding_data``, moderate and strong groups and Neyman-Pearson 0.05, A/C <= 2);
+``csr2e5`` (CSR 2e5 x 1e4, ``families.sparse_rows``, a binding group, A/C <= 4, and a random
+one, A/C <= 2); ``adult`` (``families.CASES``: converged within 100 passes, bound met,
+accuracy >= the fairlearn peer's - 0.01); ``multiclass`` (digits and wine,
+``families.multiclass_lean``, parity per class at :data:`MC_BOUNDS`: converged within 300
+passes, bound met, log-loss monotone in the bound and LogisticRegression's once the bound is
+loose). ``--quick``: a tenth of the rows, one seed.
 
-* ``anchor``: ``/work/shared/anchor_task.py``'s task (``benchmarks.common.make_anchor``),
-  demographic parity 0.02 (A/C <= 2) and ``NeymanPearsonClassifier()`` (A/C <= 1.5);
-* ``dense1e6``: 1e6 x 20 from ``benchmarks.families.binding_data`` (as
-  ``benchmarks.speed``: moderate and strong groups), demographic parity 0.02, and
-  Neyman-Pearson ``max_fpr=0.05`` on the moderate rows (each A/C <= 2); ``dense5e6``
-  (``--big``): 5e6 x 20, strong, both estimators;
-* ``csr2e5``: CSR 2e5 x 1e4, 30 non-negative non-zeros a row in [0, 1)
-  (``benchmarks.families.sparse_rows``), demographic parity 0.02 with a group that follows the
-  label's score (binding, A/C <= 4) and a random group (loose, A/C <= 2); ``csr1e6``
-  (``--big``): 1e6 x 1e4;
-* ``adult``: ``benchmarks.families``' Adult by race (five groups, race one-hot in X) at
-  0.05 of every parity kind, race x sex (ten cells) at demographic parity 0.05 and 100 groups
-  of 20 rows at demographic parity 0.1: converged within 100 passes, bound met, test
-  accuracy at least the peer's - 0.01 (fairlearn's ThresholdOptimizer on
-  LogisticRegression, group-aware, same constraint; ExponentiatedGradient for error-rate
-  parity, which ThresholdOptimizer lacks);
-* ``multiclass``: digits and wine (standardised on a stratified 70 % split), a made-up
-  group (``P(group 1) = 0.4``, ``0.6`` for odd labels), demographic parity per class at
-  0.02, 0.05, 0.1 and 0.2: converged within 300 passes, bound met per class (fairlearn's
-  selection rate of ``predict == c`` per group), training log-loss no higher than at the
-  next tighter bound, and within 1 % of LogisticRegression's optimum once the bound is at
-  least LogisticRegression's own per-class gap.
-
-``--quick``: a tenth of the rows (a fifth of the CSR columns, see :func:`cases`) and one
-seed; a few minutes.
-Run from the root of a checkout (its ``sklearn_ialm`` is imported)::
-
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 python -m benchmarks.finish_ab \\
-        --cases anchor,dense1e6,csr2e5,adult,multiclass --seeds 0,1,2 \\
-        --out benchmarks/results/finish_ab.md
-
-(those cases and seeds are the defaults; ``--big`` adds ``dense5e6``, ``csr1e6`` and
-``dense1e7``: 1e7 x 20, moderate, where the stochastic phase is asked A/B <= 0.6).
-
-Rows go to the ``.md`` and to a ``.csv`` beside it; a row of the same commit, case and
-setting that is already there is replaced, others are kept.
+Rows go to the ``.md`` and a ``.csv`` beside it; a row of the same commit, case and setting
+is replaced, others are kept.
 """
 
 from __future__ import annotations
@@ -69,20 +37,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from fairlearn.metrics import demographic_parity_difference, false_positive_rate
-from sklearn.datasets import load_wine
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss, roc_auc_score
-from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from benchmarks import families
-from benchmarks.common import RESULTS, machine_facts, make_anchor
-from benchmarks.speed import warm_up
+from benchmarks.common import (
+    RESULTS,
+    ROOT,
+    dp_gap_per_class,
+    machine_facts,
+    make_anchor,
+    warm_up,
+)
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
-ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ["anchor", "dense1e6", "csr2e5", "adult", "multiclass"]
-BIG = ["dense5e6", "csr1e6", "dense1e7"]  # only with --big
 MODERATE, STRONG = 1.0, 1.5  # group noise of benchmarks.speed's binding levels
 MC_BOUNDS = (0.02, 0.05, 0.1, 0.2)
 MC_LOSS_TOL = 0.01  # "reaches LogisticRegression's log-loss": within this share of it
@@ -93,14 +63,11 @@ B_BATCH = 10**12  # B's batch_size: more than any problem's rows (see the docstr
 
 # -- timing and passes ---------------------------------------------------------------------
 def measure(make, X, y, g, seeds, repeats):
-    """Fit A (``make(seed)``), B (``make(seed, batch_size=B_BATCH)``) and C (LogisticRegression)
-    interleaved, each seed of each repeat in turn, on one thread. When the first repeat takes
-    less than :data:`MIN_SECONDS`, more repeats (up to :data:`MAX_REPEATS`) bring the total
-    near it: ratios of fits of a tenth of a second move by a third from one run to the next.
-
-    Returns ``dict(A=[...], B=[...], C=model, times=[(a, b, c), ...])``: the models of the
-    last repeat, one per seed, and the CPU seconds of every (A, B, C) triple.
-    """
+    """Fit A (``make(seed)``), B (``make(seed, batch_size=B_BATCH)``) and C interleaved on one
+    thread; more repeats (up to :data:`MAX_REPEATS`) when the first takes less than
+    :data:`MIN_SECONDS` (ratios of fits of a tenth of a second move by a third from run to
+    run). ``dict(A=[...], B=[...], C=model, times=[(a, b, c), ...])``: the last repeat's
+    models, one per seed, and the CPU seconds of every triple."""
     kw = {} if g is None else {"sensitive_features": g}
     fits = {
         "A": lambda s: make(s).fit(X, y, **kw),
@@ -134,16 +101,10 @@ def measure(make, X, y, g, seeds, repeats):
 
 
 def pass_split(model):
-    """``n_data_passes_`` as ``(minibatch, stop tests, finish, other)`` from ``history_``.
-
-    Stop tests are ``history_["check_passes"]``; other is what the estimator read outside
-    its solves (checks of the predictions between solves, a multi-class fit's move towards
-    the constant model, the final scoring). The stochastic phase runs without a test of its
-    own when the finish follows it, so its minibatches are read from the draws: each drawn
-    sample is evaluated at two points (PStorm's momentum estimate), over the rows of a pass
-    (``oracle_calls / data_passes``, the solver's own conversion). The finish is the rest,
-    with the set-up.
-    """
+    """``n_data_passes_`` as ``(minibatch, stop tests, finish, other)`` from ``history_``:
+    other is what the estimator read outside its solves; the minibatches are the draws,
+    each evaluated at two points (PStorm's momentum), over the rows of a pass
+    (``oracle_calls / data_passes``); the finish is the rest, with the set-up."""
     h = model.history_
     done, tests = float(h["data_passes"][-1]), float(h["check_passes"][-1])
     draws = float(h["objective_draws"][-1] + h["constraint_draws"][-1])
@@ -229,11 +190,6 @@ def _np(max_fpr=None):
     return lambda seed, **kw: NeymanPearsonClassifier(random_state=seed, **extra, **kw)
 
 
-def _fpr(y, pred, sensitive_features=None):
-    """fairlearn's false-positive rate (the groups, none here, unused)."""
-    return false_positive_rate(y, pred)
-
-
 def _binary(case, settings, seeds, repeats):
     """Rows of the speed cases: ``settings`` of ``(setting, data, "dp" or max_fpr, limit)``
     (demographic parity 0.02, or Neyman-Pearson at ``max_fpr``, None for its default)."""
@@ -245,7 +201,8 @@ def _binary(case, settings, seeds, repeats):
             metric = demographic_parity_difference
         else:
             res = measure(_np(kind), X, y, None, seeds, repeats)
-            bound, metric = res["A"][0].max_fpr_, _fpr  # (the resolved default)
+            bound = res["A"][0].max_fpr_  # (the resolved default)
+            metric = lambda y, pred, sensitive_features: false_positive_rate(y, pred)  # noqa: E731
         rows.append(_speed(base_row(case, setting, data, res, metric, bound), limit))
     return rows
 
@@ -322,15 +279,6 @@ def adult(seeds, repeats):
     return rows
 
 
-def _dp_per_class(y, pred, sensitive_features):
-    """The largest over the classes ``c`` of fairlearn's demographic-parity difference of
-    ``pred == c`` (its selection rate per group)."""
-    return max(
-        demographic_parity_difference(pred == c, pred == c, sensitive_features=sensitive_features)
-        for c in np.unique(y)
-    )
-
-
 def multiclass(seeds, repeats):
     """Digits and wine at each of :data:`MC_BOUNDS`, demographic parity per class."""
     rows = []
@@ -341,11 +289,11 @@ def multiclass(seeds, repeats):
             warnings.simplefilter("ignore")
             ref = LogisticRegression(max_iter=10_000, tol=1e-10).fit(X, y)
         ref_loss = log_loss(y, ref.predict_proba(X))
-        ref_gap = _dp_per_class(y, ref.predict(X), sensitive_features=g)
+        ref_gap = dp_gap_per_class(y, ref.predict(X), sensitive_features=g)
         tighter = np.inf
         for bound in MC_BOUNDS:
             res = measure(_fair(bound), X, y, g, seeds, repeats)
-            row = base_row(name, f"DP per class {bound:g}", data, res, _dp_per_class, bound)
+            row = base_row(name, f"DP per class {bound:g}", data, res, dp_gap_per_class, bound)
             loss = float(np.median([log_loss(y, m.predict_proba(X)) for m in res["A"]]))
             row["log-loss A"], row["log-loss LR"] = loss, ref_loss
             row["peer"] = f"LR gap {ref_gap:.3f}, log-loss {loss:.4f} (LR {ref_loss:.4f})"
@@ -372,10 +320,7 @@ def cases(quick):
     return {
         "anchor": anchor,
         "dense1e6": lambda s, r: dense(1_000_000 // k, ("moderate", "strong"), s, r, "dense1e6"),
-        "dense5e6": lambda s, r: dense(5_000_000 // k, ("strong",), s, r, "dense5e6"),
-        "dense1e7": lambda s, r: dense(10_000_000 // k, ("moderate",), s, r, "dense1e7"),
         "csr2e5": lambda s, r: csr(200_000 // k, 10_000 // kd, s, r, "csr2e5"),
-        "csr1e6": lambda s, r: csr(1_000_000 // k, 10_000 // kd, s, r, "csr1e6"),
         "adult": adult,
         "multiclass": multiclass,
     }
@@ -446,28 +391,6 @@ def write(rows, out, command):
     out.write_text("\n".join(lines) + "\n")
 
 
-def warm_up_search():
-    """Load the stochastic phase's compiled kernels (dense and CSR) before any timed fit:
-    ``warm_up``'s 2000 rows run no stochastic phase (none below 10000 rows), and the first
-    timed fit paid their loading (A/B 3.8 on dense 1e6 x 20, 2.6 on CSR 2e5 x 1e4)."""
-    dense = families.binding_data(MODERATE, n=20_000)[:3]
-    sparse = families.binding_csr(STRONG, n=20_000, d=200)[:3]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for X, y, g in (dense, sparse):
-            FairLogisticClassifier(bound=0.02, max_passes=5).fit(X, y, sensitive_features=g)
-
-
-def _warm_up_multiclass():
-    """Load the multi-class kernels before any timed fit."""
-    X, y = load_wine(return_X_y=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        FairLogisticClassifier(bound=0.1, max_passes=3).fit(
-            StandardScaler().fit_transform(X), y, sensitive_features=np.arange(len(y)) % 2
-        )
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -476,22 +399,17 @@ def main(argv=None):
     parser.add_argument("--seeds", default=None, help="comma-separated (default 0,1,2; --quick 0)")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="a tenth of the rows, one seed")
-    parser.add_argument("--big", action="store_true", help=f"allow (and by default run) {BIG}")
     parser.add_argument("--out", type=Path, default=RESULTS / "finish_ab.md")
     args = parser.parse_args(argv)
-    names = args.cases.split(",") if args.cases else DEFAULT + (BIG if args.big else [])
+    names = args.cases.split(",") if args.cases else DEFAULT
     table = cases(args.quick)
     unknown = [n for n in names if n not in table]
     if unknown:
         parser.error(f"--cases: unknown {unknown}; known: {list(table)}")
-    if not args.big and any(n in BIG for n in names):
-        parser.error(f"--cases: {[n for n in names if n in BIG]} need --big")
     seeds = [int(s) for s in (args.seeds or ("0" if args.quick else "0,1,2")).split(",")]
     command = "python -m benchmarks.finish_ab " + " ".join(sys.argv[1:] if argv is None else argv)
     run = provenance()
-    warm_up()
-    warm_up_search()
-    _warm_up_multiclass()
+    warm_up(multiclass=True)
     rows = []
     for name in names:
         t = time.perf_counter()

@@ -1,21 +1,10 @@
 """The compiled PStorm block (numba) against the numpy path: the figures behind the choice.
 
-Usage (from the repository root, with numba installed, e.g. ``pip install numba``)::
-
-    python -m benchmarks.kernel            # writes benchmarks/results/kernel.md
-    python -m benchmarks.kernel --quick    # 1 repeat, no cold-compile subprocesses
-
-Measured (CPU time, ``time.process_time``, under ``threadpool_limits(1)``):
-
-* first fit in a fresh process (``python -c``, the anchor fit, import of the package and of
-  numba included) with an empty numba cache directory (cold: the compile) and again with
-  the cache that run left (warm: the load), and the same with the numpy path;
-* time per PStorm inner iteration, numpy path and kernel, on the anchor (dense 30000 x 100)
-  and a9a (CSR 32561 x 123), by running ``pstorm`` for a fixed number of iterations with a
-  check that never stops (minibatch 60, the size the anchor fit grows to);
-
-(The install size, wide CSR data, one full evaluation and the whole fit were measured when
-the kernel was chosen: ``git log -- benchmarks/results/kernel.md``.)
+CPU time under one thread: the first fit in a fresh process with an empty numba cache
+(cold) and with the cache it left (warm), against the numpy path; and the time per PStorm
+inner iteration on the anchor (dense 30000 x 100) and a9a (CSR 32561 x 123). ``--quick``:
+one repeat, no fresh processes. (Other measurements of the choice:
+``git log -- benchmarks/results/kernel.md``.)
 """
 
 from __future__ import annotations
@@ -31,13 +20,10 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from benchmarks.common import load_a9a_task, make_anchor, write
+from benchmarks.common import ROOT, load_a9a_task, make_anchor, write
 from sklearn_ialm.problems import LinearProblem, _kernels
 from sklearn_ialm.problems.losses import Logistic
 from sklearn_ialm.solver.pstorm import AugmentedLagrangianEstimator, Counter, pstorm
-
-ROOT = Path(__file__).resolve().parent.parent
-
 
 FRESH_FIT = """
 import time
@@ -59,16 +45,11 @@ print(time.process_time() - t1, time.perf_counter() - w1)
 def fresh_fit(use: bool, cache_dir: str) -> tuple[float, float]:
     """(CPU, wall) seconds of the first fit in a new process, data made beforehand."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, OMP_NUM_THREADS="1")
+    code = FRESH_FIT.format(use=use)
     out = subprocess.run(
-        [sys.executable, "-c", FRESH_FIT.format(use=use)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
-    cpu, wall = map(float, out.stdout.split())
-    return cpu, wall
+    return tuple(map(float, out.stdout.split()))
 
 
 def _fair_problem(X, A):
@@ -78,20 +59,18 @@ def _fair_problem(X, A):
     return X, np.column_stack([col, -col]), np.array([-0.02, -0.02])
 
 
-def per_iteration(X, y, A, n_iter, use, batch_size=60, constrained=True, lazy="auto"):
-    """CPU seconds per PStorm inner iteration: ``n_iter`` iterations, then one (free) check."""
+def per_iteration(X, y, A, n_iter, use):
+    """CPU seconds per PStorm inner iteration (minibatch 60): ``n_iter`` iterations, then one
+    (free) check."""
     X, W, offset = _fair_problem(X, A)
-    if not constrained:
-        W, offset = np.zeros((X.shape[0], 0)), np.zeros(0)
     pb = LinearProblem(
         X, np.where(y == 1, 1.0, -1.0), Logistic(), X, W, offset, fit_intercept=True
     )
     pb.use_kernel = use
-    pb.lazy_updates = lazy
     est = AugmentedLagrangianEstimator(pb, "ustat")
     z = np.zeros(est.dim)
     d = np.zeros(est.dim)
-    kw = dict(eta=0.1, eta_slack=0.5, delta=0.02, batch_size=batch_size, budget=10**12)
+    kw = dict(eta=0.1, eta_slack=0.5, delta=0.02, batch_size=60, budget=10**12)
     never = lambda z, d, t, b: (True, b, z, d)  # noqa: E731
     # A short run first compiles (or loads) the kernel, outside the timing.
     for n, seed in ((2, 1), (n_iter, 0)):

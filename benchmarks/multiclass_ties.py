@@ -1,17 +1,6 @@
-"""Issue 49's multi-class sweep: test accuracy, convergence and training log-loss by the
-per-class demographic parity bound, on digits and wine with groups tied to the label.
-
-Usage (from the repository root, one thread)::
-
-    OMP_NUM_THREADS=1 python -m benchmarks.multiclass_ties                  # every case
-    OMP_NUM_THREADS=1 python -m benchmarks.multiclass_ties --data digits --tie halves \\
-        --bounds 0.07,0.06,0.05
-
-The rows: ``benchmarks.families.multiclass_ties`` (a stratified 70/30 split, the group tied
-to the label).
-Each line: the bound, test accuracy, ``converged_``, data passes, solves, the worst per-class
-gap (fairlearn's demographic parity difference one-vs-rest) on the training and test rows,
-the training log-loss and CPU seconds (and as a multiple of ``LogisticRegression``'s).
+"""Issue 49's multi-class sweep: test accuracy, ``converged_``, passes, the worst per-class
+gap (training, test), training log-loss and CPU by the per-class demographic-parity bound,
+on ``families.multiclass_ties`` (digits and wine, the group tied to the label). Prints.
 """
 
 from __future__ import annotations
@@ -20,11 +9,10 @@ import argparse
 import time
 import warnings
 
-import numpy as np
-from fairlearn.metrics import demographic_parity_difference
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 
+from benchmarks.common import dp_gap_per_class
 from benchmarks.families import multiclass_ties as data
 from sklearn_ialm import FairLogisticClassifier
 
@@ -32,14 +20,6 @@ BOUNDS = {
     "digits": (0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.02),
     "wine": (0.15, 0.1, 0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.02),
 }
-
-
-def worst_gap(y, pred, g):
-    """fairlearn's demographic parity difference of each class one-vs-rest, the largest."""
-    return max(
-        demographic_parity_difference(y == c, pred == c, sensitive_features=g)
-        for c in np.unique(y)
-    )
 
 
 def sweep(name, tie, bounds):
@@ -50,7 +30,7 @@ def sweep(name, tie, bounds):
     lr_cpu = time.process_time() - t
     print(
         f"{name}/{tie}: LogisticRegression accuracy {lr.score(X_test, y_test):.3f}, worst "
-        f"gap {worst_gap(y, lr.predict(X), g):.3f}, "
+        f"gap {dp_gap_per_class(y, lr.predict(X), g):.3f}, "
         f"log-loss {log_loss(y, lr.predict_proba(X)):.4f}"
     )
     print(
@@ -67,8 +47,8 @@ def sweep(name, tie, bounds):
         print(
             f"| {bound:.2f} | {clf.score(X_test, y_test):.3f} | {clf.converged_} | "
             f"{clf.n_data_passes_:.0f} | {clf.n_rounds_} | "
-            f"{worst_gap(y, clf.predict(X), g):.3f} | "
-            f"{worst_gap(y_test, clf.predict(X_test), g_test):.3f} | "
+            f"{dp_gap_per_class(y, clf.predict(X), g):.3f} | "
+            f"{dp_gap_per_class(y_test, clf.predict(X_test), g_test):.3f} | "
             f"{log_loss(y, clf.predict_proba(X), labels=clf.classes_):.4f} | "
             f"{cpu:.1f} ({cpu / lr_cpu:.0f}x) |",
             flush=True,

@@ -1,27 +1,12 @@
 """When does the Neyman-Pearson bound on the training rows carry to new rows? (issue 23)
 
-Usage (from the repository root; about 30 s on one core)::
-
-    python -m benchmarks.np_small_data
-
-Gaussian classes in 10 dimensions (negatives ``N(0, I)``, positives ``N(mu, I)`` with the
-signal in three coordinates), so the population false-positive and false-negative rates of
-a linear rule are exact (``Phi``), with no test set's noise. For each number of training
-negatives ``n`` (as many positives as ``0.6 n``), ``REPS`` fresh draws; on each,
-``NeymanPearsonClassifier(max_fpr=0.1)`` (default: the threshold spends the budget on the
-training negatives) and ``calibration="umbrella"`` with ``delta=0.1`` (half the negatives
-held out). Reported: the mean population FPR, how often it exceeds ``max_fpr`` and
-``1.25 max_fpr``, the mean population FNR, and the sampling spread the default's warning
-reads (:func:`~sklearn_ialm.estimators._umbrella.training_fpr_upper_limit`, at the
-estimator's ``delta=0.05``).
-
-Second table: a finite test set is a sample too. For the umbrella rule at ``n`` held-out
-negatives the population FPR of the chosen order statistic is ``Beta(n - k + 1, k)``; a
-test set of ``m`` negatives then counts ``Binomial(m, FPR)`` false positives, so the chance
-that the *test* FPR exceeds ``max_fpr`` is an integral (computed exactly with scipy). That
-chance is what "the test FPR exceeded 0.1 in 5 of 20 splits" should be compared with.
-
-Output: ``benchmarks/results/np_small_data.md``.
+Gaussian classes in 10 dimensions, so a linear rule's population rates are exact (``Phi``).
+For each number of training negatives, ``REPS`` draws fit
+``NeymanPearsonClassifier(max_fpr=0.1)`` and its ``calibration="umbrella"`` (``delta=0.1``):
+the mean population FPR, how often it exceeds ``max_fpr`` and ``1.25 max_fpr``, the mean
+FNR, and the spread the default's warning reads. Second table: the chance that a finite
+test set's FPR exceeds ``max_fpr`` under the umbrella rule (Beta-Binomial, integrated with
+scipy). Writes ``np_small_data.md``.
 """
 
 from __future__ import annotations

@@ -1,53 +1,22 @@
 """Rebuild the paper's Tables 1-2: Stoc-iALM over seeds, IPC once.
 
-Usage (from the repository root)::
+Writes ``<task>_<dataset>_runs.csv`` (one row per run) and ``<task>_<dataset>.md`` (the
+paper's layout, its figures beside). Two Stoc-iALM settings: ``default`` (the package's
+defaults at the paper's ``sigma`` and minibatch) and ``paper`` (``preset="paper"``, the
+problem carrying the paper's Section 5 constants, ``problem.paper_settings``). ``passes`` is
+strict (``n_data_passes``: every row touched, set-up and stop tests included); ``#data`` is
+the paper's count (``n_paper_passes``: each drawn sample once, set by set).
 
-    python -m benchmarks.paper fairness --dataset a9a --seeds 10 --n-jobs 2
-    python -m benchmarks.paper fairness --dataset bank --seeds 10 --n-jobs 2
-    python -m benchmarks.paper np --dataset spambase --seeds 10 --n-jobs 2
-
-Each run writes under ``benchmarks/results/`` (or ``--out``):
-
-* ``<task>_<dataset>_runs.csv``: one row per run (method, preset, seed, residuals, passes,
-  time);
-* ``<task>_<dataset>.md``: the table in the paper's layout, with the paper's figures beside.
-
-(The paper's Figures 1-2, the residuals against data passes, were drawn from a history of
-every evaluation until issue 52: ``git log -- benchmarks/results/np_spambase.png``.)
-
-Two Stoc-iALM settings are run: ``default`` (the package's defaults, at the paper's
-``sigma`` and minibatch size) and ``paper``: ``stoc_ialm(problem, preset="paper",
-random_state=seed, max_passes=...)`` and nothing else; the problem carries the paper's
-Section 5 values (``problem.paper_settings``: ``L = 10 + beta``, ``sigma = 2.5``, batch 30
-for fairness; ``(beta + 1) / 2``, ``sigma = 2``, batch 10 for Neyman-Pearson on spambase).
-
-Data passes are reported two ways. ``passes`` is strict: every row the fit touches, as
-``n_data_passes`` counts it (a sample used at two points counts twice; the set-up, i.e. the
-problem's smoothness bound, and the stop tests included), divided by the number of objective
-plus constraint rows; ``setup_passes`` and ``check_passes`` are its two overheads. ``paper
-passes`` is ``n_paper_passes``, the paper's count: each drawn sample once, set by set,
-``b_D / |D| + b_S / |S|`` per draw for Neyman-Pearson (D = positives, S = negatives) and half
-of that sum for fairness, without the second independent constraint batch and the stop
-tests; the set-up is in it only when the run uses it (not with the paper's constants). It
-advances by the paper's steps: 0.455 per 50 iterations on spambase, 0.069 on a9a.
-
-``--variants`` runs instead the paper preset with one change at a time: each departure of
-the default switched on (the user guide's "The paper's reading" lists them), and readings of
-the paper's text tried to reproduce its a9a and bank figures (sampling without replacement,
-other ``delta``, the fairness constraint as a sum over ``S``); it writes
-``<task>_<dataset>_variants.md``::
-
-    python -m benchmarks.paper np --dataset spambase --seeds 10 --variants
-    python -m benchmarks.paper fairness --dataset a9a --seeds 5 --variants
-
-Bank: the paper does not say which minority group of 233 rows it used; ours is age >= 71
-(239 rows of S with the split of ``fetch_bank_marketing(random_state=0)``).
+``--variants`` runs the paper preset with one change at a time (each departure of the
+default, and readings of the paper's text) and writes ``<task>_<dataset>_variants.md``.
+Bank's minority group: age >= 71 (the paper does not say which 233 rows it used).
+(The paper's Figures 1-2 were drawn until issue 52:
+``git log -- benchmarks/results/np_spambase.png``.)
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import time
 from pathlib import Path
@@ -55,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
-from benchmarks.common import RESULTS
+from benchmarks.common import RESULTS, write_csv
 from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
 from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver import stoc_ialm
@@ -100,12 +69,7 @@ def shared_data() -> Path | None:
 
 
 def build(task: str, dataset: str):
-    """A function that builds the problem, the paper's settings, the paper-count factor.
-
-    The ``paper`` row reads its settings from the problem (``problem.paper_settings``); the
-    dictionary returned here is the same values, for the other benchmarks that run the
-    defaults at the paper's ``sigma`` and minibatch without building a problem first.
-    """
+    """A function that builds the problem (its ``paper_settings`` the paper's)."""
     if task == "fairness":
         if dataset == "a9a":
             d = load_a9a()
@@ -122,7 +86,7 @@ def build(task: str, dataset: str):
                 X, y, S, g, bound=bound, protected=[1], smoothness=smoothness, **kw
             )
 
-        return make, dict(smoothness=(10.0, 1.0), sigma=2.5, batch_size=30), 0.5
+        return make
     if task == "np":
         if dataset != "spambase":
             raise SystemExit(
@@ -136,7 +100,7 @@ def build(task: str, dataset: str):
                 d.data, d.target, max_fpr=0.2, smoothness=smoothness, **kw
             )
 
-        return make, dict(smoothness=(0.5, 0.5), sigma=2.0, batch_size=10), 1.0
+        return make
     raise SystemExit(f"unknown task {task!r} (fairness, np)")
 
 
@@ -150,32 +114,13 @@ def run_ialm(make, setting, seed, max_passes):
     t0 = time.perf_counter()
     r = stoc_ialm(pb, random_state=seed, max_passes=max_passes, **kw)
     seconds = time.perf_counter() - t0
-    hist = r.history
-    row = dict(
-        method="Stoc-iALM",
-        setting=setting,
-        seed=seed,
-        converged=r.converged,
-        pres=r.primal_residual,
-        dres=r.dual_residual,
-        kkt_pres=r.kkt_primal_residual,
-        kkt_dres=r.kkt_dual_residual,
-        passes=r.n_data_passes,
-        setup_passes=r.n_setup_passes,
-        check_passes=r.n_check_passes,
-        paper_passes=r.n_paper_passes,
-        outer=r.n_outer_iter,
-        inner=r.n_iter,
-        seconds=seconds,
-    )
-    curve = dict(
-        passes=hist["data_passes"],
-        paper_passes=hist["paper_passes"],
-        constraint=hist["constraint"],
-        dres=hist["dual_residual"],
-        pres=hist["primal_residual"],
-    )
-    return row, curve
+    return dict(
+        method="Stoc-iALM", setting=setting, seed=seed, converged=r.converged,
+        pres=r.primal_residual, dres=r.dual_residual,
+        kkt_pres=r.kkt_primal_residual, kkt_dres=r.kkt_dual_residual,
+        passes=r.n_data_passes, setup_passes=r.n_setup_passes, check_passes=r.n_check_passes,
+        paper_passes=r.n_paper_passes, outer=r.n_outer_iter, inner=r.n_iter, seconds=seconds,
+    )  # fmt: skip
 
 
 def run_ipc(make, max_passes):
@@ -183,35 +128,15 @@ def run_ipc(make, max_passes):
 
     pb = make()
     t0 = time.perf_counter()
-    # IPC with the rule tuned on these three problems (benchmarks/ipc_tuning.py).
-    r = ipc(pb, max_passes=max_passes, **IPC_TUNED)
+    r = ipc(pb, max_passes=max_passes, **IPC_TUNED)  # the rule tuned on these problems
     seconds = time.perf_counter() - t0
-    row = dict(
-        method="IPC",
-        setting="deterministic",
-        seed="",
-        converged=r.converged,
-        pres=r.kkt_primal_residual,
-        dres=r.kkt_dual_residual,
-        kkt_pres=r.kkt_primal_residual,
-        kkt_dres=r.kkt_dual_residual,
-        passes=r.n_data_passes,
-        setup_passes=np.nan,
-        check_passes=np.nan,
-        paper_passes=r.n_data_passes,
-        outer=r.n_outer_iter,
-        inner=r.n_iter,
-        seconds=seconds,
-    )
-    h = r.history
-    curve = dict(
-        passes=h["data_passes"],
-        paper_passes=h["data_passes"],
-        constraint=h["constraint"],
-        dres=h["dual_residual"],
-        pres=h["primal_residual"],
-    )
-    return row, curve
+    return dict(
+        method="IPC", setting="deterministic", seed="", converged=r.converged,
+        pres=r.kkt_primal_residual, dres=r.kkt_dual_residual,
+        kkt_pres=r.kkt_primal_residual, kkt_dres=r.kkt_dual_residual,
+        passes=r.n_data_passes, setup_passes=np.nan, check_passes=np.nan,
+        paper_passes=r.n_data_passes, outer=r.n_outer_iter, inner=r.n_iter, seconds=seconds,
+    )  # fmt: skip
 
 
 def _without_replacement(pb):
@@ -310,13 +235,6 @@ def variants_table(task, dataset, rows, command):
     return "\n".join(lines)
 
 
-def write_csv(path, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-
-
 def table(task, dataset, rows, command):
     paper = PAPER.get((task, dataset), {})
     lines = [
@@ -385,7 +303,7 @@ def table(task, dataset, rows, command):
             "",
             f"Paper: IPC {paper.get('ipc', 'n/a')} data passes. Our IPC runs with "
             "`IPC_TUNED`, the rule tuned on a9a, bank and spambase "
-            "(`benchmarks/results/ipc_tuning.md`).",
+            "(`sklearn_ialm.solver.IPC_TUNED`).",
             "",
         ]
     return "\n".join(lines)
@@ -422,7 +340,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     command = "python -m benchmarks.paper " + " ".join(argv if argv else os.sys.argv[1:])
 
-    make, _, _ = build(args.task, args.dataset)
+    make = build(args.task, args.dataset)
     if args.variants:
         jobs = [(v, seed) for v in variants(args.task) for seed in range(args.seeds)]
         rows = Parallel(n_jobs=args.n_jobs)(
@@ -436,15 +354,11 @@ def main(argv=None):
         return
     settings = [s for s in args.settings.split(",") if s]
     jobs = [(s, seed) for s in settings for seed in range(args.seeds)]
-    out = Parallel(n_jobs=args.n_jobs)(
+    rows = Parallel(n_jobs=args.n_jobs)(
         delayed(run_ialm)(make, s, seed, args.max_passes) for s, seed in jobs
     )
-    rows = [r for r, _ in out]
-    ipc_row = None
     if not args.no_ipc:
-        ipc_row, _ = run_ipc(make, args.ipc_max_passes)
-        if ipc_row is not None:
-            rows.append(ipc_row)
+        rows.append(run_ipc(make, args.ipc_max_passes))
 
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"{args.task}_{args.dataset}"

@@ -1,28 +1,15 @@
 """Where the fit falls short: robust fits, the data families, the penalty schedule.
 
-Three parts, each judged against what a user would have instead:
+* the units of X (issue 12, ``CASES``): our estimators beside ``StandardScaler() +
+  LogisticRegression()`` on the same split; arguments ``NAME=VALUE`` set estimator
+  parameters;
+* the data families of issue 20 (``families.CASES``, :func:`run_case`): the bound on the
+  training predictions, ``converged_`` and accuracy against the constant model and
+  fairlearn's peer;
+* ``--schedule [--seeds N]``: the penalty schedules ``(beta0, sigma)`` of
+  ``FairLogisticClassifier`` over seeds on a fixed 70/30 split (``penalty_schedule.md``).
 
-* the units of X (issue 12): each case of ``CASES`` fits ``FairLogisticClassifier``
-  (unconstrained when no groups are given, else demographic parity) and
-  ``NeymanPearsonClassifier``, beside ``make_pipeline(StandardScaler(),
-  LogisticRegression())`` on the same split (test accuracy and AUC);
-* the data families of issue 20 (``benchmarks.families.CASES``): the bound on the training
-  predictions, ``converged_`` and accuracy against the constant model and fairlearn's peer
-  (:func:`run_case`);
-* the penalty schedule ``(beta0, sigma)`` of ``FairLogisticClassifier`` over seeds
-  (``--schedule``, ``penalty_schedule.md``): each schedule fits with its other defaults on
-  the same 70/30 split (``random_state=0``) for seeds ``0 .. n-1`` under one BLAS thread,
-  and reports the median and worst data passes (``n_data_passes_``), the median CPU
-  seconds, how many fits converged and met the bound on ``predict`` (training rows), and
-  the mean test accuracy. The first row of each data set is the estimator's default.
-
-Run from the root of a checkout (its ``sklearn_ialm`` is imported; a9a and bank are read
-from ``../shared/data``)::
-
-    OMP_NUM_THREADS=1 python -m benchmarks.robust [case ...] [C=None max_passes=300 ...]
-    OMP_NUM_THREADS=1 python -m benchmarks.robust --schedule [--seeds 8]
-
-The full default run rewrites ``robust.md``, ``--schedule`` ``penalty_schedule.md``.
+The full default run rewrites ``robust.md``.
 """
 
 from __future__ import annotations
@@ -31,7 +18,6 @@ import ast
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,8 +30,9 @@ from sklearn.preprocessing import MaxAbsScaler, StandardScaler
 from threadpoolctl import threadpool_limits
 
 from benchmarks import families
-from benchmarks.common import write
+from benchmarks.common import make_anchor, write
 from benchmarks.families import _METRIC
+from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
 from sklearn_ialm.estimators import FairLogisticClassifier, NeymanPearsonClassifier
 
 #: The introduction of the families' part of ``robust.md``.
@@ -110,37 +97,18 @@ def _separable(n=6000):
 
 
 def _a9a():
-    from sklearn_ialm.datasets import load_a9a
-
     d = load_a9a()
     return d.data, d.target, d.groups
 
 
 def _anchor():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "shared"))
-    from anchor_task import make_fair_data
-
-    Xtr, ytr, atr, Xte, yte, ate = make_fair_data(0)
+    Xtr, ytr, atr, Xte, yte, ate = make_anchor(0)
     return np.vstack([Xtr, Xte]), np.r_[ytr, yte], np.r_[atr, ate]
 
 
-def _spambase():
-    from sklearn_ialm.datasets import load_spambase
-
-    X, y = load_spambase(return_X_y=True)
-    return X, y, None
-
-
 def _bank():
-    from sklearn_ialm.datasets import fetch_bank_marketing
-
     d = fetch_bank_marketing(data_home="/work/shared/data", download_if_missing=False)
     return d.data, d.target, d.groups
-
-
-def _breast():
-    X, y = load_breast_cancer(return_X_y=True)
-    return X, y, None
 
 
 CASES = {
@@ -150,9 +118,9 @@ CASES = {
     "dense": (_dense, {}),
     "separable": (_separable, dict(constraint="demographic_parity", bound=0.05)),
     "a9a": (_a9a, dict(constraint="demographic_parity", bound=0.05)),
-    "breast_np": (_breast, dict(max_fpr=0.05)),
+    "breast_np": (lambda: (*load_breast_cancer(return_X_y=True), None), dict(max_fpr=0.05)),
     "anchor": (_anchor, dict(constraint="demographic_parity", bound=0.05)),
-    "spambase_np": (_spambase, dict(max_fpr=0.05)),
+    "spambase_np": (lambda: (*load_spambase(return_X_y=True), None), dict(max_fpr=0.05)),
     "bank": (_bank, dict(constraint="demographic_parity", bound=0.05)),
 }
 

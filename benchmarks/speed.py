@@ -1,49 +1,15 @@
 """Speed as users see it: the anchor task and spambase against LogisticRegression and the
-peers (``anchor``), and bounds that bind at a million rows and beyond (``binding``).
+peers (``--parts anchor``), and bounds that bind at a million rows and beyond (``binding``).
 
-Usage (from the repository root)::
-
-    python -m benchmarks.speed                      # both parts, ~15 min on 2 cores
-    python -m benchmarks.speed --parts anchor       # one part; the report uses the saved
-                                                    # results of the other
-    python -m benchmarks.speed --report-only        # rewrite speed.md from the results
-
-Each part saves ``speed_<part>.json``; ``speed.md`` is built from those.
-
-**anchor.** The anchor task and spambase: our estimators against LogisticRegression and the peers.
-
-Every method runs in this one process, timed in CPU seconds (``time.process_time``) and wall
-seconds; ratios are to ``LogisticRegression()`` fitted in the same run under the same thread
-setting. The anchor rows run twice: under ``threadpool_limits(1)`` (one BLAS / OpenMP thread
-for every method) and with the libraries' default threads. Our estimators run with their
-defaults (hard-prediction bounds) plus ``random_state=0``; fairness is
-``FairLogisticClassifier(constraint="demographic_parity", bound=0.02)``. The DP gap is
-fairlearn's ``demographic_parity_difference`` of ``predict`` on the training rows (where the
-bound is promised) and on the test rows.
-
-**binding.** Binding bounds at a million rows and beyond (issue 21): our estimators against
-LogisticRegression, case by case.
-
-The cases (each with ``n / 10`` further test rows of the same recipe):
-
-* dense 1e6 x 20 at two binding levels, from ``benchmarks.families.binding_data``
-  (``X ~ N(0, 1)``, ``w ~ N(0, 4/20)``, ``y = 1[X w + logistic noise > 0]``): "moderate",
-  the group a noisy threshold of the feature the label leans on most (noise 1.0 of its
-  standard deviation), and "strong", a noisy threshold of the label's own score (noise 1.5):
-  noise levels chosen so that LogisticRegression's parity gap is near the issue's 0.21 and
-  0.38 (the run measures it, in the LogisticRegression rows);
-* dense 5e6 x 20 with the strong group;
-* CSR 1e6 x 1e4, 20 standard-normal non-zeros a row (``benchmarks.families.binding_csr``),
-  the group a noisy threshold of the label's score (noise 1.5), not a column of X;
-* dense 2e6 x 50, Neyman-Pearson only, two label recipes: "noisy" (``w ~ N(0, 1/50)``,
-  ``y = 1[X w + 0.5 x_0 + logistic noise > 0]``) and "clean" (``w ~ N(0, 1)``,
-  ``y = 1[X w + 2 logistic noise > 0]``).
-
-``FairLogisticClassifier(constraint="demographic_parity", bound=0.02)`` and
-``NeymanPearsonClassifier(max_fpr=0.05)``, ``random_state=0``, defaults otherwise (every
-fit has the default budget of 300 passes, as the issue measured them).
-Every fit runs under ``threadpool_limits(1)`` in this one process, timed in CPU seconds;
-ratios are to ``LogisticRegression()`` fitted on the same rows in the same run.
+Each part saves ``speed_<part>.json``; ``speed.md`` is built from those (``--report-only``
+rebuilds it). Every method runs in this one process, timed in CPU seconds; ratios are to
+``LogisticRegression()`` fitted on the same rows in the same run. Our estimators run with
+their defaults plus ``random_state=0``: ``FairLogisticClassifier(bound=0.02)`` (demographic
+parity) and ``NeymanPearsonClassifier()`` (``max_fpr=0.05`` in ``binding``). Gaps are
+fairlearn's, of ``predict``, on the training rows (where the bound is promised) and on test
+rows. ``anchor`` runs under one BLAS thread and with the libraries' default threads;
+``binding`` under one thread, on the cases of :data:`BINDING_CASES` (each with ``n / 10``
+test rows of the same recipe, from :mod:`benchmarks.families`).
 """
 
 from __future__ import annotations
@@ -70,6 +36,7 @@ from benchmarks.common import (
     machine_facts,
     make_anchor,
     measure,
+    warm_up,
     write,
 )
 from benchmarks.families import binding_csr, binding_data
@@ -82,16 +49,6 @@ PARTS = ("anchor", "binding")
 # -- anchor --------------------------------------------------------------------------------
 
 
-def _warm_up_anchor(X, y, A):
-    """One small fit of each estimator, so that no timed fit loads the compiled kernel."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        FairLogisticClassifier(constraint="demographic_parity", bound=BOUND, max_passes=3).fit(
-            X[:2000], y[:2000], sensitive_features=A[:2000]
-        )
-        NeymanPearsonClassifier(max_passes=3).fit(X[:2000], y[:2000])
-
-
 def _work(model):
     if hasattr(model, "n_data_passes_"):
         return f"{model.n_data_passes_:.1f} passes, {model.n_rounds_} solve(s)"
@@ -102,11 +59,35 @@ def _work(model):
     return ""
 
 
+def _timed_rows(label, task, methods, data, log):
+    """Time each ``(name, fit, repeats)`` of ``methods`` and score its predictions: the
+    demographic-parity gaps (``task="fairness"``) or the error rates (``"np"``)."""
+    X, y, A, X_te, y_te, A_te = data
+    rows = []
+    for name, fit, rep in methods:
+        model, cpu, wall = measure(fit, rep)
+        # ExponentiatedGradient's classifier is randomized: its predictions drawn seeded.
+        kw = {"random_state": 0} if name == "ExponentiatedGradient" else {}
+        pred, pred_te = model.predict(X, **kw), model.predict(X_te, **kw)
+        row = dict(data=label, task=task, method=name, repeats=rep, cpu=cpu, wall=wall)
+        if task == "fairness":
+            row.update(dp_train=dp_gap(y, pred, A), dp_test=dp_gap(y_te, pred_te, A_te))
+            said = f"DP train {row['dp_train']:.4f}"
+        else:
+            fpr_te, fnr_te = fpr_fnr(y_te, pred_te)
+            row.update(fpr_train=fpr_fnr(y, pred)[0], fpr_test=fpr_te, fnr_test=fnr_te)
+            said = f"FPR test {fpr_te:.4f}"
+        row.update(acc_test=float(np.mean(pred_te == y_te)), work=_work(model))
+        rows.append(row)
+        log(f"  {label} {name}: {cpu:.3f} s CPU, {said}")
+    return rows
+
+
 def fairness_rows(data, repeats, slow_repeats, log, label):
     """LR, FairLogisticClassifier and ExponentiatedGradient on one data set."""
     from fairlearn.reductions import DemographicParity, ExponentiatedGradient
 
-    X, y, A, X_te, y_te, A_te = data
+    X, y, A = data[:3]
     methods = [
         ("LogisticRegression", lambda: LogisticRegression().fit(X, y), repeats),
         (
@@ -124,31 +105,7 @@ def fairness_rows(data, repeats, slow_repeats, log, label):
             slow_repeats,
         ),
     ]
-    rows = []
-    for name, fit, rep in methods:
-        model, cpu, wall = measure(fit, rep)
-
-        def predict(Z, model=model, name=name):
-            if name == "ExponentiatedGradient":
-                return model.predict(Z, random_state=0)  # its randomized classifier
-            return model.predict(Z)
-
-        rows.append(
-            dict(
-                data=label,
-                task="fairness",
-                method=name,
-                repeats=rep,
-                cpu=cpu,
-                wall=wall,
-                dp_train=dp_gap(y, predict(X), A),
-                dp_test=dp_gap(y_te, predict(X_te), A_te),
-                acc_test=float(np.mean(predict(X_te) == y_te)),
-                work=_work(model),
-            )
-        )
-        log(f"  {label} {name}: {cpu:.3f} s CPU, DP train {rows[-1]['dp_train']:.4f}")
-    return rows
+    return _timed_rows(label, "fairness", methods, data, log)
 
 
 def np_rows(data, repeats, slow_repeats, log, label):
@@ -166,35 +123,14 @@ def np_rows(data, repeats, slow_repeats, log, label):
     if importlib.util.find_spec("nproc") is None:  # pip install --no-deps nproc
         log(f"  {label} nproc: not installed, its row left out")
         methods.pop()
-    rows = []
-    for name, fit, rep in methods:
-        model, cpu, wall = measure(fit, rep)
-        fpr_tr, _ = fpr_fnr(y, model.predict(X))
-        fpr_te, fnr_te = fpr_fnr(y_te, model.predict(X_te))
-        rows.append(
-            dict(
-                data=label,
-                task="np",
-                method=name,
-                repeats=rep,
-                cpu=cpu,
-                wall=wall,
-                fpr_train=fpr_tr,
-                fpr_test=fpr_te,
-                fnr_test=fnr_te,
-                acc_test=float(np.mean(model.predict(X_te) == y_te)),
-                work=_work(model),
-            )
-        )
-        log(f"  {label} {name}: {cpu:.3f} s CPU, FPR test {fpr_te:.4f}")
-    return rows
+    return _timed_rows(label, "np", methods, (X, y, None, X_te, y_te, None), log)
 
 
 def run_anchor(log=print, repeats=3, slow_repeats=1):
     """The anchor rows under both thread settings and the spambase NP rows (one thread)."""
     anchor = make_anchor(0)
     X, y, A, X_te, y_te, _ = anchor
-    _warm_up_anchor(X, y, A)
+    warm_up()
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # fairlearn's pandas deprecations
@@ -281,19 +217,6 @@ def _passes(model):
         solves=int(model.n_rounds_),
         converged=bool(model.converged_),
     )
-
-
-def warm_up():
-    """Load the compiled kernels (dense and CSR) before any timed fit."""
-    X, y, A, *_ = binding_data(MODERATE, n=2000)
-    Xs, ys, As, *_ = binding_csr(STRONG, n=2000, d=200)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for Xw, yw, Aw in ((X, y, A), (Xs, ys, As)):
-            FairLogisticClassifier(constraint="demographic_parity", bound=BOUND, max_passes=3).fit(
-                Xw, yw, sensitive_features=Aw
-            )
-            NeymanPearsonClassifier(max_fpr=BINDING_MAX_FPR, max_passes=3).fit(Xw, yw)
 
 
 def _methods(tasks, X, y, A):
@@ -471,46 +394,38 @@ def anchor_section(saved, targets):
         key = "cpu" if threads == "1 thread" else "wall"
         if fair and lr:
             ratio = fair[key] / lr[key]
-            targets.append(
-                (
-                    f"anchor, {threads}: FairLogisticClassifier (DP {BOUND}) fit <= 1.5x "
-                    "LogisticRegression",
-                    f"{fair['cpu'] / lr['cpu']:.1f}x CPU, {fair['wall'] / lr['wall']:.1f}x wall"
-                    f" (verdict on {key})",
-                    verdict(ratio <= 1.5),
-                )
-            )
-            targets.append(
-                (
-                    f"anchor, {threads}: its bound met on hard training predictions",
-                    f"DP gap of predict (fairlearn) {fair['dp_train']:.4f} (test "
-                    f"{fair['dp_test']:.4f})",
-                    verdict(fair["dp_train"] <= BOUND + 1e-12),
-                )
-            )
+            targets.append((
+                f"anchor, {threads}: FairLogisticClassifier (DP {BOUND}) fit <= 1.5x "
+                "LogisticRegression",
+                f"{fair['cpu'] / lr['cpu']:.1f}x CPU, {fair['wall'] / lr['wall']:.1f}x wall"
+                f" (verdict on {key})",
+                verdict(ratio <= 1.5),
+            ))  # fmt: skip
+            targets.append((
+                f"anchor, {threads}: its bound met on hard training predictions",
+                f"DP gap of predict (fairlearn) {fair['dp_train']:.4f} (test "
+                f"{fair['dp_test']:.4f})",
+                verdict(fair["dp_train"] <= BOUND + 1e-12),
+            ))  # fmt: skip
         if fair and eg:
             ratio = eg[key] / fair[key]
-            targets.append(
-                (
-                    f"anchor, {threads}: >= 20x faster than ExponentiatedGradient",
-                    f"EG / ours = {ratio:.2f}x {key} (EG's DP gap train {eg['dp_train']:.4f})",
-                    verdict(ratio >= 20),
-                )
-            )
+            targets.append((
+                f"anchor, {threads}: >= 20x faster than ExponentiatedGradient",
+                f"EG / ours = {ratio:.2f}x {key} (EG's DP gap train {eg['dp_train']:.4f})",
+                verdict(ratio >= 20),
+            ))  # fmt: skip
     for data in ("anchor", "spambase"):
         sel = [r for r in rows if r["data"] == data and r["threads"] == "1 thread"]
         ours = _get(sel, task="np", method="NeymanPearsonClassifier")
         npc = _get(sel, task="np", method="nproc (logistic)")
         if ours and npc:
             ratio = npc["cpu"] / ours["cpu"]
-            targets.append(
-                (
-                    f"{data}: NeymanPearsonClassifier >= 20x faster than nproc (1 thread)",
-                    f"nproc / ours = {ratio:.1f}x CPU (FPR test {ours['fpr_test']:.3f} vs "
-                    f"{npc['fpr_test']:.3f})",
-                    verdict(ratio >= 20),
-                )
-            )
+            targets.append((
+                f"{data}: NeymanPearsonClassifier >= 20x faster than nproc (1 thread)",
+                f"nproc / ours = {ratio:.1f}x CPU (FPR test {ours['fpr_test']:.3f} vs "
+                f"{npc['fpr_test']:.3f})",
+                verdict(ratio >= 20),
+            ))  # fmt: skip
     return out
 
 
@@ -523,8 +438,8 @@ def binding_section(saved, targets):
         f"Run: {_facts(saved)}. One thread (`threadpool_limits(1)`), CPU seconds in one "
         "process, LogisticRegression fitted on the same rows in the same run; "
         f'`FairLogisticClassifier(constraint="demographic_parity", bound={BOUND})` and '
-        f"`NeymanPearsonClassifier(max_fpr={BINDING_MAX_FPR})`, `random_state=0`. Recipes: the "
-        "docstring of `benchmarks/speed/binding.py` (data from `benchmarks/families.py`). "
+        f"`NeymanPearsonClassifier(max_fpr={BINDING_MAX_FPR})`, `random_state=0`. Recipes: "
+        "`BINDING_CASES` of `benchmarks/speed.py` (data from `benchmarks/families.py`). "
         "passes = `n_data_passes_`, of which stop tests = `history_['check_passes']`; "
         "solves = `n_rounds_`; DP gap (fairlearn's, of `predict`) and FPR on the training "
         "rows; accuracy on n / 10 fresh test rows.",
@@ -568,15 +483,13 @@ def binding_section(saved, targets):
                 what = f"max_fpr {BINDING_MAX_FPR}"
                 bound = f"FPR train {r['fpr_train']:.4f}"
                 met = r["fpr_train"] <= BINDING_MAX_FPR + 1e-9
-            targets.append(
-                (
-                    f"{case}: {r['method']} ({what}) <= 2x LogisticRegression, bound met on "
-                    "the training predictions, converged",
-                    f"{ratio:.2f}x CPU ({r['cpu']:.2f} s vs {lr['cpu']:.2f} s), {bound}, "
-                    f"converged {r['converged']}{cap}",
-                    verdict(ratio <= 2 and met and r["converged"]),
-                )
-            )
+            targets.append((
+                f"{case}: {r['method']} ({what}) <= 2x LogisticRegression, bound met on "
+                "the training predictions, converged",
+                f"{ratio:.2f}x CPU ({r['cpu']:.2f} s vs {lr['cpu']:.2f} s), {bound}, "
+                f"converged {r['converged']}{cap}",
+                verdict(ratio <= 2 and met and r["converged"]),
+            ))  # fmt: skip
     return out
 
 

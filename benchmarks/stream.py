@@ -1,36 +1,18 @@
-"""Data seen once: ``partial_fit`` on a stream, beside SGDClassifier and the in-memory fit.
-
-(Issue 43.)
-Usage (from the repository root, one thread)::
-
-    OMP_NUM_THREADS=1 python -m benchmarks.stream --n 1e7      # the acceptance run, ~15 min
-    OMP_NUM_THREADS=1 python -m benchmarks.stream --n 1e6      # small, ~2 min
-    OMP_NUM_THREADS=1 python -m benchmarks.stream --n 1e6 --max-passes 3   # fit on dask
-
-``--max-passes`` measures instead ``fit`` on a dask array of the stream's rows (blocks of
-``--block-rows``, the synchronous scheduler) with that budget: each block's reads counted,
-the computes counted, the bound measured on the training rows, beside the in-memory ``fit``
-of the same rows (at most 1e6 of them: the first rows). Appends a row to
-``benchmarks/results/stream_dask.md``.
+"""Data seen once: ``partial_fit`` on a stream, beside SGDClassifier and the in-memory fit
+(issue 43).
 
 The stream: 20 standard-normal features, ``y = 1[x.w + logistic noise > 0]``, a group (31 %
-of the rows) a noisy threshold of the feature the label leans on most, so that a
-demographic-parity bound binds (LogisticRegression's gap is about 0.28). It is generated in
-chunks of 10000 rows from their own seeds, cut into batches (the same rows whatever the batch
-size) and never held in memory; the rows seen are generated again to score the final models.
+of the rows) a noisy threshold of the feature the label leans on most, so that demographic
+parity binds. It is generated in chunks from their own seeds, never held in memory. For each
+batch size, over the same batches, one process times the ``partial_fit`` calls alone of
+SGDClassifier, ``FairLogisticClassifier(bound=0.02)`` and
+``NeymanPearsonClassifier(max_fpr=0.05)``; the final models are scored on the rows seen and
+on fresh rows, beside the in-memory fit of the first 1e6 rows. Writes ``stream.md`` and
+``stream_figures.txt``.
 
-For each batch size, over the same batches, in one process (CPU seconds of the
-``partial_fit`` calls alone, a warm-up call first so that numba's cache loads outside them):
-
-* ``SGDClassifier(loss="log_loss").partial_fit`` (no bound);
-* ``FairLogisticClassifier(bound=0.02).partial_fit``: the running gap (the predictions made
-  as the rows came), the final model's gap on every row seen and on fresh rows, its accuracy,
-  after one pass and after a second pass over the same batches;
-* ``NeymanPearsonClassifier(max_fpr=0.05).partial_fit``: the running false-positive rate, and
-  the final model's FPR and FNR on fresh rows;
-
-and the in-memory ``fit`` of both estimators on a 1e6-row sample (the first rows of the
-stream), scored on the same fresh rows. Writes ``benchmarks/results/stream.md``.
+``--max-passes`` instead fits a dask array of the stream's rows (blocks of ``--block-rows``,
+the synchronous scheduler) with that budget, counting each block's reads and the computes,
+and appends a row to ``stream_dask.md``.
 """
 
 from __future__ import annotations
@@ -54,13 +36,9 @@ FRESH_CHUNK = 10**6
 IN_MEMORY_ROWS = 1_000_000
 
 
-def _weights():
-    return np.random.default_rng(SEED).standard_normal(D) / np.sqrt(D) * 2
-
-
 def chunk(i):
     """Rows ``i * CHUNK`` to ``(i + 1) * CHUNK`` of the stream: ``(X, y, group)``."""
-    w = _weights()
+    w = np.random.default_rng(SEED).standard_normal(D) / np.sqrt(D) * 2
     j = int(np.argmax(np.abs(w)))
     rng = np.random.default_rng([SEED, i])
     X = rng.standard_normal((CHUNK, D))
@@ -93,11 +71,6 @@ def _gap_counts(pred, y, g):
     return np.array([[np.sum(g == k), np.sum(pred[g == k])] for k in (0, 1)], dtype=float)
 
 
-def _gap(counts):
-    rates = counts[:, 1] / counts[:, 0]
-    return float(abs(rates[1] - rates[0]))
-
-
 def score_rows(models, n, first_chunk=0):
     """Each model's gap, accuracy, FPR and FNR over ``n`` rows, generated again."""
     out = {name: dict(counts=np.zeros((2, 2)), right=0, fp=0, neg=0, fn=0, pos=0)
@@ -113,8 +86,8 @@ def score_rows(models, n, first_chunk=0):
             o["fn"] += int(np.sum(1 - pred[y == 1]))
             o["pos"] += int(np.sum(y == 1))
     return {
-        name: dict(gap=_gap(o["counts"]), accuracy=o["right"] / n, fpr=o["fp"] / o["neg"],
-                   fnr=o["fn"] / o["pos"])
+        name: dict(gap=float(abs(np.subtract(*o["counts"][:, 1] / o["counts"][:, 0]))),
+                   accuracy=o["right"] / n, fpr=o["fp"] / o["neg"], fnr=o["fn"] / o["pos"])
         for name, o in out.items()
     }  # fmt: skip
 
@@ -149,16 +122,11 @@ def stream(n, size, passes):
             cpu["fair"] += t2 - t1
             cpu["np"] += t3 - t2
         after.append(dict(
-            fair=_frozen(fair), np=_frozen(npc), sgd=_frozen(sgd), cpu=dict(cpu),
+            fair=copy.deepcopy(fair), np=copy.deepcopy(npc), sgd=copy.deepcopy(sgd), cpu=dict(cpu),
             running_gap=float(fair.running_constraint_values_[0]),
             running_fpr=float(npc.running_constraint_values_[0]),
         ))  # fmt: skip
     return after
-
-
-def _frozen(model):
-    """A copy of the model as it is now (the stream goes on learning)."""
-    return copy.deepcopy(model)
 
 
 def in_memory():

@@ -74,8 +74,8 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
     ``s = 0`` flags about ``max_fpr`` of the training negatives, where its ranking matters
     (``negative_weight_``; the Lagrangian of a bound on the negatives' loss). Measured
     against the paper's model on spambase, a9a, breast cancer and the anchor task, it ranks
-    better at the operating point (``benchmarks/results/np_model.md``). ``loss="sigmoid"``:
-    the model of the paper (Section 5.2), with ``p(x) = sigmoid(s(x))``,
+    better at the operating point (``git log -- benchmarks/results/np_model.md``).
+    ``loss="sigmoid"``: the model of the paper (Section 5.2), with ``p(x) = sigmoid(s(x))``,
 
     ``min  mean over positives of (1 - p)   s.t.   mean over negatives of p <= max_fpr``,
 
@@ -136,9 +136,9 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         With ``calibration="umbrella"``: the share of the negatives held out (rounded up), or
         their number. More held-out negatives put the threshold closer to the population
         ``1 - max_fpr`` quantile (fewer false negatives); fewer leave more to train on. Half,
-        as in the nproc package: in ``benchmarks/np_guarantee.py`` it gave the lowest false-
-        negative rate of 0.25, 0.5 and 0.75 on the 30000-row anchor task, while 0.75 did
-        better on spambase (1951 training negatives). At least
+        as in the nproc package: it gave the lowest false-negative rate of 0.25, 0.5 and
+        0.75 on the 30000-row anchor task, while 0.75 did better on spambase (1951 training
+        negatives). At least
         ``log(delta) / log(1 - max_fpr)`` held-out negatives are needed (59 for
         ``max_fpr = delta = 0.05``); fewer raise a ``ValueError`` saying how many. Ignored
         otherwise.

@@ -23,9 +23,9 @@ ROUNDING_SPREAD = 1024 * np.finfo(np.float64).eps
 #: The seed of the rows a problem samples for itself (the smoothness bound's Gram rows, the
 #: finish's Hessian rows): fixed, so that a fit is the same every time, and not 0, the seed
 #: users' own data most often come from. With 0, ``default_rng(0).random(n) < 0.1`` drew
-#: exactly rows where a group made as ``default_rng(0).random(n) < 0.3`` was 1
-#: (``benchmarks.speed.scaling``): the Newton finish's Hessian saw that group only, and
-#: ``NeymanPearsonClassifier()`` on 1e5 x 20 rows spent 300 passes, not converged.
+#: exactly rows where a group made as ``default_rng(0).random(n) < 0.3`` was 1: the Newton
+#: finish's Hessian saw that group only, and ``NeymanPearsonClassifier()`` on 1e5 x 20 rows
+#: spent 300 passes, not converged.
 SAMPLE_SEED = 0x5EED_1A1
 
 

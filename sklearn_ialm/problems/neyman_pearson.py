@@ -112,8 +112,8 @@ def neyman_pearson_logistic_problem(
     ``sample_weight``). It is the Lagrangian of a bound on the negatives' logistic loss: a
     larger weight lowers the false-positive rate of ``score > 0``. The estimator chooses the
     weight so that this rate is near ``max_fpr`` and then sets the threshold on the training
-    negatives; measured against the paper's sigmoid-loss model
-    (``benchmarks/results/np_model.md``), the logistic score ranks better near the operating
+    negatives; measured against the paper's sigmoid-loss model (``git log --
+    benchmarks/results/np_model.md``), the logistic score ranks better near the operating
     point.
 
     Parameters

@@ -54,20 +54,20 @@ _FINISH_BETA0 = 10.0
 _SEARCH_DRAWS = 30_000
 #: Below this many rows there is no stochastic phase before the finish: on 100 groups of 20
 #: rows (2000 rows, demographic parity 0.1) a pass of it cost more than it saved (A/B 1.03,
-#: 18.9 passes against 18.0, ``benchmarks/results/finish_ab_stochastic.md``), and within a
-#: budget of 10 passes it left the steering's re-solves short of passes.
+#: 18.9 passes against 18.0, ``git log -- benchmarks/results/finish_ab_stochastic.md``),
+#: and within a budget of 10 passes it left the steering's re-solves short of passes.
 _SEARCH_MIN_ROWS = 10_000
 #: On all rows (not a sample, see ``_SAMPLE_MIN_ROWS``) there is none at any size: it cost
 #: more than it saved (``FairLogisticClassifier``, CPU with it over CPU without, one thread,
-#: ``benchmarks/results/finish_ab_before_samples.md``: the anchor task 0.98, Adult by race
-#: 1.14-1.26 for the five kinds at 0.05, 1.06 by race and sex; dense 1e6 x 20 1.12 before
-#: the sample, ``finish_ab_final.md``).
+#: ``git log -- benchmarks/results/finish_ab_before_samples.md``: the anchor task 0.98,
+#: Adult by race 1.14-1.26 for the five kinds at 0.05, 1.06 by race and sex; dense 1e6 x 20
+#: 1.12 before the sample).
 #: Above this many parameters there is no stochastic phase before the finish either: its
 #: step size needs power iterations on the rows (a Gram matrix of more would not fit), which
 #: cost more than the phase saves. CSR 2e5 x 1e4 (30 values a row, demographic parity 0.02,
-#: one thread, ``benchmarks/results/finish_ab_wide.md``): with the phase 19.7 and 35.2
-#: passes (loose, binding), 3.96 and 6.70 x LogisticRegression's CPU; without it 18.5 and
-#: 36.5 passes, 2.81 and 5.39 x.
+#: one thread, ``git log -- benchmarks/results/finish_ab_wide.md``): with the phase 19.7
+#: and 35.2 passes (loose, binding), 3.96 and 6.70 x LogisticRegression's CPU; without it
+#: 18.5 and 36.5 passes, 2.81 and 5.39 x.
 _SEARCH_MAX_PARAMS = 1024
 #: From this many rows (the larger set), the stochastic phase before the finish is the run
 #: on a sample of ``_SAMPLE_ROWS`` rows, at most ``_SAMPLE_SHARE`` of them (the search, when

@@ -143,12 +143,12 @@ class Settings(Mapping):
         most a tenth), with no stop test (``eval_every`` and ``check_sample`` unused); the
         finish on all rows starts from the sample's point and multipliers. On dense 1e6 x 20
         (demographic parity 0.02) the fit takes 0.66-0.71 of the CPU of the finish alone
-        (``benchmarks/results/finish_ab_issue42.md``). On all rows the phase cost more than
+        (``benchmarks/results/finish_ab.md``, A/B). On all rows the phase cost more than
         it saved at every size measured (Adult by race, 32561 rows: 1.14-1.26 times the CPU
-        of the finish alone, ``finish_ab_before_samples.md``; dense 1e6 x 20: 1.12), and
-        so did the sample on wide data (more than 1024 parameters, or fewer than 100 sample
-        rows a parameter: CSR 2e5 x 1e4, ``benchmarks/results/finish_ab_wide.md``): there
-        the finish is the whole solve.
+        of the finish alone; dense 1e6 x 20: 1.12), and so did the sample on wide data
+        (more than 1024 parameters, or fewer than 100 sample rows a parameter: CSR 2e5 x
+        1e4): there the finish is the whole solve (both: ``git log --
+        'benchmarks/results/finish_ab_*'``).
         Other losses
         keep Algorithm 1's loop, which looks for the multipliers (its stop test on ``tol``
         for both residuals): from zero multipliers the finish of the paper's sigmoid model
@@ -159,7 +159,7 @@ class Settings(Mapping):
         floor (before the finish, ``FairLogisticClassifier(bound=0.02)``); with the finish
         a loose bound gives LogisticRegression's model, its predictions on every test row
         and its training log-loss 0.2380, in 67.5 passes in all
-        (``benchmarks/results/optimum.md``).
+        (``git log -- benchmarks/results/optimum.md``).
     search : bool, default=True
         With ``finish``: run the stochastic phase to find the multipliers. ``False``: the
         caller's ``y0`` are already a finished solve's (the estimators' re-solves at a moved
@@ -177,7 +177,7 @@ class Settings(Mapping):
         with ``1e-3`` for every caller, 0, 0 and 1 of 10 seeds of the paper's problems (a9a
         and bank fairness, spambase Neyman-Pearson) converged in their 100 passes, all the
         others at residuals within ``tol`` (a9a, seed 0: 2.5e-4 / 1.5e-4; issue 40); with
-        ``1``, 10 of 10 on each (``benchmarks/results/paper_converged.md``).
+        ``1``, 10 of 10 on each (``git log -- benchmarks/results/paper_converged.md``).
     finish_dual_floor : float >= 0, default=0.0
         The finish's dual tolerance is at least this (its Euclidean norm, in the problem's
         ``x``): ``finish_tol * dual_tol`` asks for more precision than a caller's reference
