@@ -360,13 +360,14 @@ COLUMNS = [
 
 
 def write(rows, out, command):
-    """Merge ``rows`` into ``out``'s .csv (replacing a row of the same commit, case and
-    setting) and write the .md table from it."""
+    """Merge ``rows`` into ``out``'s .csv (a new row replaces the row of its case and
+    setting, whatever commit wrote it: the file holds today's figure, git its history) and
+    write the .md table from it."""
     csv = out.with_suffix(".csv")
     table = pd.DataFrame(rows)
     if csv.exists():
         old = pd.read_csv(csv)
-        key = ["commit", "case", "setting"]
+        key = ["case", "setting"]
         stale = old.set_index(key).index.isin(table.set_index(key).index)
         table = pd.concat([old[~stale], table], ignore_index=True)
     out.parent.mkdir(parents=True, exist_ok=True)
