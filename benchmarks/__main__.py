@@ -157,6 +157,12 @@ SECTIONS = {
         ),  # fmt: skip
         ("stream.md", "stream_figures.txt", "stream_dask.md"),
     ),
+    "certificates": Section(
+        "certificates on new rows: coverage, price, real tables against the peers (guide)",
+        (("benchmarks.certificates",),),
+        (("benchmarks.certificates", "--quick"),),
+        ("certificates_new_rows.md",),
+    ),
     "multiclass_ties": Section(
         "multi-class accuracy and convergence by the per-class parity bound (prints)",
         (("benchmarks.multiclass_ties",),),
