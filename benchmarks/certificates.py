@@ -1,7 +1,7 @@
 """Certificates on new rows: their coverage, their price, and real tables against the
 baselines at the same guarantee (issue 50). Writes ``certificates_new_rows.md``.
 
-Usage (from the root of a checkout; about 15 minutes on one core, ``--quick`` a minute)::
+Usage (from the root of a checkout; about four minutes of CPU, ``--quick`` half a minute)::
 
     python -m benchmarks.certificates [--quick]
 
@@ -232,8 +232,9 @@ def prequential(batches: tuple[int, ...], fresh: int) -> list[dict]:
 
 # -- Neyman-Pearson on real tables ---------------------------------------------------------
 def umbrella_rank(n: int, max_fpr: float, delta: float) -> int | None:
-    """The umbrella order statistic's rank (Tong, Feng & Li 2018, Sci. Adv. 4:eaao1659,
-    Proposition 1): the smallest ``k`` (1-based, ascending) with
+    """The umbrella order statistic's rank (Tong, Feng & Li 2018, "Neyman-Pearson
+    classification algorithms and NP receiver operating characteristics", Sci. Adv. 4,
+    eaao1659): the smallest ``k`` (1-based, ascending) with
     ``sum_{j=k}^{n} C(n, j) (1 - max_fpr)^j max_fpr^(n - j) <= delta``, which bounds the
     chance that the population FPR of "score above the k-th held-out negative score"
     exceeds ``max_fpr``; None when even ``k = n`` does not."""
