@@ -135,6 +135,12 @@ SECTIONS = {
         ),
         ("stream.md", "stream_figures.txt", "stream_dask.md"),
     ),
+    "certificates": Section(
+        "certificates on new rows: coverage, price, real tables against the peers (guide)",
+        (("benchmarks.certificates",),),
+        (("benchmarks.certificates", "--quick"),),
+        ("certificates_new_rows.md",),
+    ),
     "multiclass_ties": Section(
         "multi-class accuracy and convergence by the per-class parity bound (prints)",
         _commands("benchmarks.multiclass_ties"),
