@@ -37,7 +37,8 @@ from .._warnings import warn
 from ..problems._dask_rows import DaskRows
 from ._dask import STREAM_PASSES, _checked_labels, _rate_threshold, checked_rows
 from ._fitting import Fitting
-from ._stream import _codes, _group_codes
+from ._stream import _codes
+from ._stream_poses import _group_codes
 from ._stream_verdict import cell_rates
 
 #: The blocks of one compute of the stream: consecutive blocks up to this many bytes of X
