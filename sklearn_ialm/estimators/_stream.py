@@ -451,8 +451,7 @@ def _publish(work, state):
         if getattr(state, "prequential", None) is not None:
             publish_prequential(work, state)
     else:
-        if not hasattr(work, "constraint"):
-            work.threshold_ = 0.0  # as fit's multinomial model: the arg-max of the scores
+        work.threshold_ = 0.0  # as fit's multinomial model: the arg-max of the scores
         work.running_constraint_values_ = np.zeros(0)
         work.bound_met_ = True
 
