@@ -16,9 +16,9 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 import sklearn_ialm.estimators._certified as certified_fit
+import sklearn_ialm.estimators._neyman_pearson_guarantee as neyman_pearson_guarantee
 import sklearn_ialm.estimators._solve as solving
 import sklearn_ialm.estimators.fair as fair
-import sklearn_ialm.estimators.neyman_pearson as neyman_pearson
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 
@@ -143,7 +143,7 @@ _INTERRUPTS = [
     ("certified", certified_fit, "fairness_certificate", 0),
     ("umbrella", solving, "_solve", 0),
     ("umbrella", solving, "_solve", 1),
-    ("umbrella", neyman_pearson, "umbrella_threshold", 0),
+    ("umbrella", neyman_pearson_guarantee, "umbrella_threshold", 0),
     ("plain", solving, "_solve", 0),
     ("plain", fair, "metric_rows", 0),  # the report, after coef_ is set
     ("warm", solving, "_solve", 0),

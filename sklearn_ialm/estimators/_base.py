@@ -448,7 +448,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         if is_dask_collection(X):
-            from ._dask import blockwise_class_scores, blockwise_scores
+            from ._dask_inputs import blockwise_class_scores, blockwise_scores
 
             if self.coef_.shape[0] > 1:  # K > 2 classes: (n, K) scores
                 return blockwise_class_scores(self, X)

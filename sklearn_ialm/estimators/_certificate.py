@@ -83,9 +83,25 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
-from scipy.stats import beta as beta_dist
-from scipy.stats import norm
+
+# The counts, the limits and the margin are re-exported: the certified fit, the prequential
+# certificate and the tests import them from here.
+from ._certificate_counts import (
+    _NEEDS_LABELS,
+    KINDS,
+    CalibrationCounts,
+    _binary,
+    _check_bound,
+    _check_form,
+    _check_kind,
+    _check_level,
+    _cp,
+    _pairs,
+    _worst,
+    calibration_counts,
+    clopper_pearson,
+)
+from ._certificate_margin import certification_margin
 
 __all__ = [
     "CalibrationCounts",
@@ -96,199 +112,6 @@ __all__ = [
     "clopper_pearson",
     "fairness_certificate",
 ]
-
-#: The constraint kinds and the cells (rows a rate is taken over) of each.
-KINDS = {
-    "demographic_parity": ("all",),
-    "true_positive_rate_parity": ("y=1",),
-    "false_positive_rate_parity": ("y=0",),
-    "equalized_odds": ("y=1", "y=0"),
-    "error_rate_parity": ("all",),
-    "positive_share": ("pred=1",),
-}
-_FORMS = ("difference", "ratio", "minimum")
-_NEEDS_LABELS = ("true_positive_rate_parity", "false_positive_rate_parity", "equalized_odds")
-
-
-def _check_level(value: float, name: str, *, low_closed: bool = False) -> float:
-    value = float(value)
-    ok = (0.0 <= value < 1.0) if low_closed else (0.0 < value < 1.0)
-    if not ok:
-        interval = "[0, 1)" if low_closed else "(0, 1)"
-        raise ValueError(f"{name} must be in {interval}, got {value!r}.")
-    return value
-
-
-def _cp(k, n, alpha_lower, alpha_upper):
-    """Clopper-Pearson limits without validation; ``k`` may be fractional (see the margin)."""
-    k, n = np.broadcast_arrays(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
-    # Safe shape parameters where the limit is fixed (k = 0 or k = n), so scipy sees no
-    # invalid Beta(0, .) and returns no nan.
-    has_low = k > 0
-    has_up = k < n
-    lower = beta_dist.ppf(
-        alpha_lower, np.where(has_low, k, 1.0), np.where(has_low, n - k + 1, 1.0)
-    )
-    upper = beta_dist.isf(alpha_upper, np.where(has_up, k + 1, 1.0), np.where(has_up, n - k, 1.0))
-    return np.where(has_low, lower, 0.0), np.where(has_up, upper, 1.0)
-
-
-def clopper_pearson(
-    k: ArrayLike, n: ArrayLike, alpha_lower: float, alpha_upper: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact one-sided confidence limits of a binomial proportion (Clopper-Pearson).
-
-    For ``K ~ Binomial(n, p)``: ``P(p < lower(K)) <= alpha_lower`` and
-    ``P(p > upper(K)) <= alpha_upper`` for every ``p``. ``lower`` is the ``alpha_lower``
-    quantile of ``Beta(k, n - k + 1)`` (0 when ``k = 0``), ``upper`` the ``1 - alpha_upper``
-    quantile of ``Beta(k + 1, n - k)`` (1 when ``k = n``).
-
-    Parameters
-    ----------
-    k, n : array-like of int
-        Successes and trials, broadcast together, ``0 <= k <= n``. ``n = 0`` gives the
-        uninformative interval ``[0, 1]``.
-    alpha_lower, alpha_upper : float in [0, 1)
-        One-sided error levels; a two-sided interval at level ``a`` uses ``a / 2`` each. A
-        level 0 gives the trivial limit (0 or 1).
-
-    Returns
-    -------
-    lower, upper : ndarray
-        Of the broadcast shape of ``k`` and ``n``.
-
-    Examples
-    --------
-    >>> from sklearn_ialm.estimators._certificate import clopper_pearson
-    >>> lower, upper = clopper_pearson([0, 3, 10], 10, 0.025, 0.025)
-    >>> lower.round(4).tolist(), upper.round(4).tolist()
-    ([0.0, 0.0667, 0.6915], [0.3085, 0.6525, 1.0])
-    """
-    alpha_lower = _check_level(alpha_lower, "alpha_lower", low_closed=True)
-    alpha_upper = _check_level(alpha_upper, "alpha_upper", low_closed=True)
-    k_arr, n_arr = np.broadcast_arrays(np.asarray(k), np.asarray(n))
-    for name, a in (("k", k_arr), ("n", n_arr)):
-        if a.size and not (np.all(np.isfinite(a)) and np.all(a == np.round(a))):
-            raise ValueError(f"{name} must hold whole numbers, got {a.tolist()!r}.")
-    if np.any(k_arr < 0) or np.any(k_arr > n_arr):
-        raise ValueError(
-            f"k must satisfy 0 <= k <= n, got k={k_arr.tolist()!r}, n={n_arr.tolist()!r}."
-        )
-    return _cp(k_arr, n_arr, alpha_lower, alpha_upper)
-
-
-@dataclass(frozen=True)
-class CalibrationCounts:
-    """The calibration rows per group and cell: all a certificate needs before predicting."""
-
-    #: Group labels, sorted (``np.unique`` order), shape ``(n_groups,)``.
-    groups: np.ndarray
-    #: One name per cell (row of ``n``), see :data:`KINDS`.
-    cells: tuple[str, ...]
-    #: Rows per cell and group, shape ``(n_cells, n_groups)``. For ``positive_share`` the
-    #: group sizes (the positive predictions are not known before predicting).
-    n: np.ndarray
-
-
-def _check_kind(kind: str) -> str:
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {tuple(KINDS)}, got {kind!r}.")
-    return kind
-
-
-def _check_form(kind: str, form: str) -> str:
-    if form not in _FORMS:
-        raise ValueError(f"form must be one of {_FORMS}, got {form!r}.")
-    if form == "minimum" and kind != "positive_share":
-        raise ValueError(f"form='minimum' is for kind='positive_share' only, got kind={kind!r}.")
-    return form
-
-
-def _binary(values, name: str, n_rows: int) -> np.ndarray:
-    a = np.asarray(values)
-    if a.ndim != 1 or a.shape[0] != n_rows:
-        raise ValueError(
-            f"{name} must be 1-d with {n_rows} entries (one per row of groups), "
-            f"got shape {a.shape}."
-        )
-    if a.dtype == bool:
-        return a.astype(np.int64)
-    bad = ~np.isin(a, (0, 1))
-    if np.any(bad):
-        raise ValueError(f"{name} must hold 0/1 values, got {a[bad][0].item()!r}.")
-    return a.astype(np.int64)
-
-
-def calibration_counts(
-    groups: ArrayLike, y_true: ArrayLike | None = None, *, kind: str
-) -> CalibrationCounts:
-    """The calibration rows per group (and per class for the conditional kinds).
-
-    Needs no predictions, so it can set the training bound (:func:`certification_margin`)
-    before the one look at the calibration predictions.
-
-    Parameters
-    ----------
-    groups : array-like of shape (n,)
-        Group of each calibration row.
-    y_true : array-like of shape (n,) with 0/1 values, optional
-        Required for the conditional kinds (``true_positive_rate_parity``,
-        ``false_positive_rate_parity``, ``equalized_odds``).
-    kind : str
-        See :data:`KINDS`.
-
-    Returns
-    -------
-    CalibrationCounts
-
-    Examples
-    --------
-    >>> from sklearn_ialm.estimators._certificate import calibration_counts
-    >>> c = calibration_counts(["a", "a", "b", "b", "b"], [1, 0, 1, 1, 0], kind="equalized_odds")
-    >>> c.groups.tolist(), c.cells, c.n.tolist()
-    (['a', 'b'], ('y=1', 'y=0'), [[1, 2], [1, 1]])
-    """
-    kind = _check_kind(kind)
-    g = np.asarray(groups)
-    if g.ndim != 1 or g.shape[0] == 0:
-        raise ValueError(f"groups must be a non-empty 1-d array, got shape {g.shape}.")
-    labels, codes = np.unique(g, return_inverse=True)
-    cells = KINDS[kind]
-    if kind in _NEEDS_LABELS:
-        if y_true is None:
-            raise ValueError(f"kind={kind!r} needs y_true: its rates are per group and class.")
-        y = _binary(y_true, "y_true", len(g))
-        by_class = {"y=1": y == 1, "y=0": y == 0}
-        n = np.array([np.bincount(codes[by_class[c]], minlength=len(labels)) for c in cells])
-    else:
-        n = np.bincount(codes, minlength=len(labels))[None, :]
-    return CalibrationCounts(labels, cells, n)
-
-
-def _pairs(groups: np.ndarray, protected) -> tuple[np.ndarray, np.ndarray]:
-    """Ordered pairs ``(a, b)``, ``a != b``, that involve a protected group; and the mask."""
-    k = len(groups)
-    if protected is None:
-        is_protected = np.ones(k, dtype=bool)
-    else:
-        protected = np.asarray(protected).ravel().tolist()
-        missing = [p for p in protected if p not in set(groups.tolist())]
-        if missing or not protected:
-            raise ValueError(
-                f"protected must name groups of the calibration rows {groups.tolist()}, "
-                f"got {protected!r}."
-            )
-        is_protected = np.isin(groups, protected)
-    pair = (is_protected[:, None] | is_protected[None, :]) & ~np.eye(k, dtype=bool)
-    return pair, is_protected
-
-
-def _worst(value: np.ndarray, mask: np.ndarray, largest: bool) -> tuple[float, tuple]:
-    """The worst entry of ``value`` (shape (cells, ...)) over ``mask``, and its index."""
-    filled = np.where(mask, value, -np.inf if largest else np.inf)
-    flat = np.nanargmax(filled) if largest else np.nanargmin(filled)
-    idx = np.unravel_index(flat, filled.shape)
-    return float(filled[idx]), tuple(int(i) for i in idx)
 
 
 @dataclass(frozen=True)
@@ -348,13 +171,6 @@ class FairnessCertificate:
             f"{verdict} {self.kind} {self.form} {cmp} {self.bound:g} at delta={self.delta:g}: "
             f"certified value {self.value:.4g} (calibration estimate {self.estimate:.4g}; {what})."
         )
-
-
-def _check_bound(form: str, bound: float) -> float:
-    bound = float(bound)
-    if not 0.0 <= bound <= 1.0:
-        raise ValueError(f"bound must be in [0, 1] for form={form!r}, got {bound!r}.")
-    return bound
 
 
 def _metric(rates, form, pair, is_protected):
@@ -521,180 +337,3 @@ def _worst_case(form, bound, lower, upper, pair, is_protected):
     r = lower[:, None, :] / upper[:, :, None]
     value, worst = _worst(r, np.broadcast_to(pair, r.shape), largest=False)
     return value, worst, value >= bound
-
-
-def _expected_limits(n, p, alpha_lower, alpha_upper):
-    """Clopper-Pearson limits at the expected count ``n p`` (a smooth stand-in for them)."""
-    return _cp(np.asarray(n, float) * p, n, alpha_lower, alpha_upper)
-
-
-def _ratio_margin(n_hi, p_hi, n_lo, bound, alpha, z, cov=0.0):
-    """Smallest ``R - bound`` with ``E[lower_lo / upper_hi] - z sd >= bound`` at rate ratio R."""
-
-    def slack(ratio):
-        p_lo = ratio * p_hi
-        lo = _expected_limits(n_lo, p_lo, alpha, alpha)[0]
-        hi = _expected_limits(n_hi, p_hi, alpha, alpha)[1]
-        value = float(lo / hi)
-        # Delta method: relative variances add; shares of one total covary negatively,
-        # which adds 2 / n_pos (passed in as cov = 1 / n_pos).
-        rel = (1 - p_lo) / (n_lo * p_lo) + (1 - p_hi) / (n_hi * p_hi) + 2 * cov
-        return value - z * value * np.sqrt(max(rel, 0.0)) - bound
-
-    if min(n_hi, n_lo) == 0 or p_hi <= 0 or slack(1.0) < 0:
-        return np.inf
-    if bound <= 0 or slack(bound) >= 0:
-        return 0.0
-    return brentq(slack, bound, 1.0, xtol=1e-6) - bound
-
-
-def _minimum_margin(n_pos, bound, delta, z):
-    """Smallest ``s - bound`` with ``E[lower(share)] - z sd >= bound`` at population share s."""
-
-    def slack(share):
-        lo = float(_expected_limits(n_pos, share, delta, 0.0)[0])
-        return lo - z * np.sqrt(share * (1 - share) / n_pos) - bound
-
-    top = 1.0 - 1e-12
-    if n_pos <= 0 or slack(top) < 0:
-        return np.inf
-    return 0.0 if slack(bound) >= 0 else brentq(slack, bound, top, xtol=1e-6) - bound
-
-
-def certification_margin(
-    kind: str,
-    form: str,
-    counts: CalibrationCounts | ArrayLike,
-    delta: float,
-    *,
-    bound: float,
-    rates: float | ArrayLike = 0.5,
-    power: float = 0.5,
-    protected: ArrayLike | None = None,
-) -> float:
-    """How much tighter than ``bound`` to train so that the certificate passes.
-
-    The Seldonian candidate-selection step: computed from the calibration counts only, before
-    the one look at the calibration predictions (the certificate conditions on the counts,
-    so using them here keeps its guarantee). Train at ``bound - margin`` (difference) or
-    ``bound + margin`` (ratio, minimum); a model whose population metric sits there passes the
-    certificate with probability about ``power``.
-
-    Approximation: the certified value is the calibration estimate plus the Clopper-Pearson
-    distances of the worst pair, taken at the expected counts ``n * rate``; the estimate is
-    normal around the population value (the delta method for ratios). The worst pair (or
-    cell) is the one with the largest margin, so with unequal groups the margin is set by
-    the smallest ones. With more than two groups near the extremes the plug-in maximum is
-    biased upward and the pass probability is a little lower than ``power``; with two cells
-    (equalized odds) both must pass, about ``power ** 2`` when both sit at the margin.
-
-    Parameters
-    ----------
-    kind, form : str
-        As in :func:`fairness_certificate`.
-    counts : CalibrationCounts or array-like of shape (n_cells, n_groups)
-        From :func:`calibration_counts` (an array is read as its ``n``, with groups
-        ``0, ..., n_groups - 1``). For ``positive_share``: the group sizes.
-    delta : float in (0, 1)
-    bound : float in [0, 1]
-    rates : float or array-like broadcastable to (n_cells, n_groups), default=0.5
-        Expected rate of each cell at the operating point (selection rate, TPR in ``y=1``
-        cells, FPR in ``y=0`` cells, error rate); for a ratio, the rate of the higher group.
-        0.5 gives the widest intervals, hence a safe margin for a difference (a ratio's
-        relative widths grow as the rate falls). For ``positive_share``: the
-        overall positive prediction rate (a scalar); the shares are taken at ``bound``
-        (minimum) or at the groups' proportions (difference, ratio).
-    power : float in (0, 1), default=0.5
-        Wanted probability of passing.
-    protected : array-like, optional
-        As in :func:`fairness_certificate`.
-
-    Returns
-    -------
-    float
-        The margin, in the units of the metric; ``inf`` when even a model at the metric's
-        best value (gap 0, ratio 1, share 1) would not pass with probability ``power``:
-        the calibration split is too small for this bound.
-
-    Examples
-    --------
-    >>> from sklearn_ialm.estimators._certificate import certification_margin
-    >>> m = certification_margin("demographic_parity", "difference", [[1000, 1000]], 0.05,
-    ...                          bound=0.1, rates=0.3)
-    >>> round(m, 3)
-    0.058
-    """
-    kind = _check_kind(kind)
-    form = _check_form(kind, form)
-    bound = _check_bound(form, bound)
-    delta = _check_level(delta, "delta")
-    power = _check_level(power, "power")
-    z = float(norm.ppf(power))
-    n, p, pair = _margin_inputs(kind, counts, rates, protected)
-    if kind == "positive_share":
-        return _share_margin(form, n, p, pair, bound, delta, z)
-    return _pair_margin(form, n, p, pair, bound, delta, z, cov=0.0)
-
-
-def _margin_inputs(kind, counts, rates, protected):
-    """``(n, p, pair)``: the checked counts and rates, shape ``(n_cells, n_groups)``, and the
-    pairs of groups that count (see :func:`certification_margin`)."""
-    if isinstance(counts, CalibrationCounts):
-        labels, n = counts.groups, np.asarray(counts.n)
-    else:
-        n = np.atleast_2d(np.asarray(counts))
-        labels = np.arange(n.shape[1])
-    n_cells = len(KINDS[kind])
-    if n.ndim != 2 or n.shape[0] != n_cells or np.any(n < 0):
-        raise ValueError(
-            f"counts for kind={kind!r} must be non-negative, of shape ({n_cells}, n_groups), "
-            f"got {n.tolist()!r}."
-        )
-    pair = _pairs(labels, None if protected is None else np.asarray(protected))[0]
-    p = np.broadcast_to(np.asarray(rates, dtype=float), n.shape).astype(float)
-    if np.any((p <= 0) | (p >= 1)):
-        raise ValueError(f"rates must be in (0, 1), got {np.asarray(rates).tolist()!r}.")
-    return n, p, pair
-
-
-def _share_margin(form, n, p, pair, bound, delta, z):
-    """The margin for ``positive_share``, from the group sizes ``n`` and the overall
-    positive prediction rate ``p[0, 0]``.
-
-    Shares are rates over the positive predictions, ``n_pos`` of them (expected), taken at
-    the groups' proportions: what parity of selection rates would give.
-    """
-    sizes = n.astype(float)
-    n_pos = float(p[0, 0]) * float(sizes.sum())
-    if form == "minimum":
-        return _minimum_margin(n_pos, bound, delta, z)
-    # Shares of one multinomial total covary negatively: var(a - b) gains 2 s_a s_b / n.
-    return _pair_margin(
-        form, np.full(sizes.shape, n_pos), sizes / sizes.sum(), pair, bound, delta, z, cov=1.0
-    )
-
-
-def _pair_margin(form, n, p, pair, bound, delta, z, cov):
-    """The margin of a difference or ratio: the largest over the cells and the pairs that
-    count, each side's limit at ``delta / 2``; ``cov`` 1 for shares of one total, else 0."""
-    alpha = delta / 2
-    if form == "difference":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lower, upper = _expected_limits(n, p, alpha, alpha)
-            var = np.where(n > 0, p * (1 - p) / np.maximum(n, 1), np.inf)
-            extra = cov * 2 * p[:, :, None] * p[:, None, :] / np.maximum(n, 1)[:, :, None]
-            m = (
-                (upper - p)[:, :, None]
-                + (p - lower)[:, None, :]
-                + z * np.sqrt(var[:, :, None] + var[:, None, :] + extra)
-            )
-        margin = _worst(m, np.broadcast_to(pair, m.shape), largest=True)[0]
-        return float(margin) if margin < bound else np.inf
-    margins = [
-        _ratio_margin(
-            n[c, a], p[c, a], n[c, b], bound, alpha, z, cov=cov / n[c, a] if cov else 0.0
-        )
-        for c in range(n.shape[0])
-        for a, b in zip(*np.nonzero(pair), strict=True)
-    ]
-    return float(max(margins))

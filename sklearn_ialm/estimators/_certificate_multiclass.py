@@ -60,9 +60,9 @@ from ._certificate import (
     _certify,
     _check_bound,
     _check_level,
-    _pair_margin,
     _pairs,
 )
+from ._certificate_margin import _pair_margin
 
 __all__ = [
     "MULTICLASS_KINDS",

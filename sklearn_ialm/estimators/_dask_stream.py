@@ -35,9 +35,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._warnings import warn
 from ..problems._dask_rows import DaskRows
-from ._dask import STREAM_PASSES, _checked_labels, _rate_threshold, checked_rows
+from ._dask import STREAM_PASSES
+from ._dask_cells import _checked_labels
+from ._dask_inputs import checked_rows
+from ._dask_report import _rate_threshold
 from ._fitting import Fitting
-from ._stream import _codes, _group_codes
+from ._stream import _codes
+from ._stream_poses import _group_codes
 from ._stream_verdict import cell_rates
 
 #: The blocks of one compute of the stream: consecutive blocks up to this many bytes of X

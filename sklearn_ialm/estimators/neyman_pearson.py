@@ -2,65 +2,26 @@
 
 from __future__ import annotations
 
-import math
 from numbers import Integral, Real
 
-import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
-from .._warnings import warn
-from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
 from ._base import BaseIALMClassifier, MatrixLike
 from ._fit import fit
-from ._hard_rates import fit_negative_weight, rate_threshold
-from ._inputs import is_dask_collection
-from ._multiclass import _python, binary_max_fpr
-from ._multiclass_umbrella import predict_codes
+from ._neyman_pearson_guarantee import NeymanPearsonGuarantee
+from ._neyman_pearson_hooks import NeymanPearsonHooks
+from ._neyman_pearson_predict import NeymanPearsonPrediction
 from ._rows import align_rows
-from ._scaling import DEFERRED_SCALING
 from ._stream import partial_fit as stream_partial_fit
 from ._stream import stream_method
-from ._umbrella import (
-    training_fpr_upper_limit,
-    umbrella_min_calibration_size,
-    umbrella_threshold,
-)
 
 __all__ = ["NeymanPearsonClassifier"]
 
-#: Without a hold-out, warn when the rate on new rows may exceed ``max_fpr`` by more than this
-#: factor from the sampling of the training negatives alone (with probability ``delta``):
-#: 210 negatives at ``max_fpr=0.1`` give 1.41 (a test FPR of 0.177 was met on such data, the
-#: score overfitting on top), 2000 give 1.12, 600 give 1.22.
-_SMALL_SAMPLE_EXCESS = 1.25
 
-
-def _expected(est) -> str:
-    """The new-row expectation of ``new_rows_`` in words, for the few-negatives warning."""
-    info = getattr(est, "new_rows_", None)
-    if not info:
-        return ""
-    low, high = info["interval"]
-    return (
-        f" Expected FPR on new rows: about {info['training_value']:.3g}, "
-        f"{info['level']:.0%} interval [{low:.3g}, {high:.3g}] (new_rows_)."
-    ) + (
-        f" The model has {info['n_parameters']} parameters for {info['smallest_cell']} "
-        "negatives: its training FPR is optimistic beyond their sampling, expect more."
-        if info["rare_features"]
-        else ""
-    )
-
-
-#: Labels whose positive class needs no word when ``pos_label`` is None: 1 (or True).
-_PLAIN_LABELS = ({0, 1}, {-1, 1})
-
-#: The bound of a two-class fit when neither ``max_fpr`` nor ``max_class_error`` is set.
-_DEFAULT_MAX_FPR = 0.2
-
-
-class NeymanPearsonClassifier(BaseIALMClassifier):
+class NeymanPearsonClassifier(
+    NeymanPearsonHooks, NeymanPearsonGuarantee, NeymanPearsonPrediction, BaseIALMClassifier
+):
     """Linear classifier that minimises false negatives under a false-positive-rate bound.
 
     With the score ``s(x) = x @ coef_.T + intercept_``, :meth:`predict` says positive
@@ -525,26 +486,6 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
             self._warn_if_few_negatives()
         return self
 
-    def _say_positive_class(self):
-        """Warn, once a fit, which class is positive when ``pos_label`` is None and the
-        labels do not say it (anything but ``{0, 1}``, ``{-1, 1}`` or booleans): the
-        sorted order (``"denied"`` after ``"approved"``) is no meaning, and ``max_fpr``
-        bounds the errors of the other class."""
-        if self.pos_label is not None or len(self.classes_) != 2:
-            return
-        negative, positive = (_python(c) for c in self.classes_)
-        if self.classes_.dtype.kind in "biuf" and {negative, positive} in _PLAIN_LABELS:
-            return
-        warn(
-            f"NeymanPearsonClassifier takes {positive!r} as the positive class (the greater "
-            f"label in sorted order, classes_[1]): max_fpr={self.max_fpr_:g} bounds the rate "
-            f"at which rows labelled {negative!r} are predicted {positive!r}, and the rows "
-            f"labelled {positive!r} predicted {negative!r} are the errors it minimises. To "
-            f"bound the errors on the rows labelled {positive!r} instead, set "
-            f"pos_label={negative!r}; pos_label={positive!r} keeps this model and says so.",
-            UserWarning,
-        )
-
     @stream_method
     def partial_fit(
         self,
@@ -608,255 +549,3 @@ class NeymanPearsonClassifier(BaseIALMClassifier):
         if first:
             self._say_positive_class()
         return self
-
-    def _umbrella_threshold(self, X_held):
-        """The umbrella threshold of the held-out negatives' scores (set and returned), and
-        its certificate."""
-        scores = self._score(X_held)
-        umbrella = umbrella_threshold(scores, self.max_fpr_, self.delta)
-        self.threshold_ = umbrella.threshold + self._rounding_margin(X_held)
-        self.violation_bound_ = umbrella.violation_bound
-        self.calibration_rank_ = umbrella.rank
-        self.n_calibration_ = umbrella.n_calibration
-        self.calibration_fpr_ = float(np.mean(scores > self.threshold_))
-        return self.threshold_
-
-    def _few_negatives_limit(self) -> float | None:
-        """The ``1 - delta`` quantile of the new-row FPR from the sampling of the training
-        negatives where it exceeds ``max_fpr`` by more than a quarter, else None."""
-        if len(self.classes_) > 2:
-            return None  # a multi-class fit bounds class errors, not the false-positive rate
-        upper = training_fpr_upper_limit(self._n_effective_negatives, self.max_fpr_, self.delta)
-        return None if upper <= _SMALL_SAMPLE_EXCESS * self.max_fpr_ else upper
-
-    def _warn_if_few_negatives(self):
-        """Say when the bound on the training negatives will not carry to new rows.
-
-        The threshold is an order statistic of ``n`` training negatives; the rate it gives
-        on new rows spreads like ``Beta(n - k + 1, k)`` around ``max_fpr`` even for a score
-        that never saw them (:func:`training_fpr_upper_limit`). When its ``1 - delta``
-        quantile exceeds ``max_fpr`` by more than a quarter, the training reading is no
-        promise about new rows, and the umbrella calibration is what makes one.
-        """
-        upper = self._few_negatives_limit()
-        if upper is None:
-            return
-        n, max_fpr = self._n_effective_negatives, self.max_fpr_
-        needed = umbrella_min_calibration_size(max_fpr, self.delta)
-        warn(
-            f"max_fpr={max_fpr:g} holds on the {n} training negatives, but a threshold "
-            f"set on so few is an estimate: on new rows its false-positive rate exceeds "
-            f"{upper:.3f} with probability delta={self.delta:g} from their sampling alone "
-            "(more where the score overfits them). For a bound on new data, use "
-            "calibration='umbrella': it holds out calibration_size of the negatives and "
-            "certifies P(false-positive rate on new rows > max_fpr) <= delta (it needs at "
-            f"least {needed} held-out negatives at this max_fpr and delta)." + _expected(self),
-            UserWarning,
-        )
-
-    def _check_target(self, y):
-        """The classes (ordered by ``pos_label``) and the bound this fit fits, ``max_fpr_``.
-
-        ``max_fpr_`` is read from the parameters once, here, by every fit path (in memory,
-        umbrella, dask) and is what every later step reads: ``max_fpr`` (0.2 when None),
-        or with ``max_class_error={negative label: alpha}`` that ``alpha``. The parameters are
-        never changed by a fit, and the attribute is set on the fit's working copy, so it
-        is published with the rest of the model.
-        """
-        classes, y01 = super()._check_target(y)
-        self.max_fpr_ = self._max_fpr_of(classes)
-        return classes, y01
-
-    def _max_fpr_of(self, classes) -> float:
-        """The bound on the false-positive rate that the parameters ask of two ``classes``
-        (read again by a stream at each call, so that it follows ``set_params``)."""
-        if self.max_class_error is not None:
-            return binary_max_fpr(self, classes)
-        return _DEFAULT_MAX_FPR if self.max_fpr is None else float(self.max_fpr)
-
-    def _decision_threshold(self, scores, y01, sample_weight):
-        """With ``rate="hard"`` (and no hold-out), the threshold that spends ``max_fpr`` on
-        the training negatives; with ``calibration="umbrella"``, the umbrella rule's on the
-        held-out negatives."""
-        if getattr(self, "_umbrella_rows", None) is not None:
-            return self._umbrella_threshold(self._umbrella_rows)
-        self.threshold_ = 0.0
-        max_rate = self._negatives_rate_spent()
-        if max_rate is not None:
-            neg = y01 == 0
-            self.threshold_ = rate_threshold(scores[neg], sample_weight[neg], max_rate)
-        return self.threshold_
-
-    def _negatives_rate_spent(self):
-        """``max_fpr`` with ``rate="hard"`` and no hold-out: the threshold spends it."""
-        return self.max_fpr_ if self.rate == "hard" and self.calibration is None else None
-
-    def _guarantee_holds(self):
-        """With ``calibration="umbrella"``, the umbrella rule's guarantee on new data: its
-        violation bound at most ``delta`` (every bounded class certified, with more than
-        two classes); None without one."""
-        if self.calibration != "umbrella" or not hasattr(self, "violation_bound_"):
-            return None
-        certified = getattr(self, "class_certified_", None)
-        if certified is not None and not all(certified.values()):
-            return False
-        return bool(self.violation_bound_ <= self.delta)
-
-    def _bound_met(self, result, fit):
-        if self.rate == "hard":
-            return bool(self.hard_constraint_values_[0] <= self.max_fpr_)
-        return super()._bound_met(result, fit)
-
-    def _bound_text(self, context):
-        return f"false-positive rate bound max_fpr={self.max_fpr_:g}"
-
-    def _rounding_margin(self, X) -> float:
-        """Twice the worst floating-point error of a score of the rows ``X``.
-
-        ``|fl(x.w + b) - (x.w + b)| <= gamma_(d+1) (|x|.|w| + |b|)`` with
-        ``gamma_n = n u / (1 - n u)`` for any order of summation (Higham, Accuracy and
-        Stability of Numerical Algorithms, eq. 3.5), so two computations of the same score
-        differ by at most twice that.
-        """
-        n_terms = self.coef_.shape[1] + 1
-        u = np.finfo(np.float64).eps / 2
-        gamma = n_terms * u / (1 - n_terms * u)
-        magnitude = np.asarray(abs(X) @ np.abs(self.coef_[0])).ravel() + abs(self.intercept_[0])
-        return float(2 * gamma * magnitude.max())
-
-    def _n_calibration(self, n_negatives: int) -> int:
-        """Number of negatives to hold out, checked against the umbrella rule's minimum."""
-        size = self.calibration_size
-        n = int(size) if isinstance(size, Integral) else math.ceil(float(size) * n_negatives)
-        what = (
-            f"calibration_size={size!r} holds out {n} of {n_negatives} negatives (with "
-            "nonzero weight)"
-        )
-        if n >= n_negatives:
-            raise ValueError(f"{what}, which leaves none to train on; choose a smaller one.")
-        needed = umbrella_min_calibration_size(self.max_fpr_, self.delta)
-        if n < needed:
-            more = f"calibration_size >= {needed}"
-            if not isinstance(size, Integral):
-                more += (
-                    f" as an int, or data with at least {math.ceil(needed / float(size))} "
-                    f"negatives at calibration_size={size!r}"
-                )
-            raise ValueError(
-                f"Too few held-out negatives for the umbrella rule: {what}, but "
-                f"max_fpr={self.max_fpr_!r} and delta={self.delta!r} need at least {needed} "
-                f"(the smallest n with (1 - max_fpr)^n <= delta). Hold out more ({more}), "
-                "or raise max_fpr or delta."
-            )
-        return n
-
-    # -- prediction ------------------------------------------------------------------------------
-    def raw_decision_function(self, X: MatrixLike) -> np.ndarray:
-        """The score ``X @ coef_.T + intercept_`` of each row, before the threshold.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return super().decision_function(X)
-
-    def predict(self, X: MatrixLike) -> np.ndarray:
-        """Class of each row: ``classes_[1]`` where :meth:`decision_function` is positive.
-
-        On more than two classes, the arg-max of :meth:`decision_function`; with
-        ``calibration="umbrella"``, the claim rule (``claim_order_``,
-        ``claim_thresholds_``): the bounded classes claim the rows whose margin reaches their
-        threshold in turn, any other row gets its arg-max.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        order = getattr(self, "claim_order_", None)
-        if order is None:
-            return super().predict(X)
-        classes = self.classes_
-        codes = [int(np.flatnonzero(classes == c)[0]) for c in order]
-        thresholds = [self.claim_thresholds_[c] for c in order]
-        scores = self.decision_function(X)
-        if is_dask_collection(scores):  # the rule is row by row: block by block
-            return scores.map_blocks(
-                lambda b: classes[predict_codes(b, codes, thresholds)],
-                drop_axis=1,
-                dtype=classes.dtype,
-            )
-        return classes[predict_codes(scores, codes, thresholds)]
-
-    def decision_function(self, X: MatrixLike) -> np.ndarray:
-        """Score minus threshold, ``raw_decision_function(X) - threshold_``.
-
-        Positive exactly where :meth:`predict` says ``classes_[1]``. With
-        ``rate="soft"`` and ``calibration=None`` (``threshold_ = 0.0``) it is the raw score.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self.raw_decision_function(X) - self.threshold_
-
-    def _build_problem(self, X, y01, sample_weight, fit_params):
-        if self.rate == "soft" and self.loss != "sigmoid":
-            raise ValueError(
-                "rate='soft' is the paper's model, a bound on the soft false-positive rate of "
-                f"the sigmoid loss: use loss='sigmoid' with it (got loss={self.loss!r})."
-            )
-        context = dict(negatives=y01 == 0, weights=sample_weight)
-        if self.loss == "logistic":
-            problem = neyman_pearson_logistic_problem(
-                X,
-                y01,
-                fit_intercept=self.fit_intercept,
-                sample_weight=sample_weight,
-                **DEFERRED_SCALING,
-            )
-            return problem, context
-        problem = neyman_pearson_problem(
-            X,
-            y01,
-            max_fpr=self.max_fpr_,
-            fit_intercept=self.fit_intercept,
-            sample_weight=sample_weight,
-            **DEFERRED_SCALING,
-        )
-        return problem, context
-
-    def _steers_hard_rates(self, problem):
-        return self.loss == "logistic"
-
-    def _steer(self, problem, solve, context, budget):
-        return fit_negative_weight(
-            problem, solve, context["negatives"], context["weights"], self.max_fpr_,
-            budget=budget, verbose=self.verbose,
-        )  # fmt: skip
-
-    def _constraint_report(self, proba, y01, sample_weight, context):
-        neg = y01 == 0
-        return np.array([np.average(proba[neg], weights=sample_weight[neg])])
-
-    def _set_report_attributes(self, context):
-        steering = context.get("steering") if isinstance(context, dict) else None
-        self.negative_weight_ = steering.negative_weight if steering is not None else None
-        self.train_soft_fpr_ = float(self.constraint_values_[0])
-        self.train_fpr_ = float(self.hard_constraint_values_[0])
-        if isinstance(context, dict):
-            # Kish's effective number of negatives: the n of an unweighted sample whose mean
-            # is as precise as the weighted one (the count itself when the weights are equal).
-            w = context["weights"][context["negatives"]]
-            self._n_effective_negatives = int(w.sum() ** 2 / np.dot(w, w) + 1e-9)
