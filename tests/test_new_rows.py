@@ -105,3 +105,38 @@ def test_the_report_says_which_rows_met_refers_to():
     clf = NeymanPearsonClassifier(max_fpr=0.1, random_state=0).fit(X, y)
     text = str(BoundReport.from_estimator(clf, X[:200], y[:200]))
     assert "'met' and 'not met' are of the value on the 200 rows of this report" in text
+
+
+def test_training_value_of_every_kind_is_fairlearns_on_two_columns():
+    """new_rows_'s training value is fairlearn's metric of the training predictions, with
+    groups given as two columns (six cells), for each rate the estimator constrains."""
+    import pandas as pd
+    from fairlearn.metrics import (
+        MetricFrame,
+        equalized_odds_difference,
+        false_negative_rate,
+    )
+
+    rng = np.random.default_rng(3)
+    n = 1200
+    X = rng.normal(size=(n, 4))
+    frame = pd.DataFrame({"a": rng.choice(["x", "y", "z"], n), "b": rng.choice(["p", "q"], n)})
+    y = (X[:, 0] + 0.8 * (frame["a"] == "x") + rng.logistic(size=n) > 0.5).astype(int)
+    metrics = {
+        "demographic_parity": demographic_parity_difference,
+        "equalized_odds": equalized_odds_difference,
+        "false_positive_rate_parity": lambda y, p, sensitive_features: MetricFrame(
+            metrics=false_positive_rate, y_true=y, y_pred=p, sensitive_features=sensitive_features
+        ).difference(),
+        "true_positive_rate_parity": lambda y, p, sensitive_features: MetricFrame(
+            metrics=lambda a, b: 1 - false_negative_rate(a, b), y_true=y, y_pred=p,
+            sensitive_features=sensitive_features,
+        ).difference(),
+    }  # fmt: skip
+    for kind, metric in metrics.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = FairLogisticClassifier(constraint=kind, bound=0.08, random_state=0)
+            clf.fit(X, y, sensitive_features=frame)
+        want = metric(y, clf.predict(X), sensitive_features=frame)
+        assert clf.new_rows_["training_value"] == pytest.approx(want, abs=1e-12), kind

@@ -20,6 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import scipy.sparse as sp
+
+from ..solver.threads import one_blas_thread
 from ._certified import ClopperPearson
 from ._inputs import is_dask_collection
 from ._multiclass import is_multiclass
@@ -71,10 +75,23 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
     work = est._working_copy()
     work._validate_params()  # (the route reads calibration)
     route = Route.of(work, X, y)
-    route.guarantee.fit(work, X, y, sample_weight, fit_params, route)
-    if not is_dask_collection(X):
-        assess_new_rows(work, X, y, fit_params.get("sensitive_features"))
+    with one_blas_thread(_stored_values(X)):
+        route.guarantee.fit(work, X, y, sample_weight, fit_params, route)
+        if not is_dask_collection(X):
+            assess_new_rows(work, X, y, fit_params.get("sensitive_features"))
     for name, value in published.items():
         setattr(work, name, value)
     est._publish(work)
     return est
+
+
+def _stored_values(X) -> float:
+    """The values ``X`` holds (non-zeros of a sparse matrix, every entry else; infinite for
+    a dask collection or an input without a shape): the size that decides whether the fit's
+    BLAS calls run on one thread (:func:`~sklearn_ialm.solver.threads.one_blas_thread`)."""
+    if is_dask_collection(X):
+        return np.inf
+    if sp.issparse(X):
+        return float(X.nnz)
+    shape = getattr(X, "shape", None)
+    return float(np.prod(shape)) if shape is not None else np.inf

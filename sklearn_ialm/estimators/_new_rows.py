@@ -61,18 +61,22 @@ def _cells(est, y, pred, groups):
     if groups is None:  # Neyman-Pearson: the negatives' FPR
         neg = ~yes
         return [("FPR", {None: (int(flagged[neg].sum()), int(neg.sum()))})]
+    # The groups coded once (np.unique sorted the string keys, and a comparison of every
+    # row per group and rate took 14 ms of a 0.4 s fit on Adult by race, equalized odds),
+    # each cell's counts then one bincount.
+    labels, codes = np.unique(groups, return_inverse=True)
+    k = len(labels)
     out = []
     for which in _PARITY[est.constraint]:
-        counts = {}
-        for g in np.unique(groups):
-            rows = groups == g
-            if which == "y=1":
-                rows = rows & yes
-            elif which == "y=0":
-                rows = rows & ~yes
-            hit = (flagged != yes) if which == "error" else flagged
-            if rows.sum() >= est.min_group_size:
-                counts[g] = (int(hit[rows].sum()), int(rows.sum()))
+        rows = yes if which == "y=1" else ~yes if which == "y=0" else np.ones(len(yes), bool)
+        hit = (flagged != yes) if which == "error" else flagged
+        sizes = np.bincount(codes[rows], minlength=k)
+        hits = np.bincount(codes[rows & hit], minlength=k)
+        counts = {
+            labels[i]: (int(hits[i]), int(sizes[i]))
+            for i in range(k)
+            if sizes[i] >= est.min_group_size
+        }
         if len(counts) >= 2:
             out.append((which, counts))
     return out

@@ -7,6 +7,7 @@ shares them with the in-memory one.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
@@ -14,6 +15,7 @@ from ..problems import LinearProblem, _gram
 from ..problems.losses import Logistic
 from ..solver import stoc_ialm
 from ..solver.ialm import HISTORY_COUNTS, clip_batch_size
+from ..solver.threads import one_blas_thread
 
 __all__ = ["calibration_seed", "set_solution", "solver_settings", "spawn_seeds"]
 
@@ -120,8 +122,20 @@ def calibration_seed(random_state) -> np.random.SeedSequence:
 
 
 def _solve(problem, seed, solver_kwargs):
-    """One solver run (a module-level function so joblib workers can import it)."""
-    return stoc_ialm(problem, random_state=seed, **solver_kwargs)
+    """One solver run (a module-level function so joblib workers can import it); a small
+    problem's on one BLAS thread, in a worker as in the fit's own process (see
+    :mod:`~sklearn_ialm.solver.threads`), so that ``n_jobs`` gives the same model."""
+    with one_blas_thread(_stored_values(problem)):
+        return stoc_ialm(problem, random_state=seed, **solver_kwargs)
+
+
+def _stored_values(problem) -> float:
+    """The values of the rows ``problem`` reads (as :func:`._fit._stored_values` counts X's),
+    infinite where they are not one array in memory."""
+    A = getattr(getattr(problem, "A_obj", None), "A", None)
+    if sp.issparse(A):
+        return float(A.nnz)
+    return float(A.size) if isinstance(A, np.ndarray) else np.inf
 
 
 def run_seeds(problem, seeds, solver_kwargs, n_jobs=None, in_sequence=False) -> list:

@@ -20,6 +20,7 @@ and the compiled code (``_compiled_pass``, ``_pstorm_block``), the last four as 
 from __future__ import annotations
 
 import copy
+import weakref
 
 import numpy as np
 from scipy.special import expit
@@ -33,6 +34,9 @@ from ._pstorm_block import PStormBlock
 from ._rows import _rmatvec, _rms_row_norm, _Rows, _SparseRows
 from ._smoothness import SmoothnessBound
 from .losses import Logistic, SigmoidLoss, TruncatedLogistic
+
+#: :meth:`LinearProblem._evaluation_weights` by (id of W, id of the constraint rows).
+_EVALUATION_WEIGHTS = {}
 
 __all__ = ["LinearProblem"]
 
@@ -522,12 +526,16 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         own), else None."""
         Ao, Ac = self.A_obj, self.A_con
         shared = self.n_constraints and Ao.A is Ac.A
+        # Constraint rows that list rows of the matrix again (groups balanced for the
+        # minibatches, see fairness._balanced_rows) are read once each, with their weights
+        # summed (collapsed): the same functions, on the matrix's rows.
+        V, cotangent = self._evaluation_weights() if shared else (None, None)
         zc, kept = None, None
         if shared:
             z_all = self._score(Ao.A, x)
             kept = {id(Ao.A): z_all.copy()} if scores else None
             zo = z_all if Ao.rows is None else z_all[Ao.rows]
-            zc = z_all if Ac.rows is None else z_all[Ac.rows]
+            zc = z_all if V is not None or Ac.rows is None else z_all[Ac.rows]
             del z_all
         else:
             zo = self._score(Ao.A, x)
@@ -556,7 +564,9 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
             zc = zc if Ac.rows is None else zc[Ac.rows]
         p = expit(zc, out=zc)
         del zc
-        c = (self.W * p[:, None]).mean(axis=0) + self.offset
+        # (A product, not the mean of W * p: a tenth of the time on 53001 x 20.)
+        Wc, Ar = (self.W, Ac.full) if V is None else (V, Ao.A)
+        c = (p @ Wc) / Ac.n_rows + self.offset
         dp = np.subtract(1.0, p)
         dp *= p
         dp /= Ac.n_rows
@@ -564,9 +574,9 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
 
         def jac_t(v):
             # (A 2-D v, one column per vector, gives J^T v of each in one pass.)
-            q = self.W @ np.asarray(v, dtype=float)
+            q = Wc @ np.asarray(v, dtype=float)
             q *= dp if q.ndim == 1 else dp[:, None]
-            return self._grad(Ac.full, q, 1.0)
+            return self._grad(Ar, q, 1.0)
 
         if not jacobian:
             return f0, grad, c, jac_t, None, None
@@ -580,10 +590,39 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         Q[:, 0] = r / Ao.n_rows if Ao.rows is None else np.bincount(
             Ao.rows, weights=r / Ao.n_rows, minlength=Ao.A.shape[0]
         )  # fmt: skip
-        cot = self.W[:, cols] * dp[:, None]
-        Q[:, 1:] = cot if Ac.rows is None else Ac.full._spreader() @ cot
+        if V is not None or Ac.rows is None:
+            np.multiply(cotangent, dp[:, None], out=Q[:, 1:])
+        else:
+            Q[:, 1:] = Ac.full._spreader() @ (cotangent * dp[:, None])
         G = self._grad(Ao.A, Q, 1.0)
         return f0, G[:, 0], c, jac_t, G[:, 1:].T[pos] * sign[:, None], kept
+
+    def _evaluation_weights(self):
+        """``(V, cotangent)``: ``V``, ``W`` summed over the constraint rows that name each row
+        of the matrix (``V[i] = sum_{j: rows[j] = i} W[j]``) where the constraint rows list
+        its rows again (balanced groups), else None; and the columns of ``V`` (else ``W``)
+        that :meth:`_signed_columns` keeps, contiguous. With ``V``, ``mean_j W[j] q(rows[j])``
+        is ``q @ V / n_c``, a read of the matrix's rows only (Adult by race: 53001 constraint
+        rows on 32561 rows); the columns, taken from a C-ordered array at each evaluation,
+        took 3 ms of a 7 ms evaluation there. Computed once per weight matrix and rows (the
+        steering's copies of the problem share them)."""
+        rows = self.A_con.rows
+        key = (id(self.W), id(rows))
+        hit = _EVALUATION_WEIGHTS.get(key)
+        if hit is None or hit[0]() is not self.W or (rows is not None and hit[1]() is not rows):
+            V = None
+            if rows is not None and len(rows) > self.A_con.A.shape[0]:
+                n = self.A_con.A.shape[0]
+                V = np.empty((n, self.n_constraints))
+                for k in range(self.n_constraints):
+                    V[:, k] = np.bincount(rows, weights=self.W[:, k], minlength=n)
+            cols = self._signed_columns()[0]
+            cotangent = np.ascontiguousarray((self.W if V is None else V)[:, cols])
+            drop = lambda _, key=key: _EVALUATION_WEIGHTS.pop(key, None)  # noqa: E731
+            held = None if rows is None else weakref.ref(rows, drop)
+            hit = (weakref.ref(self.W, drop), held, V, cotangent)
+            _EVALUATION_WEIGHTS[key] = hit
+        return hit[2], hit[3]
 
     # -- the same minibatch at two points (PStorm's fast path) ---------------------------------
     def _score_pair(self, A, x1, x2):
