@@ -184,5 +184,5 @@ def test_a_check_that_finds_no_bound_stops_at_its_budget_and_says_so():
     assert 40.0 * len(asked) <= _CHECK_FITS * 40.0 + 40.0
     assert est.n_data_passes_ == 40.0 * (len(asked) + 1)
     assert "Set bound" not in text and "no bound it tried works" in text, text
-    assert f"Loosen the bound past {max(asked):.2f}" in text, text
+    assert f"Bounds looser than {max(asked):.2f}" in text, text
     assert f"({len(asked)} refits, {40.0 * len(asked):.4g} data passes" in text, text

@@ -376,14 +376,19 @@ def _checked_bound_text(est, context, refit, hard) -> str:
     if bound is None:
         if not tried:
             return "Loosen the bound: no looser bound was left to check."
-        loosest = step * max(step * t for t, _ in tried) / 100
+        widest = max(step * t for t, _ in tried)
+        loosest = step * widest / 100
         said = f"Refitted at bound={shown}, the fit did not converge at any ({cost})"
         if passes < budget:
             return f"{said}: loosen the bound past {loosest:.2f}."
+        own = math.floor(step * float(context["bound"]) * 100 + 1e-9)
+        skipped = _runs(sorted({step * u for u in range(own + 1, widest)} - {t for t, _ in tried}))
         return (
-            f"{said}, and the check stops there (it starts no refit past {budget:.4g} "
-            "passes): no bound it tried works. Loosen the bound past "
-            f"{loosest:.2f}, refitting to see whether it converges."
+            f"{said}, and the check stops there (it starts no refit past {budget:.4g} passes, "
+            f"{_CHECK_FITS:g} times the fit's own or {_CHECK_PASSES:g} times max_passes): no "
+            f"bound it tried works. Bounds looser than {loosest:.2f}"
+            + (f" (or {skipped}, not tried)" if skipped else "")
+            + " may: refit at one to see whether it converges."
         )
     failed = _runs([t for t, ok in tried if not ok])
     before = f"; at {failed} it did not converge" if failed else ""
@@ -397,7 +402,8 @@ def _checked_bound_text(est, context, refit, hard) -> str:
     )
     untried = _runs([step * u for u in range(low + 1, ok)])
     if untried:
-        before += f"; {untried} {'were' if '-' in untried else 'was'} not tried (its budget)"
+        were = "were" if "-" in untried or "," in untried else "was"
+        before += f"; {untried} {were} not tried, for the check's budget"
     return (
         f"Set bound={bound:.2f}: refitted at it, this fit converges and meets it on "
         f"its training predictions ({np.round(got['hard'], 4).tolist()}){before} ({cost})."
