@@ -235,9 +235,9 @@ def _moved_model_text(est, fit) -> str:
 
 
 def _reachable_bound_text(est, nearest, context, at_cap=False, short=False, refit=None) -> str:
-    """The remedy of a fit where no solve met the bound: the first bound, in steps of 0.01
-    looser than the fit's, at which the fit refitted converges (:func:`_checked_bound`), or
-    coarser groups. ``at_cap``: the surrogate's bound had been tightened as far as the
+    """The remedy of a fit where no solve met the bound: a bound looser than the fit's at
+    which the fit refitted converges and one 0.01 tighter did not (:func:`_checked_bound`),
+    or coarser groups. ``at_cap``: the surrogate's bound had been tightened as far as the
     steering goes, which the text says is why; ``short``: a further solve there was cut
     short by the budget (its end is not known)."""
     if nearest is None or not len(nearest["hard"]):
@@ -392,7 +392,7 @@ def _checked_bound_text(est, context, refit, hard) -> str:
             return "Loosen the bound: no looser bound was left to check."
         widest = max(step * t for t, _ in tried)
         loosest = step * widest / 100
-        said = f"Refitted at bound={shown}, the fit did not converge at any ({cost})"
+        said = f"Refitted with the bound at {shown}, the fit converged at none ({cost})"
         if passes < budget:
             return f"{said}: loosen the bound past {loosest:.2f}."
         own = math.floor(step * float(context["bound"]) * 100 + 1e-9)
