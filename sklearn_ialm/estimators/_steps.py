@@ -100,20 +100,27 @@ def _checks_advice(est, source) -> bool:
 def refit_at(est, X, y, sample_weight, fit_params, bound: float) -> dict:
     """The verdict of ``est``'s parameters refitted at ``bound`` on the same input, its
     warnings silenced and its own advice not checked: ``converged``, ``met`` (on its
-    training predictions), ``hard`` (its report's values) and ``passes``."""
+    training predictions), ``hard`` (its report's values), ``reached`` (the values on
+    predictions of its solve nearest the bound, where no solve met it; else empty) and
+    ``passes``."""
     work = clone(est).set_params(verbose=0, bound=bound)
     work._checks_advice = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            steps(work, X, y, sample_weight, fit_params)
+            verdict = steps(work, X, y, sample_weight, fit_params, judge=False)
         except ValueError:
             # A bound the fit refuses (e.g. a share no model can give): not one to advise.
-            return {"converged": False, "met": False, "hard": np.array([]), "passes": 0.0}
+            none = np.array([])
+            return {"converged": False, "met": False, "hard": none, "reached": none, "passes": 0.0}
+        verdict()
+    context = verdict.args[1].context  # (the Fitting the conclusion was drawn on)
+    nearest = context.get("nearest") if isinstance(context, dict) else None
     return {
         "converged": bool(work.converged_),
         "met": bool(work.bound_met_),
         "hard": work.hard_constraint_values_,
+        "reached": np.array([]) if nearest is None else np.asarray(nearest["hard"]),
         "passes": float(work.n_data_passes_),
     }
 

@@ -167,7 +167,7 @@ def warn_if_not_converged(est, result, context, fit=None, refit=None):
         # (six groups, two of 5-25 rows, error-rate parity 0.02: 0.17 on predictions, and
         # the warning named no remedy).
         hard = est.hard_constraint_values_
-        parts.append(_checked_bound_text(est, context, refit, hard, False))
+        parts.append(_checked_bound_text(est, context, refit, hard))
     warn(" ".join(parts), ConvergenceWarning)
 
 
@@ -235,9 +235,9 @@ def _moved_model_text(est, fit) -> str:
 
 
 def _reachable_bound_text(est, nearest, context, at_cap=False, short=False, refit=None) -> str:
-    """The remedy of a fit where no solve met the bound: the first bound, in steps of 0.01
-    looser than the fit's, at which the fit refitted converges (:func:`_checked_bound`), or
-    coarser groups. ``at_cap``: the surrogate's bound had been tightened as far as the
+    """The remedy of a fit where no solve met the bound: a bound looser than the fit's at
+    which the fit refitted converges and one 0.01 tighter did not (:func:`_checked_bound`),
+    or coarser groups. ``at_cap``: the surrogate's bound had been tightened as far as the
     steering goes, which the text says is why; ``short``: a further solve there was cut
     short by the budget (its end is not known)."""
     if nearest is None or not len(nearest["hard"]):
@@ -267,7 +267,7 @@ def _reachable_bound_text(est, nearest, context, at_cap=False, short=False, refi
         # No refit at hand, or a fit that spent its budget: no bound is advised that was
         # not checked.
         return f"{reached} Loosen the bound. {other}"
-    return f"{reached} {_checked_bound_text(est, context, refit, hard, at_cap)} {other}"
+    return f"{reached} {_checked_bound_text(est, context, refit, hard)} {other}"
 
 
 def _looser(est) -> int:
@@ -277,98 +277,147 @@ def _looser(est) -> int:
     return -1 if lower else 1
 
 
-#: The checks of an advised bound (:func:`_checked_bound`): refits in steps of 0.01, none
-#: started once they have spent ``_SCAN_PASSES * max_passes`` data passes; then the estimate
-#: and the halvings of a bracket, none started past ``_CHECK_PASSES * max_passes``.
-_SCAN_PASSES, _CHECK_PASSES = 2.0, 3.0
+#: The advice check's budget (:func:`_checked_bound`): no refit is started once the checks
+#: have spent ``_CHECK_FITS`` times the fit's own data passes, nor past ``_CHECK_PASSES *
+#: max_passes``. A refit at a bound that fails costs about as much as the fit; 100 groups of
+#: 20 rows, DP 0.1, spent 21 refits (20 times the fit's 34 passes) on a scan in steps of 0.01.
+_CHECK_FITS, _CHECK_PASSES = 8.0, 2.0
+#: The bounds next to the fit's own that are refitted in order first: which bounds converge
+#: is not an interval (six groups like COMPAS's races, DP 0.05: 0.08 converges, 0.09-0.14
+#: do not), and these are the ones a user would try.
+_SCAN = 3
 
 
-def _checked_bound(est, context, refit, hard, at_cap):
-    """The first bound, in steps of 0.01 looser than the fit's own, at which the fit
-    refitted on the same input converges and meets it on its training predictions;
-    ``(bound, its refit's verdict, bounds tried, passes)``, the bound None where no refit
-    did.
+def _checked_bound(est, context, refit, hard):
+    """A bound looser than the fit's own, in hundredths, at which the fit refitted on the
+    same input converges and meets it on its training predictions, and one 0.01 tighter
+    did not; ``(bound, its refit's verdict, bounds tried as (hundredths, ok), passes)``,
+    the bound None where no refit within the budget did.
 
     The solve nearest the bound does not tell where a refit converges: on six groups like
     COMPAS's races (11 and 31 rows in the smallest), DP 0.05, it reached 0.077-0.29 over
-    eight draws, where the first bound that converged was 0.07-0.13, and the bounds that
-    converge were not an interval (0.08 converged, 0.09-0.14 did not). The bounds in order
-    from the fit's own are what a user would try; a refit at a bound that fails costs about
-    as much as this fit (50-300 passes on such families). Past the scan's budget, the
-    estimate from the nearest solve (:func:`_estimate_value`) is checked, and if it
-    converges the bracket between it and the last bound that failed is halved down to 0.01
-    (the bound advised then converges, and the one 0.01 tighter did not)."""
-    step, limit = _looser(est), est.max_passes
-    start = float(context["bound"])
-    first = math.floor(start * 100 + 1e-9) + 1 if step > 0 else math.ceil(start * 100 - 1e-9) - 1
-    tried, passes = [], 0.0
+    eight draws, where the first bound that converged was 0.07-0.13. The search:
 
-    def check(trial):
+    * the first :data:`_SCAN` bounds in steps of 0.01 (what a user would try), until a
+      refit's solve nearest the bound reaches what the last one's did;
+    * then, from what the nearest solve reached (rounded outwards), bounds looser by 0,
+      0.01, 0.03, 0.07, ... until one works;
+    * then the bound 0.01 tighter than that one, and, if it works too, the halvings of the
+      bracket between it and the loosest bound that failed below it, down to 0.01.
+
+    A refit that fails costs about as much as the fit, one that converges less; none is
+    started once the checks have spent ``min(_CHECK_FITS * n_data_passes_, _CHECK_PASSES *
+    max_passes)`` (100 groups of 20 rows, DP 0.1: 3 refits, 91 passes, where a scan in
+    steps of 0.01 spent 21 and 697)."""
+    # In "looseness" u = step * hundredths: a larger u is a looser bound, for either kind.
+    step, budget = _looser(est), _check_budget(est)
+    own = math.floor(step * float(context["bound"]) * 100 + 1e-9)
+    tried, verdicts, passes = [], {}, 0.0
+    last_reached = [np.array([])]
+
+    def check(u):
+        """The verdict at looseness ``u`` (None where it fails), refitted once."""
         nonlocal passes
-        got = refit(trial / 100)
-        passes += got["passes"]
-        ok = got["converged"] and got["met"]
-        tried.append((trial, ok))
-        return got if ok else None
+        if u not in verdicts:
+            got = refit(step * u / 100)
+            passes += got["passes"]
+            ok = got["converged"] and got["met"]
+            tried.append((step * u, ok))
+            last_reached[0] = got.get("reached", np.array([]))
+            verdicts[u] = got if ok else None
+        return verdicts[u]
 
-    trial = first
-    while 0 < trial < 100 and passes < _SCAN_PASSES * limit:
-        got = check(trial)
-        if got is not None:
-            return trial / 100, got, tried, passes
-        trial += step
-    failed = trial - step
-    estimate = _estimate_value(est, hard, context, at_cap)
-    if estimate is None or (estimate - failed) * step <= 0 or not 0 < estimate < 100:
-        # (An estimate among the bounds that failed: no bracket to halve.)
+    def within(u) -> bool:
+        return 0 < step * u < 100 and passes < budget
+
+    reached = previous = np.asarray(hard, dtype=float)
+    u = own + 1
+    while u <= own + _SCAN and within(u):
+        if check(u) is not None:
+            return step * u / 100, verdicts[u], tried, passes
+        u += 1
+        # A refit whose solve nearest the bound reached what the last one did: the bound
+        # between them did not move it, nor will the next 0.01, and the search goes on
+        # from there (100 groups of 20 rows, DP: 0.3 from the fit at 0.1 and from the
+        # refits at 0.11-0.29; six groups like COMPAS's races: 0.29, 0.17, 0.26, then 0.08
+        # converges).
+        again = np.asarray(last_reached[0], dtype=float)
+        if len(again) and again.shape == previous.shape and np.allclose(again, previous):
+            reached = again
+            break
+        previous = again if len(again) else previous
+    reached = float(np.nanmax(step * reached)) if len(reached) else np.nan
+    base = max(u, math.ceil(reached * 100 - 1e-9)) if np.isfinite(reached) else u
+    ok, jump = None, 0
+    while within(base + jump):
+        if check(base + jump) is not None:
+            ok = base + jump
+            break
+        jump = 2 * jump + 1
+    if ok is None:
         return None, None, tried, passes
-    best = check(estimate)
-    if best is None:
-        return None, None, tried, passes
-    while abs(estimate - failed) > 1 and passes < _CHECK_PASSES * limit:
-        middle = (estimate + failed) // 2
-        got = check(middle)
-        if got is None:
-            failed = middle
-        else:
-            estimate, best = middle, got
-    return estimate / 100, best, tried, passes
+    # The bracket: the loosest failure below the bound that works.
+    low = max(v for v in [own] + [v for v, got in verdicts.items() if got is None] if v < ok)
+    if ok - 1 > low and within(ok - 1) and check(ok - 1) is not None:
+        ok = ok - 1
+        while ok - low > 1 and within((ok + low) // 2):
+            middle = (ok + low) // 2
+            if check(middle) is None:
+                low = middle
+            else:
+                ok = middle
+    return step * ok / 100, verdicts[ok], tried, passes
 
 
-def _estimate_value(est, hard, context, at_cap) -> int | None:
-    """A bound a little looser than what the solve nearest it reached, in hundredths: 5 %
-    looser, rounded outwards, and at the
-    surrogate's cap one row of the smallest group more (from one solve to the next a rate
-    moves by whole rows: 30 groups of 10-50 rows, groups not in X, the solve nearest a
-    bound of 0.1 reached 0.2, one nearest 0.22 then 0.2335). None where not finite."""
-    if _looser(est) < 0:
-        value = float(np.nanmin(hard)) / 1.05
-        return math.floor(value * 100) if np.isfinite(value) else None
-    value = float(np.nanmax(hard)) * 1.05
-    codes = context.get("codes") if at_cap and isinstance(context, dict) else None
-    if codes is not None and len(codes):
-        smallest = np.unique(codes, return_counts=True)[1].min()
-        value = max(value, float(np.nanmax(hard)) + 1.0 / smallest)
-    return math.ceil(value * 100) if np.isfinite(value) else None
+def _check_budget(est) -> float:
+    """The data passes after which the advice check starts no refit (:data:`_CHECK_FITS`
+    times the fit's own, at most :data:`_CHECK_PASSES` times ``max_passes``)."""
+    return min(_CHECK_FITS * float(est.n_data_passes_), _CHECK_PASSES * est.max_passes)
 
 
-def _checked_bound_text(est, context, refit, hard, at_cap) -> str:
+def _checked_bound_text(est, context, refit, hard) -> str:
     """The advice of :func:`_checked_bound`, in words that say how it was checked; the
     checks' passes are added to ``n_data_passes_``, which the words give."""
-    bound, got, tried, passes = _checked_bound(est, context, refit, hard, at_cap)
+    budget = _check_budget(est)
+    bound, got, tried, passes = _checked_bound(est, context, refit, hard)
     est.n_data_passes_ = float(est.n_data_passes_ + passes)
     shown = _runs([t for t, _ in tried])
     cost = (
         f"{len(tried)} refit{'s' if len(tried) > 1 else ''}, {passes:.4g} data passes, which "
         f"n_data_passes_ counts: {est.n_data_passes_:.4g}"
     )
+    step = _looser(est)
     if bound is None:
+        if not tried:
+            return "Loosen the bound: no looser bound was left to check."
+        widest = max(step * t for t, _ in tried)
+        loosest = step * widest / 100
+        said = f"Refitted with the bound at {shown}, the fit converged at none ({cost})"
+        if passes < budget:
+            return f"{said}: loosen the bound past {loosest:.2f}."
+        own = math.floor(step * float(context["bound"]) * 100 + 1e-9)
+        skipped = _runs(sorted({step * u for u in range(own + 1, widest)} - {t for t, _ in tried}))
         return (
-            f"Refitted at bound={shown}, the fit did not converge either ({cost}): "
-            "loosen the bound further."
+            f"{said}, and the check stops there (it starts no refit past {budget:.4g} passes, "
+            f"{_CHECK_FITS:g} times the fit's own or {_CHECK_PASSES:g} times max_passes): no "
+            f"bound it tried works. Bounds looser than {loosest:.2f}"
+            + (f" (or {skipped}, not tried)" if skipped else "")
+            + " may: refit at one to see whether it converges."
         )
     failed = _runs([t for t, ok in tried if not ok])
     before = f"; at {failed} it did not converge" if failed else ""
+    # In looseness (step * hundredths): the bounds between the loosest failure below the
+    # advice (or the fit's own) and the advice that were not refitted, where the budget
+    # ran out inside the bracket.
+    ok = step * round(bound * 100)
+    low = max(
+        [step * t for t, good in tried if not good and step * t < ok],
+        default=math.floor(step * float(context["bound"]) * 100 + 1e-9),
+    )
+    untried = _runs([step * u for u in range(low + 1, ok)])
+    if untried:
+        were = "were" if "-" in untried or "," in untried else "was"
+        before += f"; {untried} {were} not tried, for the check's budget"
     return (
         f"Set bound={bound:.2f}: refitted at it, this fit converges and meets it on "
         f"its training predictions ({np.round(got['hard'], 4).tolist()}){before} ({cost})."
