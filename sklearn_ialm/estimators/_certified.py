@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import warnings
 
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight
@@ -21,7 +20,7 @@ from sklearn.utils.validation import _check_sample_weight
 from .._warnings import warn
 from ._certificate import KINDS as _KINDS
 from ._certificate import calibration_counts, certification_margin, fairness_certificate
-from ._certified_multiclass import fit_multiclass_certified
+from ._certified_multiclass import _inner_fit, fit_multiclass_certified
 from ._groups import _group_key
 from ._solve import calibration_seed
 from ._steps import InMemory
@@ -124,23 +123,6 @@ def fit_certified(est, X, y, sample_weight, fit_params):
     return est
 
 
-def _inner_fit(est, X, y, train_weight, train_bound, certification=None, *, sensitive_features):
-    """Fit ``est`` on the training rows at ``train_bound``; its warnings, caught (they are
-    about the training bound, an internal device, and are told again in one story with
-    the certificate)."""
-    est._training_bound = train_bound
-    if certification is not None:
-        est._certification = certification
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            est._fit(X, y, train_weight, sensitive_features=sensitive_features)
-    finally:
-        est._training_bound = None
-        est.__dict__.pop("_certification", None)
-    return caught
-
-
 def training_rates(kind, form, pred, y01, codes, groups):
     """The rates :func:`certification_margin` takes, read from a model's predictions on the
     training rows: per cell and group (``groups``, codes, as the calibration counts hold
@@ -166,8 +148,11 @@ def training_rates(kind, form, pred, y01, codes, groups):
 def _training_bound(kind, form, counts, delta, bound, rates, protected, fallback=None):
     """The bound to train at for the margin at ``rates`` (:func:`certification_margin`),
     or ``fallback`` when no model at those rates would pass the certificate."""
+    # Every cell at the margin must pass (equalized odds has two): each at
+    # _POWER ** (1 / cells), so that all together pass with about _POWER.
+    power = _POWER ** (1 / counts.n.shape[0])
     margin = certification_margin(
-        kind, form, counts, delta, bound=bound, rates=rates, power=_POWER, protected=protected
+        kind, form, counts, delta, bound=bound, rates=rates, power=power, protected=protected
     )
     train = bound - margin if form == "difference" else bound + margin
     low, high = (0.0, 1.0) if form == "difference" else (1e-12, 1.0)

@@ -25,6 +25,7 @@ from ._certificate_multiclass import (
     multiclass_counts,
     multiclass_fairness_certificate,
     multiclass_margin,
+    multiclass_rates,
 )
 from ._solve import calibration_seed
 from ._steps import InMemory
@@ -34,6 +35,9 @@ __all__ = ["fit_multiclass_certified"]
 
 #: As the binary certificate: the margin is set so that about 9 fits in 10 are certified.
 _POWER = 0.9
+
+#: As the binary certificate: fits that only tell the model's rates, before the certified one.
+_TRIAL_FITS = 2
 
 
 def _check_params(est):
@@ -85,38 +89,45 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
     protected = est._protected_codes(codes[live], labels, excluded=excluded)
     seed = calibration_seed(est.random_state)
 
-    def margin_at(size, bound, delta):
-        """``(held, margin)``: the rows held out at ``size`` and the margin they call for."""
+    def margin_at(size, bound, delta, rates=0.5):
+        """``(held, margin)``: the rows held out at ``size`` and the margin they call for,
+        each cell taken at ``rates`` (0.5: the widest intervals)."""
         held = _hold_out(est, codes, y_codes, live, K, np.random.default_rng(seed), size)
         groups, _, n = multiclass_counts(codes[held], y_codes[held], n_classes=K,
                                          kind=est.constraint)  # fmt: skip
         pair = _pairs(groups, protected)[0]
-        return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=_POWER)
+        trial = rates if np.ndim(rates) == 0 else np.asarray(rates)[:, groups]
+        # Every cell at the margin must pass: each at _POWER ** (1 / cells), so that all
+        # together pass with about _POWER when all are at it.
+        power = _POWER ** (1 / n.shape[0])
+        return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=power,
+                                       rates=trial)  # fmt: skip
 
     held, margin = margin_at(est.calibration_size, bound, est.delta)
-    train_bound = bound - margin
+    train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
+    train_weight[held] = 0.0
+    fit = functools.partial(
+        _inner_fit, est, X, y, train_weight, sensitive_features=sensitive_features
+    )
+    train_bound, margin, rates = _trial_fits(
+        est, fit, X, y_codes, codes, np.setdiff1d(live, held), margin_at, bound - margin
+    )
     if not (np.isfinite(margin) and train_bound >= 0):
         raise ValueError(
             f"The calibration rows are too few to certify bound={bound:g} with "
             f"delta={est.delta:g} on {K} classes: calibration_size={est.calibration_size!r} "
-            f"holds out {len(held)} rows, and no model, not even one with no gap between "
-            "the groups, would pass the certificate about 9 times in 10. "
-            + _what_would_certify(est, margin_at, bound)
+            f"holds out {len(held)} rows, and no model with the rates a first fit has on "
+            "the training rows, not even one with no gap between the groups, would pass "
+            "the certificate about 9 times in 10. "
+            + _what_would_certify(est, functools.partial(margin_at, rates=rates), bound)
         )
-    train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
-    train_weight[held] = 0.0
-    est._training_bound = train_bound
-    est._certification = functools.partial(
-        _certify, X=X, y_codes=y_codes, codes=codes, labels=labels, held=held,
-        protected=protected, classes=classes, bound=bound,
+    caught = fit(
+        train_bound,
+        functools.partial(
+            _certify, X=X, y_codes=y_codes, codes=codes, labels=labels, held=held,
+            protected=protected, classes=classes, bound=bound,
+        ),
     )  # fmt: skip
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            est._fit(X, y, train_weight, sensitive_features=sensitive_features)
-    finally:
-        est._training_bound = None
-        est.__dict__.pop("_certification", None)
     if feature_names is not None:
         est.feature_names_in_ = feature_names
     est.bound_ = bound
@@ -131,6 +142,43 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
     return est
 
 
+def _trial_fits(est, fit, X, y_codes, codes, train, margin_at, first):
+    """``(training bound, margin, rates)``: as for two classes (:mod:`._certified`), fits
+    that only tell the rates the model will have, from the training rows' predictions
+    (never the held-out rows'); the first trains at ``first``, the margin of the widest
+    intervals (at half the bound when even those leave no room)."""
+    bound = est._check_bound()
+    train_bound = first if first >= 0 else bound / 2
+    for _ in range(_TRIAL_FITS):
+        fit(train_bound)
+        scores = est._score(X[train])
+        K = scores.shape[1]
+        rates = multiclass_rates(est.constraint, np.argmax(scores, axis=1), y_codes[train],
+                                 codes[train], n_classes=K)  # fmt: skip
+        margin = margin_at(est.calibration_size, bound, est.delta, rates)[1]
+        train_bound = bound - margin
+        if not (np.isfinite(margin) and train_bound >= 0):
+            break
+    return train_bound, margin, rates
+
+
+def _inner_fit(est, X, y, train_weight, train_bound, certification=None, *, sensitive_features):
+    """Fit ``est`` on the training rows at ``train_bound``; its warnings, caught (they are
+    about the training bound, an internal device, and are told again in one story with
+    the certificate)."""
+    est._training_bound = train_bound
+    if certification is not None:
+        est._certification = certification
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est._fit(X, y, train_weight, sensitive_features=sensitive_features)
+    finally:
+        est._training_bound = None
+        est.__dict__.pop("_certification", None)
+    return caught
+
+
 def _what_would_certify(est, margin_at, bound):
     """The nearest setting, changed alone, with which a certificate is within reach."""
     found = []
@@ -140,7 +188,7 @@ def _what_would_certify(est, margin_at, bound):
             if margin <= bound:
                 found.append(f"calibration_size={size:.2f} ({len(held)} rows held out)")
                 break
-    # (The margin, at the widest rates, does not depend on the bound: that bound is its own.)
+    # (A difference's margin does not depend on the bound: that bound is its own.)
     needed = margin_at(est.calibration_size, 1.0, est.delta)[1]
     if needed < 1.0:
         found.append(f"bound={math.ceil(needed * 1000) / 1000:.3f}")
