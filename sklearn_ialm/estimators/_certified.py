@@ -19,7 +19,13 @@ from sklearn.utils.validation import _check_sample_weight
 
 from .._warnings import warn
 from ._certificate import KINDS as _KINDS
-from ._certificate import calibration_counts, certification_margin, fairness_certificate
+from ._certificate import (
+    _pairs,
+    calibration_counts,
+    certification_margin,
+    difference_training_bound,
+    fairness_certificate,
+)
 from ._certified_multiclass import _inner_fit, fit_multiclass_certified
 from ._groups import _group_key
 from ._solve import calibration_seed
@@ -89,15 +95,17 @@ def fit_certified(est, X, y, sample_weight, fit_params):
     train = np.setdiff1d(live, held)
     train_bound = _first_bound(kind, form, counts, est.delta, bound, y01, sw, live, protected)
     for _ in range(_TRIAL_FITS):
-        fit(train_bound)
+        fit(trial := train_bound)
         pred = (est._score(X[train]) > 0).astype(int)
         rates = training_rates(kind, form, pred, y01[train], codes[train], counts.groups)
-        train_bound = _training_bound(kind, form, counts, est.delta, bound, rates, protected)
+        train_bound = _training_bound(
+            kind, form, counts, est.delta, bound, rates, protected, trial
+        )
         if train_bound is None:
             break
     if train_bound is None:
-        _refuse(est, codes, labels, y01, live, seed, held, counts, rates, protected, kind, form,
-                bound)  # fmt: skip
+        _refuse(est, codes, labels, y01, live, seed, held, counts, (rates, trial), protected,
+                kind, form, bound)  # fmt: skip
     # The fit certifies its model on the held-out rows before its verdict (as the umbrella
     # rule sets its threshold within the fit): bound_met_ and converged_ are the
     # certificate's, the training rows' reading is told beside it.
@@ -145,9 +153,16 @@ def training_rates(kind, form, pred, y01, codes, groups):
     return rates
 
 
-def _training_bound(kind, form, counts, delta, bound, rates, protected, fallback=None):
-    """The bound to train at for the margin at ``rates`` (:func:`certification_margin`),
-    or ``fallback`` when no model at those rates would pass the certificate."""
+def _training_bound(kind, form, counts, delta, bound, rates, protected, trial=None):
+    """The bound to train at, or None when no model at ``rates`` would pass the
+    certificate. With the rates of a trial fit at ``trial`` (a difference), every pair of
+    every cell is taken at its own gap (:func:`difference_training_bound`); otherwise each
+    cell at the margin of :func:`certification_margin`."""
+    if trial is not None and form == "difference" and kind != "positive_share":
+        pair = _pairs(counts.groups, protected)[0]
+        return difference_training_bound(
+            counts.n, rates, pair, bound=bound, delta=delta, power=_POWER, trial_bound=trial
+        )
     # Every cell at the margin must pass (equalized odds has two): each at
     # _POWER ** (1 / cells), so that all together pass with about _POWER.
     power = _POWER ** (1 / counts.n.shape[0])
@@ -157,7 +172,7 @@ def _training_bound(kind, form, counts, delta, bound, rates, protected, fallback
     train = bound - margin if form == "difference" else bound + margin
     low, high = (0.0, 1.0) if form == "difference" else (1e-12, 1.0)
     ok = np.isfinite(margin) and low <= train < high + (form == "ratio")
-    return train if ok else fallback
+    return train if ok else None
 
 
 def _certificate_kind(est):
@@ -208,16 +223,19 @@ def _first_bound(kind, form, counts, delta, bound, y01, sw, live, protected):
 def _refuse(
     est, codes, labels, y01, live, seed, held, counts, rates, protected, kind, form, bound
 ):
-    """The ValueError of a split too small to certify ``bound`` at the model's rates, with
-    the settings (each changed alone) that would do."""
+    """The ValueError of a split too small to certify ``bound`` at the model's rates (and
+    the bound of the trial fit that had them), with the settings (each changed alone) that
+    would do."""
+    rates, trial_bound = rates
 
     def training_bound(held, bound, delta):
         """The bound to train at with these rows held out, or None."""
         counts = calibration_counts(codes[held], y01[held], kind=kind)
         # (The rates are per group of the first split: a split with other groups, which
         # only a group of one row could give, takes the widest intervals.)
-        trial = rates if np.ndim(rates) == 0 or counts.n.shape == np.shape(rates) else 0.5
-        return _training_bound(kind, form, counts, delta, bound, trial, protected), counts
+        same = np.ndim(rates) == 0 or counts.n.shape == np.shape(rates)
+        at, trial = (rates, trial_bound) if same else (0.5, None)
+        return _training_bound(kind, form, counts, delta, bound, at, protected, trial), counts
 
     per_group = {
         cell: dict(zip(map(_group_key, labels[counts.groups]), row, strict=True))

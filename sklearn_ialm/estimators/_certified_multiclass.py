@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.utils.validation import _check_sample_weight
 
 from .._warnings import warn
-from ._certificate import _pairs
+from ._certificate import _pairs, difference_training_bound
 from ._certificate_multiclass import (
     MULTICLASS_KINDS,
     multiclass_counts,
@@ -89,19 +89,22 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
     protected = est._protected_codes(codes[live], labels, excluded=excluded)
     seed = calibration_seed(est.random_state)
 
-    def margin_at(size, bound, delta, rates=0.5):
-        """``(held, margin)``: the rows held out at ``size`` and the margin they call for,
-        each cell taken at ``rates`` (0.5: the widest intervals)."""
+    def margin_at(size, bound, delta, rates=0.5, trial=None):
+        """``(held, margin)``: the rows held out at ``size`` and the margin they call for:
+        with the rates of a trial fit at ``trial``, every pair of every cell at its own gap
+        (:func:`~._certificate.difference_training_bound`); before one, every cell at the
+        widest intervals (rates of 0.5)."""
         held = _hold_out(est, codes, y_codes, live, K, np.random.default_rng(seed), size)
         groups, _, n = multiclass_counts(codes[held], y_codes[held], n_classes=K,
                                          kind=est.constraint)  # fmt: skip
         pair = _pairs(groups, protected)[0]
-        trial = rates if np.ndim(rates) == 0 else np.asarray(rates)[:, groups]
-        # Every cell at the margin must pass: each at _POWER ** (1 / cells), so that all
-        # together pass with about _POWER when all are at it.
-        power = _POWER ** (1 / n.shape[0])
-        return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=power,
-                                       rates=trial)  # fmt: skip
+        if trial is None:
+            return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=_POWER)
+        train_bound = difference_training_bound(
+            n, np.asarray(rates)[:, groups], pair, bound=bound, delta=delta, power=_POWER,
+            trial_bound=trial,
+        )  # fmt: skip
+        return held, (np.inf if train_bound is None else bound - train_bound)
 
     held, margin = margin_at(est.calibration_size, bound, est.delta)
     train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
@@ -119,7 +122,9 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
             f"holds out {len(held)} rows, and no model with the rates a first fit has on "
             "the training rows, not even one with no gap between the groups, would pass "
             "the certificate about 9 times in 10. "
-            + _what_would_certify(est, functools.partial(margin_at, rates=rates), bound)
+            + _what_would_certify(
+                est, functools.partial(margin_at, rates=rates[0], trial=rates[1]), bound
+            )  # fmt: skip
         )
     caught = fit(
         train_bound,
@@ -150,16 +155,16 @@ def _trial_fits(est, fit, X, y_codes, codes, train, margin_at, first):
     bound = est._check_bound()
     train_bound = first if first >= 0 else bound / 2
     for _ in range(_TRIAL_FITS):
-        fit(train_bound)
+        fit(trial := train_bound)
         scores = est._score(X[train])
         K = scores.shape[1]
         rates = multiclass_rates(est.constraint, np.argmax(scores, axis=1), y_codes[train],
                                  codes[train], n_classes=K)  # fmt: skip
-        margin = margin_at(est.calibration_size, bound, est.delta, rates)[1]
+        margin = margin_at(est.calibration_size, bound, est.delta, rates, train_bound)[1]
         train_bound = bound - margin
         if not (np.isfinite(margin) and train_bound >= 0):
             break
-    return train_bound, margin, rates
+    return train_bound, margin, (rates, trial)
 
 
 def _inner_fit(est, X, y, train_weight, train_bound, certification=None, *, sensitive_features):
@@ -188,10 +193,10 @@ def _what_would_certify(est, margin_at, bound):
             if margin <= bound:
                 found.append(f"calibration_size={size:.2f} ({len(held)} rows held out)")
                 break
-    # (A difference's margin does not depend on the bound: that bound is its own.)
-    needed = margin_at(est.calibration_size, 1.0, est.delta)[1]
-    if needed < 1.0:
-        found.append(f"bound={math.ceil(needed * 1000) / 1000:.3f}")
+    for trial in np.arange(bound + 0.005, 1.0, 0.005):
+        if margin_at(est.calibration_size, float(trial), est.delta)[1] <= trial:
+            found.append(f"bound={trial:.3f}")
+            break
     for delta in (0.1, 0.2, 0.3, 0.4, 0.5):
         if delta > est.delta and margin_at(est.calibration_size, bound, delta)[1] <= bound:
             found.append(f"delta={delta:g}")
