@@ -104,7 +104,7 @@ def fit_certified(est, X, y, sample_weight, fit_params):
         if train_bound is None:
             break
     if train_bound is None:
-        _refuse(est, codes, labels, y01, live, seed, held, counts, (rates, trial), protected,
+        _refuse(est, codes, labels, y01, live, seed, held, counts, rates, protected,
                 kind, form, bound)  # fmt: skip
     # The fit certifies its model on the held-out rows before its verdict (as the umbrella
     # rule sets its threshold within the fit): bound_met_ and converged_ are the
@@ -153,7 +153,7 @@ def training_rates(kind, form, pred, y01, codes, groups):
     return rates
 
 
-def _training_bound(kind, form, counts, delta, bound, rates, protected, trial=None):
+def _training_bound(kind, form, counts, delta, bound, rates, protected, trial=None, power=_POWER):
     """The bound to train at, or None when no model at ``rates`` would pass the
     certificate. With the rates of a trial fit at ``trial`` (a difference), every pair of
     every cell is taken at its own gap (:func:`difference_training_bound`); otherwise each
@@ -161,11 +161,11 @@ def _training_bound(kind, form, counts, delta, bound, rates, protected, trial=No
     if trial is not None and form == "difference" and kind != "positive_share":
         pair = _pairs(counts.groups, protected)[0]
         return difference_training_bound(
-            counts.n, rates, pair, bound=bound, delta=delta, power=_POWER, trial_bound=trial
+            counts.n, rates, pair, bound=bound, delta=delta, power=power, trial_bound=trial
         )
     # Every cell at the margin must pass (equalized odds has two): each at
-    # _POWER ** (1 / cells), so that all together pass with about _POWER.
-    power = _POWER ** (1 / counts.n.shape[0])
+    # power ** (1 / cells), so that all together pass with about power.
+    power = power ** (1 / counts.n.shape[0])
     margin = certification_margin(
         kind, form, counts, delta, bound=bound, rates=rates, power=power, protected=protected
     )
@@ -223,19 +223,23 @@ def _first_bound(kind, form, counts, delta, bound, y01, sw, live, protected):
 def _refuse(
     est, codes, labels, y01, live, seed, held, counts, rates, protected, kind, form, bound
 ):
-    """The ValueError of a split too small to certify ``bound`` at the model's rates (and
-    the bound of the trial fit that had them), with the settings (each changed alone) that
-    would do."""
-    rates, trial_bound = rates
+    """The ValueError of a split too small to certify ``bound`` at the model's rates (a
+    trial fit's), with the settings (each changed alone) that would do."""
 
     def training_bound(held, bound, delta):
         """The bound to train at with these rows held out, or None."""
         counts = calibration_counts(codes[held], y01[held], kind=kind)
-        # (The rates are per group of the first split: a split with other groups, which
-        # only a group of one row could give, takes the widest intervals.)
-        same = np.ndim(rates) == 0 or counts.n.shape == np.shape(rates)
-        at, trial = (rates, trial_bound) if same else (0.5, None)
-        return _training_bound(kind, form, counts, delta, bound, at, protected, trial), counts
+        # A difference: the settings named are those with which a model with no gap
+        # passes at the widest intervals (rates of 0.5, every pair), so at any rates.
+        # Otherwise the margin at the model's rates (per group of the first split: a split
+        # with other groups, which only a group of one row could give, takes 0.5).
+        if form == "difference" and kind != "positive_share":
+            at, trial = 0.5, 0.0
+        else:
+            same = np.ndim(rates) == 0 or counts.n.shape == np.shape(rates)
+            at, trial = (rates if same else 0.5), None
+        train = _training_bound(kind, form, counts, delta, bound, at, protected, trial)
+        return train, counts
 
     per_group = {
         cell: dict(zip(map(_group_key, labels[counts.groups]), row, strict=True))
@@ -245,7 +249,7 @@ def _refuse(
     raise ValueError(
         f"The calibration rows are too few to certify bound={bound:g} with "
         f"delta={est.delta:g}: calibration_size={est.calibration_size!r} holds out "
-        f"{len(held)} rows ({per_group} per group), and no model with the rates a first fit "
+        f"{len(held)} rows ({per_group} per group), and no model with the rates a trial fit "
         f"has on the training rows ({shown}), not even one with no gap between the groups, "
         "would pass the certificate about 9 times in 10. "
         + _what_would_certify(est,

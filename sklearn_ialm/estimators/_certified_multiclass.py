@@ -100,8 +100,9 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
         pair = _pairs(groups, protected)[0]
         if trial is None:
             return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=_POWER)
+        at = rates if np.ndim(rates) == 0 else np.asarray(rates)[:, groups]
         train_bound = difference_training_bound(
-            n, np.asarray(rates)[:, groups], pair, bound=bound, delta=delta, power=_POWER,
+            n, at, pair, bound=bound, delta=delta, power=_POWER,
             trial_bound=trial,
         )  # fmt: skip
         return held, (np.inf if train_bound is None else bound - train_bound)
@@ -119,11 +120,13 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
         raise ValueError(
             f"The calibration rows are too few to certify bound={bound:g} with "
             f"delta={est.delta:g} on {K} classes: calibration_size={est.calibration_size!r} "
-            f"holds out {len(held)} rows, and no model with the rates a first fit has on "
+            f"holds out {len(held)} rows, and no model with the rates a trial fit has on "
             "the training rows, not even one with no gap between the groups, would pass "
             "the certificate about 9 times in 10. "
+            # The settings named are those with which a model with no gap passes at the
+            # widest intervals (rates of 0.5, every pair): one passes at any rates.
             + _what_would_certify(
-                est, functools.partial(margin_at, rates=rates[0], trial=rates[1]), bound
+                est, functools.partial(margin_at, rates=0.5, trial=0.0), bound
             )  # fmt: skip
         )
     caught = fit(
