@@ -2,8 +2,9 @@
 
 A guarantee around the fit's steps: the rows are validated once, a share of each group (and
 class, for the conditional kinds) is held out, the fit trains on the rest at a bound moved
-inside the user's by the margin the held-out counts call for, and the held-out rows then
-certify the model (:func:`~._certificate.fairness_certificate`). Its account is one story:
+inside the user's by the margin the held-out counts and the model's rates (read by trial
+fits from the training rows' predictions) call for, and the held-out rows then certify the
+model (:func:`~._certificate.fairness_certificate`). Its account is one story:
 what the training rows met against the training bound, and what the held-out rows certify
 against ``bound``.
 """
@@ -281,7 +282,8 @@ def _tell_certified_fit(est, caught, cert, train_bound):
     contradict each other."""
     trained = (
         f"The model was trained at training_bound_={train_bound:.4g} (tighter than "
-        f"bound={cert.bound:g} by the margin the held-out counts call for) and reached "
+        f"bound={cert.bound:g} by the margin the held-out counts and the model's rates call "
+        "for) and reached "
         f"{np.round(est.hard_constraint_values_, 4).tolist()} on the training rows' "
         "predictions"
     )

@@ -4,8 +4,9 @@ As :mod:`._certified` for two classes: the rows are validated once, ``calibratio
 each group's rows is held out (of each group and class for ``true_positive_rate_parity``,
 whose cells are single classes; see :mod:`._certificate_multiclass` for why the other kinds
 draw by group only), the multinomial model trains on the rest at a bound moved inside the
-user's by the margin the held-out counts call for, and the held-out rows certify it, per
-class and over all classes (:func:`~._certificate_multiclass.multiclass_fairness_certificate`).
+user's by the margin the held-out counts and the model's rates call for, and the held-out
+rows certify it, per class and over all classes
+(:func:`~._certificate_multiclass.multiclass_fairness_certificate`).
 """
 
 from __future__ import annotations
