@@ -56,7 +56,11 @@ union over groups, pairs or cells is needed: only the two intervals of the (unkn
 fixed) worst pair can fail in a way that matters. The ratio form is the same argument with
 ``lower[c, b] / upper[c, a]``; ``"minimum"`` needs only the lower limit of the (fixed) worst
 group, so it takes the whole ``delta`` on that side. The counts may be used before the check
-(:func:`certification_margin`): the argument conditions on them.
+(:func:`certification_margin`): the argument conditions on them. So may anything that does
+not read the calibration rows' predictions or labels beyond the counts, such as a trial
+model's predictions on the training rows (:func:`difference_training_bound`): the final
+model is then still a function of the training rows and the counts, fixed given them, and
+the calibration rows' predictions are still binomial given the counts.
 
 **Price.** ``delta / 2`` per side is a union bound over the two intervals of the worst pair;
 a violation needs the *sum* of two independent deviations to exceed the sum of the two margins,
@@ -101,7 +105,7 @@ from ._certificate_counts import (
     calibration_counts,
     clopper_pearson,
 )
-from ._certificate_margin import certification_margin
+from ._certificate_margin import certification_margin, difference_training_bound
 
 __all__ = [
     "CalibrationCounts",
@@ -110,6 +114,7 @@ __all__ = [
     "calibration_counts",
     "certification_margin",
     "clopper_pearson",
+    "difference_training_bound",
     "fairness_certificate",
 ]
 

@@ -71,6 +71,7 @@ __all__ = [
     "multiclass_counts",
     "multiclass_fairness_certificate",
     "multiclass_margin",
+    "multiclass_rates",
 ]
 
 #: The kinds certified on more than two classes and the parts of each (one cell per class,
@@ -286,14 +287,39 @@ def multiclass_fairness_certificate(
 
 
 def multiclass_margin(
-    n: np.ndarray, delta: float, *, bound: float, pair: np.ndarray, power: float
+    n: np.ndarray,
+    delta: float,
+    *,
+    bound: float,
+    pair: np.ndarray,
+    power: float,
+    rates: float | ArrayLike = 0.5,
 ) -> float:
     """How much tighter than ``bound`` to train so that the certificate passes with about
-    probability ``power`` (:func:`._certificate.certification_margin`'s approximation, every
-    cell's rate taken at 0.5, the widest intervals); ``inf`` when no model would pass."""
+    probability ``power`` (:func:`._certificate.certification_margin`'s approximation, with
+    ``rates`` the expected rate of each cell and group: 0.5, the widest intervals, by
+    default); ``inf`` when no model would pass."""
     from scipy.stats import norm
 
     n = np.asarray(n, dtype=float)
-    p = np.full(n.shape, 0.5)
+    p = np.broadcast_to(np.asarray(rates, dtype=float), n.shape)
     z = float(norm.ppf(_check_level(power, "power")))
     return _pair_margin("difference", n, p, pair, bound, delta, z, cov=0.0)
+
+
+def multiclass_rates(
+    kind: str, y_pred: np.ndarray, y_true: np.ndarray, codes: np.ndarray, *, n_classes: int
+) -> np.ndarray:
+    """The rate of each cell and group of a model's predictions (class codes) on rows that
+    are not calibration rows (the training rows), shape ``(n_cells, codes.max() + 1)``: what
+    :func:`multiclass_margin` takes as ``rates``. A cell without rows takes 0.5 (the widest
+    intervals); the rates are kept off 0 and 1 (an estimate, not a certainty)."""
+    n_groups = int(codes.max()) + 1
+
+    def hit_of(part, c):
+        return (y_pred != y_true) if part == "error" else (y_pred == c)
+
+    rows = _cell_counts(kind, y_true, codes, n_groups, n_classes)
+    hits = _cell_counts(kind, y_true, codes, n_groups, n_classes, hit_of)
+    rates = np.where(rows > 0, hits / np.maximum(rows, 1), 0.5)
+    return np.clip(rates, 1e-3, 1 - 1e-3)

@@ -4,8 +4,9 @@ As :mod:`._certified` for two classes: the rows are validated once, ``calibratio
 each group's rows is held out (of each group and class for ``true_positive_rate_parity``,
 whose cells are single classes; see :mod:`._certificate_multiclass` for why the other kinds
 draw by group only), the multinomial model trains on the rest at a bound moved inside the
-user's by the margin the held-out counts call for, and the held-out rows certify it, per
-class and over all classes (:func:`~._certificate_multiclass.multiclass_fairness_certificate`).
+user's by the margin the held-out counts and the model's rates call for, and the held-out
+rows certify it, per class and over all classes
+(:func:`~._certificate_multiclass.multiclass_fairness_certificate`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ import numpy as np
 from sklearn.utils.validation import _check_sample_weight
 
 from .._warnings import warn
-from ._certificate import _pairs
+from ._certificate import _pairs, difference_training_bound
 from ._certificate_multiclass import (
     MULTICLASS_KINDS,
     multiclass_counts,
     multiclass_fairness_certificate,
     multiclass_margin,
+    multiclass_rates,
 )
 from ._solve import calibration_seed
 from ._steps import InMemory
@@ -34,6 +36,9 @@ __all__ = ["fit_multiclass_certified"]
 
 #: As the binary certificate: the margin is set so that about 9 fits in 10 are certified.
 _POWER = 0.9
+
+#: As the binary certificate: fits that only tell the model's rates, before the certified one.
+_TRIAL_FITS = 2
 
 
 def _check_params(est):
@@ -85,38 +90,53 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
     protected = est._protected_codes(codes[live], labels, excluded=excluded)
     seed = calibration_seed(est.random_state)
 
-    def margin_at(size, bound, delta):
-        """``(held, margin)``: the rows held out at ``size`` and the margin they call for."""
+    def margin_at(size, bound, delta, rates=0.5, trial=None):
+        """``(held, margin)``: the rows held out at ``size`` and the margin they call for:
+        with the rates of a trial fit at ``trial``, every pair of every cell at its own gap
+        (:func:`~._certificate.difference_training_bound`); before one, every cell at the
+        widest intervals (rates of 0.5)."""
         held = _hold_out(est, codes, y_codes, live, K, np.random.default_rng(seed), size)
         groups, _, n = multiclass_counts(codes[held], y_codes[held], n_classes=K,
                                          kind=est.constraint)  # fmt: skip
         pair = _pairs(groups, protected)[0]
-        return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=_POWER)
+        if trial is None:
+            return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=_POWER)
+        at = rates if np.ndim(rates) == 0 else np.asarray(rates)[:, groups]
+        train_bound = difference_training_bound(
+            n, at, pair, bound=bound, delta=delta, power=_POWER,
+            trial_bound=trial,
+        )  # fmt: skip
+        return held, (np.inf if train_bound is None else bound - train_bound)
 
     held, margin = margin_at(est.calibration_size, bound, est.delta)
-    train_bound = bound - margin
+    train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
+    train_weight[held] = 0.0
+    fit = functools.partial(
+        _inner_fit, est, X, y, train_weight, sensitive_features=sensitive_features
+    )
+    train_bound, margin, rates = _trial_fits(
+        est, fit, X, y_codes, codes, np.setdiff1d(live, held), margin_at, bound - margin
+    )
     if not (np.isfinite(margin) and train_bound >= 0):
         raise ValueError(
             f"The calibration rows are too few to certify bound={bound:g} with "
             f"delta={est.delta:g} on {K} classes: calibration_size={est.calibration_size!r} "
-            f"holds out {len(held)} rows, and no model, not even one with no gap between "
-            "the groups, would pass the certificate about 9 times in 10. "
-            + _what_would_certify(est, margin_at, bound)
+            f"holds out {len(held)} rows, and no model with the rates a trial fit has on "
+            "the training rows, not even one with no gap between the groups, would pass "
+            "the certificate about 9 times in 10. "
+            # The settings named are those with which a model with no gap passes at the
+            # widest intervals (rates of 0.5, every pair): one passes at any rates.
+            + _what_would_certify(
+                est, functools.partial(margin_at, rates=0.5, trial=0.0), bound
+            )  # fmt: skip
         )
-    train_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, copy=True)
-    train_weight[held] = 0.0
-    est._training_bound = train_bound
-    est._certification = functools.partial(
-        _certify, X=X, y_codes=y_codes, codes=codes, labels=labels, held=held,
-        protected=protected, classes=classes, bound=bound,
+    caught = fit(
+        train_bound,
+        functools.partial(
+            _certify, X=X, y_codes=y_codes, codes=codes, labels=labels, held=held,
+            protected=protected, classes=classes, bound=bound,
+        ),
     )  # fmt: skip
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            est._fit(X, y, train_weight, sensitive_features=sensitive_features)
-    finally:
-        est._training_bound = None
-        est.__dict__.pop("_certification", None)
     if feature_names is not None:
         est.feature_names_in_ = feature_names
     est.bound_ = bound
@@ -131,6 +151,43 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
     return est
 
 
+def _trial_fits(est, fit, X, y_codes, codes, train, margin_at, first):
+    """``(training bound, margin, rates)``: as for two classes (:mod:`._certified`), fits
+    that only tell the rates the model will have, from the training rows' predictions
+    (never the held-out rows'); the first trains at ``first``, the margin of the widest
+    intervals (at half the bound when even those leave no room)."""
+    bound = est._check_bound()
+    train_bound = first if first >= 0 else bound / 2
+    for _ in range(_TRIAL_FITS):
+        fit(trial := train_bound)
+        scores = est._score(X[train])
+        K = scores.shape[1]
+        rates = multiclass_rates(est.constraint, np.argmax(scores, axis=1), y_codes[train],
+                                 codes[train], n_classes=K)  # fmt: skip
+        margin = margin_at(est.calibration_size, bound, est.delta, rates, train_bound)[1]
+        train_bound = bound - margin
+        if not (np.isfinite(margin) and train_bound >= 0):
+            break
+    return train_bound, margin, (rates, trial)
+
+
+def _inner_fit(est, X, y, train_weight, train_bound, certification=None, *, sensitive_features):
+    """Fit ``est`` on the training rows at ``train_bound``; its warnings, caught (they are
+    about the training bound, an internal device, and are told again in one story with
+    the certificate)."""
+    est._training_bound = train_bound
+    if certification is not None:
+        est._certification = certification
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est._fit(X, y, train_weight, sensitive_features=sensitive_features)
+    finally:
+        est._training_bound = None
+        est.__dict__.pop("_certification", None)
+    return caught
+
+
 def _what_would_certify(est, margin_at, bound):
     """The nearest setting, changed alone, with which a certificate is within reach."""
     found = []
@@ -140,10 +197,10 @@ def _what_would_certify(est, margin_at, bound):
             if margin <= bound:
                 found.append(f"calibration_size={size:.2f} ({len(held)} rows held out)")
                 break
-    # (The margin, at the widest rates, does not depend on the bound: that bound is its own.)
-    needed = margin_at(est.calibration_size, 1.0, est.delta)[1]
-    if needed < 1.0:
-        found.append(f"bound={math.ceil(needed * 1000) / 1000:.3f}")
+    for trial in np.arange(bound + 0.005, 1.0, 0.005):
+        if margin_at(est.calibration_size, float(trial), est.delta)[1] <= trial:
+            found.append(f"bound={trial:.3f}")
+            break
     for delta in (0.1, 0.2, 0.3, 0.4, 0.5):
         if delta > est.delta and margin_at(est.calibration_size, bound, delta)[1] <= bound:
             found.append(f"delta={delta:g}")
