@@ -165,7 +165,7 @@ class MultinomialProblem(FiniteSumProblem):
         whose units the scale holds, see :mod:`sklearn_ialm.estimators._scaling`).
     """
 
-    #: The finish keeps Newton steps on an indefinite Hessian within a trust region (see
+    #: The finish keeps Newton steps within a trust region (see
     #: :meth:`~sklearn_ialm.solver.finish._AugmentedLagrangian.newton`): the softmax rates
     #: make the constraints' curvature indefinite, and on digits with the group tied to the
     #: label (``python -m benchmarks.multiclass_ties --data digits``) the 24 fits took 2311
