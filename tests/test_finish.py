@@ -343,3 +343,50 @@ def test_an_undone_kkt_step_leaves_no_evaluation_of_another_point(monkeypatch):
                      tol=1e-6, dual_tol=1e-6, max_evaluations=2000, max_outer_iter=2)  # fmt: skip
     if fin.evaluation is not None:
         np.testing.assert_allclose(fin.evaluation[1], pb.full_evaluation(fin.x)[1], rtol=1e-12)
+
+
+def test_trust_region_step_is_the_shifted_newton_step_of_that_length():
+    """An indefinite Hessian's step within a radius (the multinomial problem's finish): the
+    Newton step of the eigenvalues in absolute value where it fits, else the shifted step
+    ``-(|H| + sigma I)^-1 g`` whose length is the radius, sigma found by scipy's brentq."""
+    from scipy.optimize import brentq
+
+    from sklearn_ialm.solver.finish import _newton_step
+
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(8, 8)))[0]
+    lam = np.array([-2.0, -1e-3, 1e-4, 0.5, 1.0, 2.0, 3.0, 5.0])
+    H, g = Q @ np.diag(lam) @ Q.T, rng.normal(size=8)
+    free = -Q @ ((Q.T @ g) / np.abs(lam))
+    assert np.allclose(_newton_step(H, g), free)
+    assert np.allclose(_newton_step(H, g, radius=2 * np.linalg.norm(free)), free)
+    radius = 0.1 * np.linalg.norm(free)
+    length = lambda s: np.linalg.norm((Q.T @ g) / (np.abs(lam) + s)) - radius  # noqa: E731
+    sigma = brentq(length, 0.0, np.linalg.norm(g) / radius)
+    step = _newton_step(H, g, radius=radius)
+    assert np.linalg.norm(step) <= radius * (1 + 1e-9)
+    assert np.allclose(step, -Q @ ((Q.T @ g) / (np.abs(lam) + sigma)), rtol=1e-6)
+
+
+def test_trust_region_keeps_a_positive_definite_step_within_the_radius():
+    """A positive definite Hessian's Newton step longer than the radius is the shifted step
+    ``-(H + sigma I)^-1 g`` of that length (sigma by scipy's brentq), where the Cholesky
+    step ignored the radius: at a penalty of 1e4 on digits its steps were cut to 1e-7 of
+    their length one after another. A step within the radius is Newton's own."""
+    from scipy.optimize import brentq
+
+    from sklearn_ialm.solver.finish import _newton_step
+
+    rng = np.random.default_rng(1)
+    Q = np.linalg.qr(rng.normal(size=(8, 8)))[0]
+    lam = np.array([1e-4, 1e-3, 0.1, 0.5, 1.0, 2.0, 1e3, 1e4])
+    H, g = Q @ np.diag(lam) @ Q.T, rng.normal(size=8)
+    newton = -np.linalg.solve(H, g)
+    assert np.allclose(_newton_step(H, g, radius=2 * np.linalg.norm(newton)), newton)
+    radius = 1e-3 * np.linalg.norm(newton)
+    length = lambda s: np.linalg.norm((Q.T @ g) / (lam + s)) - radius  # noqa: E731
+    sigma = brentq(length, 0.0, np.linalg.norm(g) / radius)
+    step = _newton_step(H, g, radius=radius)
+    assert np.linalg.norm(step) <= radius * (1 + 1e-9)
+    assert np.allclose(step, -Q @ ((Q.T @ g) / (lam + sigma)), rtol=1e-6)
+    assert float(g @ step) < 0.0
