@@ -126,7 +126,9 @@ class FairLogisticClassifier(BaseIALMClassifier):
         ``"clopper-pearson"``: a certificate that the bound holds on new data. A share
         ``calibration_size`` of the rows (of each group, and class for the conditional
         kinds) is held out; the model is trained on the rest inside the bound, by the margin
-        that the held-out counts call for; then exact binomial (Clopper-Pearson) limits of
+        that the held-out counts and the model's rates (two trial fits on the training
+        rows) call for, so that it certifies about 9 times in 10; then exact binomial
+        (Clopper-Pearson) limits of
         the held-out rates give a worst case of the metric that holds with probability
         ``1 - delta`` over the draw of the data. The fit is certified (``certified_``) when
         that worst case meets ``bound``, and says so with a warning when it does not; the
