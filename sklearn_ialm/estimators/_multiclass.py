@@ -590,6 +590,11 @@ def _polished(est, problem, kwargs, seed, passes, results, entry):
     more["max_passes"] = min(more["max_passes"], 0.1 * est.max_passes)
     if more["max_passes"] < 2:
         return entry, passes
+    _say(
+        est.verbose,
+        f"solve {len(results) + 1}: the first solve taken on to the finish's tolerance "
+        f"{solving._FINISH_TOL:g}, at the bound (the model is built from it)",
+    )
     polished = solving._solve(problem, seed + [len(results)], more)
     results.append(polished)
     passes += polished.n_data_passes + 1.0  # (and the read of its scores)
