@@ -368,8 +368,11 @@ def write(rows, out, command):
     if csv.exists():
         old = pd.read_csv(csv)
         key = ["case", "setting"]
-        stale = old.set_index(key).index.isin(table.set_index(key).index)
-        table = pd.concat([old[~stale], table], ignore_index=True)
+        # The new rows take the places of the rows they replace (new cases go last).
+        merged = pd.concat([old, table], ignore_index=True)
+        first = merged.groupby(key, sort=False).cumcount() == 0
+        order = merged[first].set_index(key).index
+        table = merged.drop_duplicates(key, keep="last").set_index(key).loc[order].reset_index()
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(csv, index=False)
     lines = [
