@@ -27,10 +27,9 @@ from ._certificate import (
     difference_training_bound,
     fairness_certificate,
 )
-from ._certified_multiclass import _inner_fit, fit_multiclass_certified
+from ._certified_multiclass import _inner_fit, fit_multiclass_certified, validated
 from ._groups import _group_key
 from ._solve import calibration_seed
-from ._steps import InMemory
 from ._verdict import NOT_MET
 
 __all__ = ["ClopperPearson"]
@@ -60,15 +59,8 @@ def fit_certified(est, X, y, sample_weight, fit_params):
     est._validate_params()
     kind, form = _certificate_kind(est)
     bound = est._check_bound()
+    fitting = validated(est, X, y, sample_weight, fit_params, multiclass=False)
     sensitive_features = fit_params["sensitive_features"]
-    if sensitive_features is None:
-        raise ValueError(
-            "calibration='clopper-pearson' needs sensitive_features: the certificate is "
-            "on the groups' rates."
-        )
-    fitting = InMemory(multiclass=False).validate(
-        est, X, y, sample_weight, fit_params, guarantee=True
-    )
     X, y, y01, sw = fitting.X, fitting.y, fitting.labels, fitting.weights
     feature_names = getattr(est, "feature_names_in_", None)
     codes = fitting.fit_params["codes"].astype(np.intp)

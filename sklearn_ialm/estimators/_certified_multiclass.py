@@ -68,19 +68,25 @@ def _hold_out(est, codes, y, live, K, rng, size):
     return np.sort(np.concatenate(held))
 
 
-def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
-    """Fit ``est`` (a working copy) on ``K > 2`` classes with the held-out certificate."""
-    est._validate_params()
-    bound = _check_params(est)
-    sensitive_features = fit_params["sensitive_features"]
-    if sensitive_features is None:
+def validated(est, X, y, sample_weight, fit_params, *, multiclass):
+    """The inputs of a certified fit, checked as an in-memory guarantee's (``InMemory``): the
+    certificate is on the groups' rates, so ``sensitive_features`` are required."""
+    if fit_params["sensitive_features"] is None:
         raise ValueError(
             "calibration='clopper-pearson' needs sensitive_features: the certificate is "
             "on the groups' rates."
         )
-    fitting = InMemory(multiclass=True).validate(
+    return InMemory(multiclass=multiclass).validate(
         est, X, y, sample_weight, fit_params, guarantee=True
     )
+
+
+def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
+    """Fit ``est`` (a working copy) on ``K > 2`` classes with the held-out certificate."""
+    est._validate_params()
+    bound = _check_params(est)
+    fitting = validated(est, X, y, sample_weight, fit_params, multiclass=True)
+    sensitive_features = fit_params["sensitive_features"]
     X, y_codes, classes, sw = fitting.X, fitting.labels, fitting.classes, fitting.weights
     K = len(classes)
     feature_names = getattr(est, "feature_names_in_", None)

@@ -334,6 +334,12 @@ def _training_reading(clf, is_fair):
     return {"values": np.asarray(values, dtype=float).tolist(), "bound": bound}
 
 
+def _certificate_fields(cert) -> dict:
+    """What a held-out and a prequential certificate both report."""
+    names = ("kind", "form", "bound", "delta", "value", "estimate")
+    return {name: getattr(cert, name) for name in names}
+
+
 def fit_record(clf, is_fair):
     """What the fit established, from its public fitted attributes, and what a reviewer
     needs to trace it: the parameters, the package version, the training rows' count and
@@ -358,12 +364,7 @@ def fit_record(clf, is_fair):
     if is_fair and hasattr(clf, "certificate_"):
         cert = clf.certificate_
         fit["certificate"] = {
-            "kind": cert.kind,
-            "form": cert.form,
-            "bound": cert.bound,
-            "delta": cert.delta,
-            "value": cert.value,
-            "estimate": cert.estimate,
+            **_certificate_fields(cert),
             "certified": bool(clf.certified_),
             "n_calibration": len(clf.calibration_indices_),
             "training_bound": clf.training_bound_,
@@ -376,12 +377,7 @@ def fit_record(clf, is_fair):
     if streamed:
         cert = clf.prequential_certificate_
         fit["prequential"] = {
-            "kind": cert.kind,
-            "form": cert.form,
-            "bound": cert.bound,
-            "delta": cert.delta,
-            "value": cert.value,
-            "estimate": cert.estimate,
+            **_certificate_fields(cert),
             "certified": bool(cert.certified),
             "n_rows": cert.n_rows,
         }
