@@ -385,7 +385,9 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
         if self.m == 0 or self.smooth_rows is None or self.smoothness is None:
             return
         counts = np.bincount(cells, minlength=self.pose.n_cells)
-        expected = self.smooth_rows * len(cells)
+        # Against the running shares too: the rows it was read on may be a small piece.
+        share = np.maximum(self.smooth_rows, self.cell_weight / self.cell_weight.sum())
+        expected = share * len(cells)
         if not np.any(counts > 1.5 * expected + 3.0 * np.sqrt(expected) + 10.0):
             return
         problem = self.problem(X, codes, w, cells, smoothness=None)
