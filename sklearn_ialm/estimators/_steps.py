@@ -101,8 +101,8 @@ def refit_at(est, X, y, sample_weight, fit_params, bound: float) -> dict:
     """The verdict of ``est``'s parameters refitted at ``bound`` on the same input, its
     warnings silenced and its own advice not checked: ``converged``, ``met`` (on its
     training predictions), ``hard`` (its report's values), ``reached`` (the values on
-    predictions of its solve nearest the bound, where no solve met it; else empty) and
-    ``passes``."""
+    predictions of its solve nearest the bound, where no solve met it; else empty),
+    ``passes`` and ``spent`` (its budget ran out)."""
     work = clone(est).set_params(verbose=0, bound=bound)
     work._checks_advice = False
     with warnings.catch_warnings():
@@ -112,7 +112,10 @@ def refit_at(est, X, y, sample_weight, fit_params, bound: float) -> dict:
         except ValueError:
             # A bound the fit refuses (e.g. a share no model can give): not one to advise.
             none = np.array([])
-            return {"converged": False, "met": False, "hard": none, "reached": none, "passes": 0.0}
+            return {
+                "converged": False, "met": False, "hard": none, "reached": none,
+                "passes": 0.0, "spent": False,
+            }  # fmt: skip
         verdict()
     context = verdict.args[1].context  # (the Fitting the conclusion was drawn on)
     nearest = context.get("nearest") if isinstance(context, dict) else None
@@ -122,6 +125,7 @@ def refit_at(est, X, y, sample_weight, fit_params, bound: float) -> dict:
         "hard": work.hard_constraint_values_,
         "reached": np.array([]) if nearest is None else np.asarray(nearest["hard"]),
         "passes": float(work.n_data_passes_),
+        "spent": bool(work.n_data_passes_ >= work.max_passes),
     }
 
 
