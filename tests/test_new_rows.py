@@ -184,3 +184,28 @@ def test_new_rows_reads_the_sample_weights_as_fit_does():
     assert unit.new_rows_["interval"] == pytest.approx(plain.new_rows_["interval"])
     for key in ("training_value", "smallest_cell"):
         assert unit.new_rows_[key] == pytest.approx(plain.new_rows_[key])
+
+
+def test_new_rows_covers_more_than_two_classes_per_class():
+    """With three classes the per-class one-vs-rest gaps are assessed (on main afac9f1
+    new_rows_ was None): the training value is a class's gap, fairlearn's on the
+    one-vs-rest predictions of the class named, and a small group's wide interval is
+    said."""
+    rng = np.random.default_rng(0)
+    n = 900
+    y = rng.integers(0, 3, n)
+    X = rng.normal(size=(n, 2)) + np.eye(3)[y][:, :2] * 1.5
+    g = np.where(rng.random(n) < 0.05, "small", np.where(y == 2, "b", "a"))
+    clf = FairLogisticClassifier(bound=0.1, random_state=0)
+    said = _fit_recording(clf, X, y, sensitive_features=g)
+    pred = clf.predict(X)
+    gaps = [
+        demographic_parity_difference(y == c, pred == c, sensitive_features=g) for c in range(3)
+    ]
+    # (The rate reported is the one whose interval reaches highest, named with its class.)
+    named = int(clf.new_rows_["rate"].rsplit("class ", 1)[1])
+    assert clf.new_rows_["training_value"] == pytest.approx(gaps[named], abs=1e-12)
+    low, high = clf.new_rows_["interval"]
+    assert low <= clf.new_rows_["training_value"] <= high
+    if clf.bound_met_ and clf.new_rows_["few_rows"]:
+        assert said and "class" in str(said[0].message)

@@ -69,10 +69,20 @@ def _counts(hits, sizes, squares):
 
 def _cells(est, y, pred, groups, sample_weight=None):
     """``[(rate name, counts per group {group: (k, n)})]`` of the constrained rates (``k``
-    and ``n`` effective counts under ``sample_weight``)."""
-    positive = est.classes_[1]
-    yes, flagged = np.asarray(y) == positive, np.asarray(pred) == positive
-    w = np.ones(len(yes)) if sample_weight is None else np.asarray(sample_weight, float)
+    and ``n`` effective counts under ``sample_weight``); with more than two classes, each
+    class's one-vs-rest rates, named with the class."""
+    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+    if len(est.classes_) == 2:
+        return _class_cells(est, y == est.classes_[1], pred == est.classes_[1], groups, w)
+    out = []
+    for c in est.classes_:
+        for which, counts in _class_cells(est, y == c, pred == c, groups, w):
+            out.append((f"{which}, class {getattr(c, 'item', lambda c=c: c)()!r}", counts))
+    return out
+
+
+def _class_cells(est, yes, flagged, groups, w):
+    """:func:`_cells` of one class, ``yes`` its rows and ``flagged`` its predictions."""
     if groups is None:  # Neyman-Pearson: the negatives' FPR
         neg = ~yes
         return [
@@ -115,10 +125,10 @@ def _metric_interval(counts: dict) -> tuple[float, float, float]:
 
 
 def _supported(est) -> bool:
-    if getattr(est, "calibration", None) is not None or len(est.classes_) != 2:
+    if getattr(est, "calibration", None) is not None:
         return False
     if not hasattr(est, "constraint"):  # Neyman-Pearson
-        return True
+        return len(est.classes_) == 2
     form = getattr(est, "form", None)
     return est.constraint in _PARITY and form in (None, "difference")
 
@@ -151,7 +161,7 @@ def assess_new_rows(est, X, y, sensitive=None, sample_weight=None) -> dict | Non
     which, value, low, high, _ = max(found, key=lambda f: f[3])
     smallest = min(f[4] for f in found)
     coef = np.asarray(est.coef_).ravel()
-    params = int(np.count_nonzero(coef)) + 1
+    params = int(np.count_nonzero(coef)) + np.size(getattr(est, "intercept_", 1.0))
     if neyman_pearson:
         # Its own warning on few negatives (fit's last step) speaks for their sampling.
         sampling = est._few_negatives_limit() is not None
@@ -186,6 +196,8 @@ def _message(est, info) -> str:
     name = type(est).__name__
     low, high = info["interval"]
     what = "FPR" if info["rate"] == "FPR" else f"{est.constraint} gap"
+    if ", class " in info["rate"]:
+        what += f" ({info['rate'].split(', ', 1)[1]})"
     causes = []
     if info["few_rows"]:
         causes.append(f"its smallest constrained cell holds {info['smallest_cell']:.4g} rows")
