@@ -78,7 +78,7 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
     with one_blas_thread(_stored_values(X)):
         route.guarantee.fit(work, X, y, sample_weight, fit_params, route)
         if not is_dask_collection(X):
-            assess_new_rows(work, X, y, fit_params.get("sensitive_features"))
+            assess_new_rows(work, X, y, fit_params.get("sensitive_features"), sample_weight)
     for name, value in published.items():
         setattr(work, name, value)
     est._publish(work)

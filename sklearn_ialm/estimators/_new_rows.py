@@ -46,21 +46,48 @@ class NewRowsWarning(UserWarning):
     """A default fit's bound is unlikely to carry to new rows (``new_rows_``)."""
 
 
-def _interval(k: int, n: int) -> tuple[float, float]:
-    """Clopper-Pearson interval of a rate of ``k`` in ``n`` at ``LEVEL``."""
+def _interval(k: float, n: float) -> tuple[float, float]:
+    """Clopper-Pearson interval of a rate of ``k`` in ``n`` at ``LEVEL`` (effective counts
+    may be fractional: the beta quantiles are defined for them)."""
     a = (1 - LEVEL) / 2
-    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    lo = 0.0 if k <= 0 else float(beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k >= n else float(beta.ppf(1 - a, k + 1, n - k))
     return lo, hi
 
 
-def _cells(est, y, pred, groups):
-    """``[(rate name, counts per group {group: (k, n)})]`` of the constrained rates."""
-    positive = est.classes_[1]
-    yes, flagged = np.asarray(y) == positive, np.asarray(pred) == positive
+def _counts(hits, sizes, squares):
+    """``(k, n)`` of a cell whose rows weigh ``sizes`` in all and ``hits`` on the rate:
+    the effective sample size ``n = sizes^2 / squares`` (Kish's; the row count for unit
+    weights) and ``k`` its share of the weighted rate. Weights that fit reads in the bound
+    are read here too: the rows of one weighted 10 and nine weighted 0.1 hold less than
+    ten rows' sampling, and their weighted rate is the one the bound holds."""
+    if squares <= 0:
+        return 0.0, 0.0
+    n = sizes * sizes / squares
+    return hits / sizes * n, n
+
+
+def _cells(est, y, pred, groups, sample_weight=None):
+    """``[(rate name, counts per group {group: (k, n)})]`` of the constrained rates (``k``
+    and ``n`` effective counts under ``sample_weight``); with more than two classes, each
+    class's one-vs-rest rates, named with the class."""
+    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+    if len(est.classes_) == 2:
+        return _class_cells(est, y == est.classes_[1], pred == est.classes_[1], groups, w)
+    out = []
+    for c in est.classes_:
+        for which, counts in _class_cells(est, y == c, pred == c, groups, w):
+            out.append((f"{which}, class {getattr(c, 'item', lambda c=c: c)()!r}", counts))
+    return out
+
+
+def _class_cells(est, yes, flagged, groups, w):
+    """:func:`_cells` of one class, ``yes`` its rows and ``flagged`` its predictions."""
     if groups is None:  # Neyman-Pearson: the negatives' FPR
         neg = ~yes
-        return [("FPR", {None: (int(flagged[neg].sum()), int(neg.sum()))})]
+        return [
+            ("FPR", {None: _counts(w[neg & flagged].sum(), w[neg].sum(), (w[neg] ** 2).sum())})
+        ]
     # The groups coded once (np.unique sorted the string keys, and a comparison of every
     # row per group and rate took 14 ms of a 0.4 s fit on Adult by race, equalized odds),
     # each cell's counts then one bincount.
@@ -70,12 +97,14 @@ def _cells(est, y, pred, groups):
     for which in _PARITY[est.constraint]:
         rows = yes if which == "y=1" else ~yes if which == "y=0" else np.ones(len(yes), bool)
         hit = (flagged != yes) if which == "error" else flagged
-        sizes = np.bincount(codes[rows], minlength=k)
-        hits = np.bincount(codes[rows & hit], minlength=k)
+        rows_in = np.bincount(codes[rows], minlength=k)
+        sizes = np.bincount(codes[rows], weights=w[rows], minlength=k)
+        squares = np.bincount(codes[rows], weights=w[rows] ** 2, minlength=k)
+        hits = np.bincount(codes[rows & hit], weights=w[rows & hit], minlength=k)
         counts = {
-            labels[i]: (int(hits[i]), int(sizes[i]))
+            labels[i]: _counts(hits[i], sizes[i], squares[i])
             for i in range(k)
-            if sizes[i] >= est.min_group_size
+            if rows_in[i] >= est.min_group_size and sizes[i] > 0
         }
         if len(counts) >= 2:
             out.append((which, counts))
@@ -96,10 +125,10 @@ def _metric_interval(counts: dict) -> tuple[float, float, float]:
 
 
 def _supported(est) -> bool:
-    if getattr(est, "calibration", None) is not None or len(est.classes_) != 2:
+    if getattr(est, "calibration", None) is not None:
         return False
     if not hasattr(est, "constraint"):  # Neyman-Pearson
-        return True
+        return len(est.classes_) == 2
     form = getattr(est, "form", None)
     return est.constraint in _PARITY and form in (None, "difference")
 
@@ -112,9 +141,10 @@ def _group_keys(sensitive):
     return np.array(["|".join(map(str, row)) for row in values])
 
 
-def assess_new_rows(est, X, y, sensitive=None) -> dict | None:
+def assess_new_rows(est, X, y, sensitive=None, sample_weight=None) -> dict | None:
     """Set ``est.new_rows_`` (a dict, or None where not assessed) and warn once
-    (:class:`NewRowsWarning`) where the training bound is unlikely to carry to new rows."""
+    (:class:`NewRowsWarning`) where the training bound, met there, is unlikely to carry to
+    new rows (a bound not met on the training rows is the fit's own warning's)."""
     est.new_rows_ = None
     if not _supported(est):
         return None
@@ -124,14 +154,14 @@ def assess_new_rows(est, X, y, sensitive=None) -> dict | None:
     pred = est.predict(X)
     groups = None if neyman_pearson else _group_keys(sensitive)
     bound = float(est.max_fpr_ if groups is None else est.bound_)
-    cells = _cells(est, np.asarray(y), pred, groups)
+    cells = _cells(est, np.asarray(y), pred, groups, sample_weight)
     if not cells:
         return None
     found = [(which, *_metric_interval(c), min(n for _, n in c.values())) for which, c in cells]
     which, value, low, high, _ = max(found, key=lambda f: f[3])
     smallest = min(f[4] for f in found)
     coef = np.asarray(est.coef_).ravel()
-    params = int(np.count_nonzero(coef)) + 1
+    params = int(np.count_nonzero(coef)) + np.size(getattr(est, "intercept_", 1.0))
     if neyman_pearson:
         # Its own warning on few negatives (fit's last step) speaks for their sampling.
         sampling = est._few_negatives_limit() is not None
@@ -144,16 +174,20 @@ def assess_new_rows(est, X, y, sensitive=None) -> dict | None:
     rare = params > PARAMS_PER_ROW * smallest and binding and high > bound
     est.new_rows_ = {
         "rate": which,
-        "training_value": value,
+        "training_value": float(value),
         "interval": (low, high),
         "level": LEVEL,
         "bound": bound,
-        "smallest_cell": smallest,
+        "smallest_cell": float(smallest),
         "n_parameters": params,
         "few_rows": bool(sampling),
         "rare_features": bool(rare),
     }
-    if (rare and not (neyman_pearson and sampling)) or (sampling and not neyman_pearson):
+    # Only a bound met on the training rows is said to be met there: on main afac9f1 a fit
+    # at error-rate parity 0.02 that missed it (gap 0.33, its ConvergenceWarning said so)
+    # warned too that "the bound 0.02 is met on the training rows (gap 0.33)".
+    met = getattr(est, "bound_met_", True) is not False
+    if met and ((rare and not (neyman_pearson and sampling)) or (sampling and not neyman_pearson)):
         warn(_message(est, est.new_rows_), NewRowsWarning)
     return est.new_rows_
 
@@ -162,12 +196,14 @@ def _message(est, info) -> str:
     name = type(est).__name__
     low, high = info["interval"]
     what = "FPR" if info["rate"] == "FPR" else f"{est.constraint} gap"
+    if ", class " in info["rate"]:
+        what += f" ({info['rate'].split(', ', 1)[1]})"
     causes = []
     if info["few_rows"]:
-        causes.append(f"its smallest constrained cell holds {info['smallest_cell']} rows")
+        causes.append(f"its smallest constrained cell holds {info['smallest_cell']:.4g} rows")
     if info["rare_features"]:
         causes.append(
-            f"the model has {info['n_parameters']} parameters for {info['smallest_cell']} "
+            f"the model has {info['n_parameters']} parameters for {info['smallest_cell']:.4g} "
             "rows of a constrained cell, so it fits that cell's rates through features "
             "few of its rows hold and the training value is optimistic: expect more than "
             "the interval below, which counts the sampling of the rows alone"
