@@ -26,8 +26,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from .._warnings import warn
 from ..problems.fairness import unique_codes
+from ._class_params import typed, typed_classes
 from ._inputs import _DTYPES, _label, is_dask_collection
-from ._multiclass import typed, typed_classes
 from ._steering import fit_hard_rates
 from ._steps import steps
 
