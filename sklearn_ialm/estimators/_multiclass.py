@@ -126,7 +126,7 @@ class Multinomial:
         cons, names, groups, context = _spec(est, codes, sw, classes, fitting.fit_params)
         fitting.problem = source.multinomial_problem(est, fitting, cons, groups)
         fitting.context = context
-        fitting.notes.update(names=names, groups=groups, constrained=bool(cons))
+        fitting.notes.update(names=names, constrained=bool(cons))
 
     def start(self, est, fitting, source) -> None:
         codes, sw, classes = fitting.labels, fitting.weights, fitting.classes
@@ -139,7 +139,7 @@ class Multinomial:
         notes = fitting.notes
         _class_rates(
             est, fitting.problem, notes["scores"], fitting.labels, fitting.weights,
-            notes["groups"], notes["names"], fitting.context,
+            notes["names"], fitting.context,
         )  # fmt: skip
 
     def verdict(self, est, fitting) -> tuple[bool, bool]:

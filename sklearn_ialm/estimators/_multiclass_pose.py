@@ -83,7 +83,7 @@ def _fair_constraints(est, y, sw, groups, n_groups, protected, K, bound, kept):
     return out, names
 
 
-def _np_constraints(bounds, K):
+def _np_constraints(bounds):
     """Class ``k``'s error ``1 - P(pred k | y = k) <= alpha_k`` (one group, cells = labels)."""
     return [([(-1.0, Rate(k, [k]))], 1.0 - alpha) for k, alpha in bounds.items()], [
         f"error[{k}]" for k in bounds
@@ -139,7 +139,7 @@ def _spec(est, codes, sw, classes, fit_params):
                 "loss='logistic' (the defaults)."
             )
         bounds = _class_bounds(est, classes)
-        cons, names = _np_constraints(bounds, K)
+        cons, names = _np_constraints(bounds)
         groups = np.zeros(len(codes), np.intp)
         return cons, names, groups, dict(kind="np", bounds=bounds)
     # (calibration="clopper-pearson" reaches here only through fit_multiclass_certified,

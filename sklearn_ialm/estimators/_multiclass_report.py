@@ -25,7 +25,7 @@ def _per_class(values, K, names, context):
     return out if not names[0].startswith("error_rate") else out[:1]
 
 
-def _class_rates(est, problem, scores, codes, sw, groups, names, context):
+def _class_rates(est, problem, scores, codes, sw, names, context):
     K = len(est.classes_)
     soft = np.exp(log_softmax(scores, axis=1))
     hard = problem.hard_predictions(scores)
