@@ -292,7 +292,8 @@ def test_threshold_point_on_dask_meets_the_bound_near_the_in_memory_one():
     """The steering's threshold move on scores held by the workers: the grid search of the
     Dask problem's ``segment_point`` finds a threshold that meets the bound, within the
     grid's resolution of the in-memory one (which sorts every row's event)."""
-    from sklearn_ialm.estimators._hard_rates import _threshold_point, _Units
+    from sklearn_ialm.estimators._hard_rates import _Units
+    from sklearn_ialm.estimators._steering_end import _threshold_point
     from sklearn_ialm.problems._dask_rows import DaskScores
     from sklearn_ialm.problems._numeric import BOUND_EPS as _EPS
 

@@ -279,7 +279,8 @@ def test_threshold_point_is_the_nearest_threshold_that_meets_the_bound():
     """The steering's last resort (no solve and no constant model meets the bound) moves the
     intercept by the least that meets every bound on predictions: against every threshold
     between two scores, tried one by one."""
-    from sklearn_ialm.estimators._hard_rates import _threshold_point, _Units
+    from sklearn_ialm.estimators._hard_rates import _Units
+    from sklearn_ialm.estimators._steering_end import _threshold_point
     from sklearn_ialm.problems._numeric import BOUND_EPS as _EPS
     from sklearn_ialm.problems.linear import LinearProblem
     from sklearn_ialm.problems.losses import Logistic
@@ -337,7 +338,7 @@ def test_steering_asks_for_less_than_the_soft_value_reached():
 
     from scipy.optimize import linprog
 
-    from sklearn_ialm.estimators._hard_rates import fit_hard_rates
+    from sklearn_ialm.estimators._steering import fit_hard_rates
     from sklearn_ialm.problems.fairness import fairness_problem
 
     rng = np.random.default_rng(0)
@@ -517,7 +518,8 @@ def test_constant_models_meet_the_bound_as_fairlearn_says(kind):
         equalized_odds_difference,
     )
 
-    from sklearn_ialm.estimators._hard_rates import _constant_meets, _Units
+    from sklearn_ialm.estimators._hard_rates import _Units
+    from sklearn_ialm.estimators._steering_bounds import _constant_meets
     from sklearn_ialm.problems import fairness_problem
 
     rng = np.random.default_rng(0)
@@ -568,14 +570,14 @@ def test_path_step_reads_the_next_solve_off_two_solves(monkeypatch):
     the line through their solutions predicts the hard values of the solve at the shift it
     proposes, and that solve meets the bound within ``bound_tol``."""
     from benchmarks.families import binding_data
-    from sklearn_ialm.estimators import _base, _hard_rates
+    from sklearn_ialm.estimators import _base, _hard_rates, _steering, _steering_bounds
 
     X, y, g, *_ = binding_data(1.5, n=30000)
     caught = {}
 
     def spy(problem, solve, **kwargs):
         caught.update(problem=problem, solve=solve)
-        return _hard_rates.fit_hard_rates(problem, solve, **kwargs)
+        return _steering.fit_hard_rates(problem, solve, **kwargs)
 
     monkeypatch.setattr(_base, "fit_hard_rates", spy)
     bound = 0.02
@@ -600,7 +602,7 @@ def test_path_step_reads_the_next_solve_off_two_solves(monkeypatch):
     second = solve_at(second_shift, 1, (first[0], first[3].multipliers, first[3].slack))
     assert second[4][k] > BOUND_TOL  # still misses
     cap = np.where(np.arange(len(units)) == k, 0.999 * bound, 0.0)
-    step = _hard_rates._path_step(problem, units, first, second, base, cap, BOUND_TOL)
+    step = _steering_bounds._path_step(problem, units, first, second, base, cap, BOUND_TOL)
     assert step is not None
     shift, warm = step
     assert 0.9 * bound < shift[k] < 0.999 * bound
@@ -621,7 +623,7 @@ def test_a_solve_that_meets_the_bound_but_not_the_constants_loss_ends_the_fit():
     with no solve kept on either side, on the floors' numpy)."""
     from types import SimpleNamespace
 
-    from sklearn_ialm.estimators._hard_rates import fit_hard_rates
+    from sklearn_ialm.estimators._steering import fit_hard_rates
     from sklearn_ialm.problems.fairness import fairness_problem
 
     rng = np.random.default_rng(0)

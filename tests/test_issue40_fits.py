@@ -195,7 +195,8 @@ def test_segment_point_skips_the_empty_stretch_between_identical_rows():
     """The segment's point is never at an event of identical rows: there some of them would
     have flipped and the others not. Here flipping one of two identical rows of group 0
     would meet the bound; the point returned flips both, and no score is at 0."""
-    from sklearn_ialm.estimators._hard_rates import _segment_point, _Units
+    from sklearn_ialm.estimators._hard_rates import _Units
+    from sklearn_ialm.estimators._segment_sweep import _segment_point
     from sklearn_ialm.problems import fairness_problem
 
     g = np.repeat([0, 1], 10)

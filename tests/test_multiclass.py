@@ -30,7 +30,7 @@ from sklearn.preprocessing import StandardScaler
 
 import sklearn_ialm.problems.multinomial as multinomial
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
-from sklearn_ialm.estimators._multiclass import _relaxation_room
+from sklearn_ialm.estimators._multiclass_steering import _relaxation_room
 from sklearn_ialm.problems.multinomial import MultinomialProblem, Rate, cell_codes
 from sklearn_ialm.solver import stoc_ialm
 from sklearn_ialm.solver.finish import _newton_applies

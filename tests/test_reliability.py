@@ -16,9 +16,9 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 import sklearn_ialm.estimators._certified as certified_fit
+import sklearn_ialm.estimators._fair_report as fair_report
 import sklearn_ialm.estimators._neyman_pearson_guarantee as neyman_pearson_guarantee
 import sklearn_ialm.estimators._solve as solving
-import sklearn_ialm.estimators.fair as fair
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 
@@ -145,7 +145,7 @@ _INTERRUPTS = [
     ("umbrella", solving, "_solve", 1),
     ("umbrella", neyman_pearson_guarantee, "umbrella_threshold", 0),
     ("plain", solving, "_solve", 0),
-    ("plain", fair, "metric_rows", 0),  # the report, after coef_ is set
+    ("plain", fair_report, "metric_rows", 0),  # the report, after coef_ is set
     ("warm", solving, "_solve", 0),
 ]
 

@@ -136,7 +136,8 @@ def test_soft_rates_and_cap_from_given_probabilities(kind):
     evaluation for both) equal those that evaluate it; a different ``proba`` is read."""
     from scipy.special import expit
 
-    from sklearn_ialm.estimators._hard_rates import _CAP_SHARES, _shift_cap, _Units
+    from sklearn_ialm.estimators._hard_rates import _Units
+    from sklearn_ialm.estimators._steering_bounds import _CAP_SHARES, _shift_cap
     from sklearn_ialm.problems import fairness_problem
 
     rng, groups, y01, w = _rows(3, n=2000)

@@ -5,12 +5,12 @@ of the first stretch where every constraint, recomputed from the scores there, h
 import numpy as np
 import pytest
 
-from sklearn_ialm.estimators._hard_rates import (
+from sklearn_ialm.estimators._hard_rates import _Units
+from sklearn_ialm.estimators._segment_sweep import (
     _past_misses,
     _segment_point,
     _stable_order,
     _sweep,
-    _Units,
 )
 from sklearn_ialm.problems import fairness_problem
 from sklearn_ialm.problems._numeric import BOUND_EPS

@@ -26,9 +26,9 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from .._warnings import warn
 from ..problems.fairness import unique_codes
-from ._hard_rates import fit_hard_rates
+from ._class_params import typed, typed_classes
 from ._inputs import _DTYPES, _label, is_dask_collection
-from ._multiclass import typed, typed_classes
+from ._steering import fit_hard_rates
 from ._steps import steps
 
 __all__ = [
@@ -346,7 +346,7 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
     def _ratio_bound(self) -> bool:
         """Whether the bound is a ratio of rates: the remedies of a fit that misses it
         advise a lower bound, not a higher one, and its steering takes no path steps (see
-        :func:`~._hard_rates.fit_hard_rates`)."""
+        :func:`~._steering.fit_hard_rates`)."""
         return False
 
     def _steers_hard_rates(self, problem) -> bool:

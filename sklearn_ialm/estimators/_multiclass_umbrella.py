@@ -48,10 +48,7 @@ from numbers import Integral
 import numpy as np
 
 from .._warnings import warn
-from ._multiclass import (
-    _class_bounds,
-    _python,
-)
+from ._class_params import _class_bounds, _python
 from ._solve import calibration_seed
 from ._steps import InMemory, steps
 from ._umbrella import umbrella_min_calibration_size, umbrella_rank

@@ -12,8 +12,9 @@ import numpy as np
 
 from .._warnings import warn
 from ..problems import neyman_pearson_logistic_problem, neyman_pearson_problem
-from ._hard_rates import fit_negative_weight, rate_threshold
-from ._multiclass import _python, binary_max_fpr
+from ._class_params import _python, binary_max_fpr
+from ._hard_rates import rate_threshold
+from ._negative_weight import fit_negative_weight
 from ._scaling import DEFERRED_SCALING
 
 #: Labels whose positive class needs no word when ``pos_label`` is None: 1 (or True).

@@ -33,7 +33,8 @@ from sklearn.utils.validation import validate_data
 from ._binary import Binary, training_report
 from ._fitting import Fitting, check_labels_and_weights, without_zero_weight
 from ._inputs import _DTYPES, _check_labels, is_dask_collection
-from ._multiclass import Multinomial, is_multiclass, memory_problem
+from ._multiclass import Multinomial, is_multiclass
+from ._multiclass_pose import memory_problem
 from ._scaling import _standardised, training_moments
 
 __all__ = ["InMemory", "Unguaranteed", "conclude", "refit_at", "steps"]

@@ -1,0 +1,94 @@
+"""The weight of a Neyman-Pearson fit's negatives that puts the logistic boundary near the
+false-positive budget (:func:`fit_negative_weight`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._hard_rates import HardRateFit, _finish, _pass_share, _say, _secant_slope, _Units
+
+__all__ = ["fit_negative_weight"]
+
+
+def fit_negative_weight(
+    problem, solve, negatives, weights, max_rate, *, budget, max_rounds=8, rel_tol=0.25,
+    verbose=0,
+) -> HardRateFit:  # fmt: skip
+    """Weight the negatives of a logistic ``problem`` until ``score > 0`` flags about
+    ``max_rate`` of them.
+
+    The false-positive rate of the weighted logistic fit falls as the negatives' weight
+    grows, roughly like a power of it: secant steps on ``log rate`` against ``log weight``
+    (warm started) stop when the rate is within a factor ``1 + rel_tol`` of ``max_rate``.
+    The weight need not be exact: the estimator's threshold then spends the budget exactly;
+    the weight only puts the logistic fit's boundary, where it ranks best, near the operating
+    point.
+
+    Parameters
+    ----------
+    problem : LinearProblem
+        The weighted logistic problem (no constraints; its constraint rows are all rows).
+    solve : callable
+        As for :func:`fit_hard_rates`.
+    negatives : ndarray of bool
+        The negative rows (of the problem's rows).
+    weights : ndarray
+        The rows' sample weights, for the rate.
+    max_rate : float
+    budget : float
+        Data passes for all solves together.
+    verbose : int
+        ``> 0`` prints a line before each solve: which one, and why it is needed.
+    """
+    base_u = problem.u  # read only: each round's weights are a new array
+    share = getattr(problem, "positive_share", None)  # rows on a cluster: reductions
+    if share is None:
+        floor = 0.5 * weights[negatives].min() / weights[negatives].sum()
+    else:
+        floor = 0.5 * problem.smallest_weight_share(negatives)
+    log_w, trace, results, passes = 0.0, [], [], 0.0
+    best = None  # (|log error|, x, scores, result, log weight)
+    warm = None
+    for rnd in range(max_rounds):
+        if passes >= budget:
+            break
+        if rnd == 0:
+            _say(verbose, "solve 1: logistic regression, the negatives weighing 1")
+            pb = problem
+        else:
+            u = np.where(negatives, np.exp(log_w), 1.0)
+            u *= base_u
+            pb = problem.with_objective_weights(u, overwrite=True)
+            del u
+        result = solve(pb, rnd, warm, budget - passes)
+        del pb  # its weights (two n-vectors) are not needed past its solve
+        results.append(result)
+        passes += result.n_data_passes + _pass_share(problem)
+        scores = problem.constraint_scores(result.x)
+        if share is not None:
+            rate = share(scores, negatives)
+        else:
+            rate = np.dot(weights[negatives], scores[negatives] > 0) / weights[negatives].sum()
+        error = np.log(max(rate, floor)) - np.log(max_rate)
+        if best is None or abs(error) < best[0]:
+            best = (abs(error), result.x, scores, result, log_w)
+        if abs(error) <= np.log1p(rel_tol):
+            break
+        trace.append((log_w, error))
+        # The rate falls about as the weight grows; at most a factor e^3 a step.
+        log_w -= float(np.clip(error / _secant_slope(trace, -1.0, -4.0, -0.25), -3.0, 3.0))
+        if rnd + 1 < max_rounds and passes < budget:
+            _say(
+                verbose,
+                f"solve {rnd + 2}: the boundary flags {rate:.4f} of the negatives, not within "
+                f"a factor {1 + rel_tol:g} of max_fpr={max_rate:g} ({passes:.3g} of "
+                f"{budget:g} passes spent): weighting the negatives {np.exp(log_w):.4g}",
+            )
+        warm = (result.x, None, None)
+        # Kept in best if needed; the next round's scores do not come on top.
+        del scores
+    _, x, scores, result, log_w = best
+    fit = _finish(problem, _Units(problem), x, scores, results, [result], 0.0, passes)
+    fit.negative_weight = float(np.exp(log_w))
+    return fit
