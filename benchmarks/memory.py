@@ -111,7 +111,7 @@ def main(argv=None):
         "", "| case | method | X MB | peak MB | / LR | target |", "|---|---|---:|---:|---:|---|",
     ]  # fmt: skip
     for row in rows:
-        lr = next(r for r in rows if r["case"] == row["case"] and "Logistic" in r["method"])
+        lr = next(r for r in rows if (r["case"], r["method"]) == (row["case"], RUNS[0][1]))
         ratio = row["peak"] / lr["peak"]
         verdict = "-" if row is lr else "met" if ratio <= 2 else "**NOT MET**"
         lines.append(
