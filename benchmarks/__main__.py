@@ -135,6 +135,12 @@ SECTIONS = {
         ),
         ("stream.md", "stream_figures.txt", "stream_dask.md"),
     ),
+    "memory": Section(
+        "memory a fit allocates beyond X against LogisticRegression (tracemalloc's peak)",
+        _commands("benchmarks.memory"),
+        _commands("benchmarks.memory --quick"),
+        ("memory.md",),
+    ),
     "certificates": Section(
         "certificates on new rows: coverage, price, real tables against the peers (guide)",
         (("benchmarks.certificates",),),

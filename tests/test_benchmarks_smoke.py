@@ -40,3 +40,13 @@ def test_write_replaces_a_rerun_and_keeps_the_rest(tmp_path):
     table = pd.read_csv(out.with_suffix(".csv"))
     assert sorted(table["verdict"]) == ["np", "other commit"]
     assert out.read_text().count("| anchor |") == 2
+
+
+def test_memory_measures_the_fit_beyond_x():
+    # benchmarks/memory.py's measurement on small rows, in this process (the full run puts
+    # each in a fresh one): a peak, X's size and the largest sites alive at the peak.
+    from benchmarks.memory import measure_one
+
+    row = measure_one("csr", "FairLogisticClassifier", 3000, top=3)
+    assert row["peak"] > 0 and row["x_bytes"] > 3000 * 30 * 8
+    assert 1 <= len(row["sites"]) <= 3

@@ -346,6 +346,9 @@ class _AugmentedLagrangian:
         key = x.tobytes()  # the levels move the offsets only: no row is read for them
         if self._second is None or self._second[0] != key:
             self.charge(1)
+            # The last point's evaluation (its rows' scores, kept for its Hessian: an
+            # n-vector) is let go before this one is formed, not after.
+            self._second = None
             self._second = (key, self.problem.second_order_evaluation(x))
         f0, grad, c0, J, _ = self._second[1]
         c = np.asarray(c0, dtype=float) + self.shift(tau)
@@ -376,6 +379,7 @@ class _AugmentedLagrangian:
             # search cut to a few thousandths (the steering's re-solves at beta = 1000).
             mu = np.minimum(w, np.abs(y))
             self.charge(getattr(self.problem, "curvature_passes", 0))
+            self._curvature = None  # (let go first: its row weights are an n-vector)
             self._curvature = self._second[1][4](mu)
             self._curvature_at = self._second[0]
         data, p, q = self._curvature, self.p, Jv.shape[1] - self.p

@@ -1,0 +1,66 @@
+"""The finish's evaluation on wide rows (issue 51): the scores it keeps for the Hessian are
+the scores themselves (no copy), so nothing after may write into them, and its n-vectors at
+a time are few. Not timing tests: values compared bit for bit, allocations by tracemalloc.
+"""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_array_equal
+
+from sklearn_ialm.problems import fairness_problem
+
+
+def _wide_problem(n=20_000, d=2000, nnz=10, seed=0):
+    # More than GRAM_MAX_PARAMS parameters: the Hessian is an operator over kept scores.
+    rng = np.random.default_rng(seed)
+    cols = rng.integers(0, d, size=n * nnz)
+    X = sp.csr_matrix(
+        (rng.standard_normal(n * nnz), cols, np.arange(0, n * nnz + 1, nnz)), shape=(n, d)
+    )
+    X.sum_duplicates()
+    s = X @ rng.standard_normal(d)
+    y = (s + rng.logistic(size=n) > 0).astype(int)
+    groups = (s + rng.standard_normal(n) > 0).astype(int)
+    problem = fairness_problem(X, y, X, groups, bound=0.02)
+    x = rng.standard_normal(problem.n_params) * 0.1
+    return problem, x
+
+
+def test_kept_scores_are_the_scores_and_change_no_value():
+    problem, x = _wide_problem()
+    plain = problem._numpy_evaluation(x, jacobian=True, scores=False)
+    kept = problem._numpy_evaluation(x, jacobian=True, scores=True)
+    for a, b in zip(plain[:3], kept[:3], strict=True):
+        assert_array_equal(a, b)
+    assert_array_equal(plain[4], kept[4])
+    (z,) = kept[5].values()
+    assert_array_equal(z, problem._score(problem.A_obj.A, x))  # not overwritten after
+    # The Hessian's products from the kept scores and from scores read again agree.
+    f0, grad, c, J, hessian = problem.second_order_evaluation(x)
+    v = np.random.default_rng(1).standard_normal(problem.n_params)
+    mu = np.array([0.5, 0.0])
+    again = problem._hessian(x, mu)
+    assert_array_equal(hessian(mu) @ v, again @ v)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_second_order_evaluation_holds_few_row_vectors():
+    # Its arrays at a time: the kept scores, the backward product's columns (the
+    # objective's and one per constraint up to sign: two here) and one more. It held 7.0
+    # n-vectors here: a copy of the scores, the objective's column apart from the product's,
+    # the constraints' p (1 - p) / n apart, and their quotient by n while it was copied in.
+    problem, x = _wide_problem(n=200_000)
+    problem.second_order_evaluation(x)  # first call: caches (signed columns, weights)
+    n_vector = 8 * problem.A_obj.A.shape[0]
+    tracemalloc.start()
+    try:
+        out = problem.second_order_evaluation(x)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del out
+    width = 1 + len(problem._signed_columns()[0])
+    assert peak < (2.5 + width) * n_vector, (peak / n_vector, width)
