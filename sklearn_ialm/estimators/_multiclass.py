@@ -161,7 +161,8 @@ class Multinomial:
 
     def tell(self, est, fitting) -> None:
         if not est.converged_:
-            _warn_not_converged(est, *fitting.solved)
+            refit = fitting.notes.get("refit")
+            _warn_not_converged(est, *fitting.solved, context=fitting.context, refit=refit)
 
 
 def _solve_and_steer(est, fitting):

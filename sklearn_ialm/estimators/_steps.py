@@ -89,11 +89,11 @@ def conclude(est, fitting) -> None:
 def _checks_advice(est, source) -> bool:
     """Whether a bound the fit's warning advises is checked by refitting at it (see
     :func:`._verdict._checked_bound`): the same steps on the same input, as the user's
-    refit. An estimator with a ``bound``, rows in memory, two classes; not on the refits
+    refit. An estimator with a ``bound``, rows in memory; not on the refits
     themselves, nor in the inner fit of a certified one (the user's refit there trains
     inside another margin)."""
     certified = getattr(est, "_training_bound", None) is not None
-    in_memory = isinstance(source, InMemory) and not source.multiclass
+    in_memory = isinstance(source, InMemory)
     bounded = "bound" in est.get_params(deep=False)
     return bounded and in_memory and est._checks_advice and not certified
 

@@ -139,7 +139,7 @@ class MultiplierStep:
     def _move_negative_weight(self, problem, rate):
         """Neyman-Pearson (logistic): weigh the negatives until the boundary ``score = 0``
         flags about ``max_fpr`` of them (fit's secant steps on the log rate, see
-        ``_hard_rates.fit_negative_weight``)."""
+        ``_negative_weight.fit_negative_weight``)."""
         floor = 1e-4 * self.pose.max_fpr
         error = np.log(max(rate, floor)) - np.log(self.pose.max_fpr)
         if abs(error) <= np.log(WEIGHT_BAND):
