@@ -237,13 +237,8 @@ def test_binary_error_rate_bound_met_or_advised_bound_works(family, bound):
     check_bound(family, "error_rate_parity", bound)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 49 items 3-4: an 8-row group (300 rows, 3 groups tied to the score, sd 0.5, "
-    "10 % positives), error_rate_parity bound=0.02: converged_ False, gap 0.094 on "
-    "predictions, and no bound advised (the check's refits at 0.03 and 0.10-0.13 fail and "
-    "spend its budget; 0.20 converges)",
-)
+# On main afac9f1 no bound was advised (the check's refits spent its budget); now 0.17,
+# checked (0.16 does not converge).
 @example(family=_SMALL_GROUP_NO_ADVICE, kind="error_rate_parity", bound=0.02)
 @given(family=families(small="some"), kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
 def test_binary_bound_met_or_advised_bound_works_with_small_groups(family, kind, bound):

@@ -167,7 +167,7 @@ def warn_if_not_converged(est, result, context, fit=None, refit=None):
         # (six groups, two of 5-25 rows, error-rate parity 0.02: 0.17 on predictions, and
         # the warning named no remedy).
         hard = est.hard_constraint_values_
-        parts.append(_checked_bound_text(est, context, refit, hard))
+        parts.append(_checked_bound_text(est, context, refit, hard, scan=not short))
     warn(" ".join(parts), ConvergenceWarning)
 
 
@@ -288,7 +288,7 @@ _CHECK_FITS, _CHECK_PASSES = 8.0, 2.0
 _SCAN = 3
 
 
-def _checked_bound(est, context, refit, hard):
+def _checked_bound(est, context, refit, hard, scan=True):
     """A bound looser than the fit's own, in hundredths, at which the fit refitted on the
     same input converges and meets it on its training predictions, and one 0.01 tighter
     did not; ``(bound, its refit's verdict, bounds tried as (hundredths, ok), passes)``,
@@ -333,7 +333,8 @@ def _checked_bound(est, context, refit, hard):
 
     reached = previous = np.asarray(hard, dtype=float)
     u = own + 1
-    while u <= own + _SCAN and within(u):
+    # A fit that spent max_passes: refits 0.01 looser would likely spend as much.
+    while scan and u <= own + _SCAN and within(u):
         if check(u) is not None:
             return step * u / 100, verdicts[u], tried, passes
         u += 1
@@ -382,11 +383,11 @@ def _check_budget(est) -> float:
     return min(_CHECK_FITS * float(est.n_data_passes_), _CHECK_PASSES * est.max_passes)
 
 
-def _checked_bound_text(est, context, refit, hard) -> str:
+def _checked_bound_text(est, context, refit, hard, scan=True) -> str:
     """The advice of :func:`_checked_bound`, in words that say how it was checked; the
     checks' passes are added to ``n_data_passes_``, which the words give."""
     budget = _check_budget(est)
-    bound, got, tried, passes = _checked_bound(est, context, refit, hard)
+    bound, got, tried, passes = _checked_bound(est, context, refit, hard, scan)
     est.n_data_passes_ = float(est.n_data_passes_ + passes)
     shown = _runs([t for t, _ in tried])
     cost = (
