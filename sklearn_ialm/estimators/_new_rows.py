@@ -72,6 +72,9 @@ def _cells(est, y, pred, groups, sample_weight=None):
     and ``n`` effective counts under ``sample_weight``); with more than two classes, each
     class's one-vs-rest rates, named with the class."""
     w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+    # In units of the largest weight: the counts are scale-free, and weights of 5e-324 or
+    # 1e308 (which fit takes) neither underflow nor overflow their squares.
+    w = w / w.max() if w.size and w.max() > 0 else w
     if len(est.classes_) == 2:
         return _class_cells(est, y == est.classes_[1], pred == est.classes_[1], groups, w)
     out = []
