@@ -245,11 +245,31 @@ def test_binary_bound_met_or_advised_bound_works_with_small_groups(family, kind,
     check_bound(family, kind, bound)
 
 
-# On main afac9f1 the warning named no bound (0.03 converges; it is now advised, checked).
-@example(family=_MULTICLASS_NO_ADVICE, kind="error_rate_parity", bound=0.02)
+_MULTICLASS_ADVICE_OVER_BUDGET = Family(
+    n_rows=1000, group_shares=(0.333333, 0.333333, 0.25, 0.083333), tie="feature",
+    noise_sd=0.5, positive_share=0.1, n_classes=4, sparse=0.05, n_features=2, seed=2136,
+)  # fmt: skip
+
+
+# On main afac9f1 the warning named no bound for _MULTICLASS_NO_ADVICE (0.03 converges; it
+# is now advised, checked). HYPOTHESIS_PROFILE=long found the case below.
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 49 items 2 and 4: 4 classes, 1000 rows, 4 groups tied to a feature (83-333 "
+    "rows), error-rate parity 0.02: converged_ False, gap 0.054 on predictions; the advice "
+    "check's refits at 0.03-0.06 (190 passes each) spend its budget of 600 and no bound is "
+    "advised, where 0.08 converges in 27 passes",
+)
+@example(family=_MULTICLASS_ADVICE_OVER_BUDGET, kind="error_rate_parity", bound=0.02)
 @given(family=_MULTICLASS, kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
 def test_multiclass_bound_met_or_advised_bound_works(family, kind, bound):
     check_bound(family, kind, bound)
+
+
+@given(family=st.just(_MULTICLASS_NO_ADVICE))
+def test_multiclass_advice_is_named_and_works(family):
+    """The example of main afac9f1 whose warning named no bound (0.03 converges)."""
+    check_bound(family, "error_rate_parity", 0.02)
 
 
 # -- 2. the objective is monotone in the bound ------------------------------------------------

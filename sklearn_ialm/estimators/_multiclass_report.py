@@ -91,6 +91,8 @@ def _warn_not_converged(est, result, toward_constant, context=None, refit=None):
             f"constant model ({toward_constant:.0%} of the way)"
             + (": the bound holds at a cost in accuracy." if met else ", and still misses it.")
         )
+    # (Read before the advice check below adds its refits' passes to n_data_passes_.)
+    budget_spent = est.n_data_passes_ >= est.max_passes - 1
     if not met and guarantee:
         parts.append(
             "The umbrella rule could not certify every bounded class (class_certified_): "
@@ -105,7 +107,7 @@ def _warn_not_converged(est, result, toward_constant, context=None, refit=None):
             # (4 classes, 4 groups of 62-249 rows, error-rate parity 0.02: the warning named
             # no bound, where 0.03 converges.)
             parts.append(_checked_bound_text(est, context, refit, est.hard_constraint_values_))
-    if est.n_data_passes_ >= est.max_passes - 1:
+    if budget_spent:
         parts.append(_more_passes(est))
     warn(" ".join(parts), ConvergenceWarning)
 
