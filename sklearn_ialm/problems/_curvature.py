@@ -94,7 +94,9 @@ class SecondOrder:
             J = jac_t(np.eye(m)).T if m else np.zeros((0, self.n_params))
         else:
             operator = self.n_params > _gram.GRAM_MAX_PARAMS
-            f0, grad, c, _, J, scores = self._numpy_evaluation(x, jacobian=True, scores=operator)
+            f0, grad, c, _, J, scores = self._numpy_evaluation(
+                x, jacobian=True, scores=operator, products=False
+            )
         x = np.array(x, dtype=float)
 
         def hessian(mu):
