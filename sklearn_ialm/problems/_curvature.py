@@ -183,7 +183,8 @@ class SecondOrder:
         for A, direct in self._curvature_matrices():
             if self.n_params > _gram.GRAM_MAX_PARAMS:
                 # The scores, where the evaluation did not keep them (the compiled pass
-                # over dense rows); each product is a read more.
+                # over dense rows; not :meth:`_one_matrix_evaluation`'s, read again
+                # uncounted as when they were kept); each product is a read more.
                 rows += 0 if self._dense_pass_code() is None else A.shape[0]
                 continue
             pick = self._hessian_sample(A)[0]
