@@ -128,6 +128,24 @@ def _pass_share(problem):
     return problem.n_constraint_samples / problem.n_samples
 
 
+def _held(scores):
+    """What the steering keeps of a solve's constraint-row ``scores`` across later solves:
+    nothing for an array in memory (:func:`_rescored` computes it again from the solve's
+    ``x``, with the same product, so with the same bits), the scores themselves on a cluster
+    (a formula there). An n-vector held through each further solve was one of the fit's
+    largest (dense 1e6 x 20: two solves' scores, 16 MB, at its peak; see
+    benchmarks/results/memory.md)."""
+    return None if isinstance(scores, np.ndarray) else scores
+
+
+def _rescored(problem, x, held):
+    """The constraint-row scores at ``x`` of a solve whose scores the steering kept as
+    ``held`` (:func:`_held`): a fresh array, the caller's to change, where it kept none. (A
+    pass over the constraint rows that the steering's count of passes leaves out: the fit
+    had read them before, and its budget is as it was.)"""
+    return problem.constraint_scores(x) if held is None else held
+
+
 def _finish(problem, units, x, scores, results, used, t, passes, means=None):
     """The fit at ``x``, whose constraint-row ``scores`` are given (and the constraints'
     ``means`` over their predictions, ``problem.rate_constraints(scores, offset=0.0)``,

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..problems._numeric import BOUND_EPS
-from ._hard_rates import HardRateFit, _finish, _pass_share, _say, _Units
+from ._hard_rates import HardRateFit, _finish, _held, _pass_share, _say, _Units
 from ._steering_bounds import (
     _CAP_SHARES,
     _PATH_SHARE,
@@ -174,8 +174,9 @@ class _Steering:
         # (x, scores, shift, solver result, hard values, means) of the last solve: the
         # means over its predictions, ``rate_constraints(scores, offset=0.0)``.
         self.last = None
-        # (x, scores, hard values, solver result) of the best solve on each side of the bound:
-        # the scores are kept, so the segment between the two costs no further data pass.
+        # (x, scores, hard values, solver result) of the best solve on each side of the bound.
+        # Here and in ``last`` the scores are as :func:`~._hard_rates._held` keeps them:
+        # none in memory, computed again from x where needed, not held through the solves.
         self.infeasible = self.feasible = None
 
     def nearest_miss(self):
@@ -191,10 +192,10 @@ class _Steering:
             # solve no better than the constant model, at a budget spent on the null start),
             # the fit ends from the solves kept, and this one met the bound.
             if self.feasible is None or np.min(unused) > np.min(self.feasible[2]):
-                self.feasible = (result.x, scores, unused, result)
+                self.feasible = (result.x, _held(scores), unused, result)
             return bool(np.all(unused >= -self.bound_tol))
         elif self.infeasible is None or np.max(hard) < np.max(self.infeasible[2]):
-            self.infeasible = (result.x, scores, hard, result)
+            self.infeasible = (result.x, _held(scores), hard, result)
             self.infeasible_shift = self.shift.copy()
         return False
 
@@ -202,17 +203,16 @@ class _Steering:
         """The next solve's shift and warm start where the path of solutions through the
         last solve and this one meets the bound (:func:`_path_step`), or None; this solve
         becomes the last (``means``: its constraints' means over its predictions)."""
-        last = (result.x, scores, self.shift.copy(), result, hard, means)
-        before, self.last = self.last, last
+        shift = self.shift.copy()
+        before, self.last = self.last, (result.x, _held(scores), shift, result, hard, means)
         if before is None or not isinstance(scores, np.ndarray):
             return None  # (scores on a cluster: the sweep would be a pass of its own)
         if self.column_means is None:
             self.column_means = _column_means(self.problem, scores)
         depth = np.zeros(len(self.units), int)
         cap = _shift_cap(self.column_means, self.units, scores, self.base, depth, (_PATH_SHARE,))
-        return _path_step(
-            self.problem, self.units, before, self.last, self.base, cap, self.bound_tol
-        )
+        after = (result.x, scores, shift, result, hard, means)
+        return _path_step(self.problem, self.units, before, after, self.base, cap, self.bound_tol)
 
     def move_bounds(self, scores, hard, active, nearest):
         """Move the surrogate's bounds for the next solve (:func:`_move_bounds`); False, with

@@ -9,7 +9,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..problems._numeric import BOUND_EPS
-from ._hard_rates import _secant_slope
+from ._hard_rates import _rescored, _secant_slope
 from ._segment_sweep import _segment_point
 
 
@@ -124,6 +124,19 @@ def _move_bounds(
 _PATH_SHARE = 0.999
 
 
+#: Rows per block of :func:`_along`.
+_BLOCK_ROWS = 1 << 16
+
+
+def _along(a, b, t):
+    """``a + t * (b - a)``, the same values, formed in ``a`` a block of rows at a time (no
+    temporary n-vector beside the two)."""
+    for start in range(0, len(a), _BLOCK_ROWS):
+        rows = slice(start, start + _BLOCK_ROWS)
+        a[rows] += t * (b[rows] - a[rows])
+    return a
+
+
 def _path_step(problem, units, before, after, base, cap, bound_tol):
     """The shift of the next solve, and its warm start ``(x, multipliers, slack)``, where the
     path of solutions through two solves that missed the bound, ``before`` and ``after``
@@ -154,7 +167,9 @@ def _path_step(problem, units, before, after, base, cap, bound_tol):
         """The line's point ``t``: ``a`` at 0, ``b`` at 1."""
         return a + t * (b - a)
 
-    z_out = at(1.0 + reach, z_a, z_b)
+    # The line's point ``1 + reach``, formed in ``before``'s scores, computed again (the
+    # steering holds no scores through a solve) and not needed after.
+    z_out = _along(_rescored(problem, x_a, z_a), z_b, 1.0 + reach)
     # The units moved aim at the middle of their band, the others stay within theirs.
     target = base + units.spread @ np.where(d > 0, 0.5 * bound_tol, 0.0)
     u = _segment_point(problem, units, z_b, z_out, target, m_b)

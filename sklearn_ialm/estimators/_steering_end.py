@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..problems._numeric import BOUND_EPS
-from ._hard_rates import _finish, _pass_share, _say
+from ._hard_rates import _finish, _pass_share, _rescored, _say
 from ._segment_sweep import _segment
 
 
@@ -19,11 +19,14 @@ def _between_sides(problem, units, infeasible, feasible, results, passes, base, 
     if infeasible is None:
         # Every solve met the bound with room to spare (a looser one failed): keep the best.
         x, scores, _, result = feasible
+        scores = _rescored(problem, x, scores)
         return _finish(problem, units, x, scores, results, [result], 0.0, passes)
     x_in, z_in, _, result_in = infeasible
+    z_in = _rescored(problem, x_in, z_in)
     used = [result_in]
     if feasible is not None:
         x_out, z_out, _, result_out = feasible
+        z_out = _rescored(problem, x_out, z_out)
         used.append(result_out)
     else:
         # No solve met the bound: the solve nearest it is moved towards the constant model

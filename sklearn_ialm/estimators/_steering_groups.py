@@ -10,7 +10,7 @@ import numpy as np
 from ..problems._numeric import BOUND_EPS
 from ..problems.losses import Logistic
 from ._group_cuts import INSIDE, group_cut
-from ._hard_rates import _finish, _pass_share, _say
+from ._hard_rates import _finish, _pass_share, _rescored, _say
 from ._segment_sweep import _segment
 from ._steering_bounds import _column_means, _shift_cap
 
@@ -131,7 +131,8 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
     ``_STALE`` solves in a row that came no nearer the bound.
     """
     base, bound_tol = steering.base, steering.bound_tol
-    _, scores, hard, result = steering.infeasible
+    x, scores, hard, result = steering.infeasible
+    scores = _rescored(problem, x, scores)
     shift = units.spread @ steering.infeasible_shift
     offset = base + shift
     brackets = _Brackets(len(units), -0.5 * bound_tol)
@@ -211,7 +212,7 @@ def _cut_by_group(problem, units, steering, solve, results, passes, budget, near
     if groups is None or passes >= budget:
         return None, passes
     x_in, z_in, _, result_in = nearest
-    cut = group_cut(problem, units, groups, x_in, z_in, steering.base)
+    cut = group_cut(problem, units, groups, x_in, _rescored(problem, x_in, z_in), steering.base)
     if cut is None:
         return None, passes
     x_cut, z_cut = cut

@@ -23,9 +23,15 @@ _HESSIAN_MIN_ROWS = 10_000
 _GRAM_NARROW = 16
 
 
+#: Rows per block of :meth:`SecondOrder._row_importance`'s maximum.
+_BLOCK_ROWS = 1 << 16
+
+
 def _draw_chances(importance, size):
     """Chances ``min(1, lam * importance)`` summing to ``size`` (rows of no importance are
-    not drawn): ``lam`` by fixed-point steps, each setting it for the rows not yet capped."""
+    not drawn): ``lam`` by fixed-point steps, each setting it for the rows not yet capped.
+    Formed in ``importance`` (the caller's to give up): one n-vector, not three at once
+    (the dense 1e6 x 20 fair fit's peak memory was this product and its minimum)."""
     capped = np.zeros(len(importance), bool)
     for _ in range(100):
         free = importance[~capped].sum()
@@ -34,7 +40,8 @@ def _draw_chances(importance, size):
         if np.array_equal(now, capped):
             break
         capped = now
-    return np.minimum(1.0, lam * importance)
+    chance = np.multiply(importance, lam, out=importance)  # (lam * importance, the same)
+    return np.minimum(1.0, chance, out=chance)
 
 
 def _hessian_rows(n_params, n_rows):
@@ -87,7 +94,12 @@ class SecondOrder:
             J = jac_t(np.eye(m)).T if m else np.zeros((0, self.n_params))
         else:
             operator = self.n_params > _gram.GRAM_MAX_PARAMS
-            f0, grad, c, _, J, scores = self._numpy_evaluation(x, jacobian=True, scores=operator)
+            if operator and self._one_matrix_logistic():
+                f0, grad, c, J = self._one_matrix_evaluation(x)  # (scores None: read again)
+            else:
+                f0, grad, c, _, J, scores = self._numpy_evaluation(
+                    x, jacobian=True, scores=operator, products=False
+                )
         x = np.array(x, dtype=float)
 
         def hessian(mu):
@@ -97,6 +109,51 @@ class SecondOrder:
         if self._dead is not None:
             grad, J = np.where(self._dead, 0.0, grad), np.where(self._dead, 0.0, J)
         return f0, grad, c, J, hessian
+
+    def _one_matrix_logistic(self):
+        """Whether :meth:`_one_matrix_evaluation` applies: the logistic loss, constraints,
+        and the objective and the constraints on every row of one matrix."""
+        Ao, Ac = self.A_obj, self.A_con
+        return bool(
+            type(self.loss) is Logistic
+            and self.n_constraints
+            and Ao.A is Ac.A
+            and Ao.rows is None
+            and Ac.rows is None
+        )
+
+    def _one_matrix_evaluation(self, x):
+        """``(f0, grad, c, J)`` of ``_numpy_evaluation(x, jacobian=True)`` where
+        :meth:`_one_matrix_logistic`: the same operations on the same values, in another
+        order, so that no n-vector is held beside the backward product's columns ``Q`` but
+        the scores while they are read (CSR 1e6 x 1e4, the fit's peak memory: the scores,
+        ``Q`` and one more; the Hessian's weights then read the scores again, a pass that
+        :attr:`curvature_passes` does not count, so that the finish's budget is as it was).
+        """
+        A, n_o, n_c = self.A_obj.A, self.A_obj.n_rows, self.A_con.n_rows
+        _, cotangent = self._evaluation_weights()
+        cols, pos, sign = self._signed_columns()
+        z = self._score(A, x)
+        Q = np.empty((A.shape[0], 1 + len(cols)))
+        m_obj = np.multiply(self.b, z, out=Q[:, 0])  # the objective's margins, in its column
+        p = expit(z, out=z)
+        c = (p @ self.W) / n_c + self.offset
+        dp = Q[:, 1]  # ``(1 - p) p / n_c``
+        np.subtract(1.0, p, out=dp)
+        dp *= p
+        dp /= n_c
+        del p, z
+        values = self.loss.value(m_obj)
+        f0 = float(np.mean(np.multiply(values, self.u, out=values)))
+        del values
+        r = m_obj  # the loss's derivative, ``-expit(-m)``, in place (its steps, the same)
+        np.negative(expit(np.negative(r, out=r), out=r), out=r)
+        np.multiply(r, self.bu, out=r)
+        np.divide(r, n_o, out=r)
+        for k in range(cotangent.shape[1] - 1, -1, -1):  # (dp, the second column, read first)
+            np.multiply(cotangent[:, k], dp, out=Q[:, 1 + k])
+        G = self._grad(A, Q, 1.0)
+        return f0, G[:, 0], c, G[:, 1:].T[pos] * sign[:, None]
 
     def _without_dead(self, H):
         """The Hessian ``H`` with the rows and columns of the dead features' weights those of
@@ -126,7 +183,8 @@ class SecondOrder:
         for A, direct in self._curvature_matrices():
             if self.n_params > _gram.GRAM_MAX_PARAMS:
                 # The scores, where the evaluation did not keep them (the compiled pass
-                # over dense rows); each product is a read more.
+                # over dense rows; not :meth:`_one_matrix_evaluation`'s, read again
+                # uncounted as when they were kept); each product is a read more.
                 rows += 0 if self._dense_pass_code() is None else A.shape[0]
                 continue
             pick = self._hessian_sample(A)[0]
@@ -221,10 +279,14 @@ class SecondOrder:
                 continue
             if weights is None:
                 # Column by column (a maximum along rows of a few entries took ten times as
-                # long: 43 ms on 1e6 x 2).
+                # long: 43 ms on 1e6 x 2), each column's magnitudes a block of rows at a
+                # time (no n-vector of them beside the maximum: the fit's peak memory).
                 weights = np.abs(self.W[:, 0])
                 for k in range(1, self.n_constraints):
-                    np.maximum(weights, np.abs(self.W[:, k]), out=weights)
+                    for start in range(0, len(weights), _BLOCK_ROWS):
+                        rows_k = slice(start, start + _BLOCK_ROWS)
+                        here = weights[rows_k]
+                        np.maximum(here, np.abs(self.W[rows_k, k]), out=here)
             out += weights if rows.rows is None else np.bincount(rows.rows, weights, len(out))
         return out
 

@@ -522,14 +522,15 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         r = self.loss.derivative(np.zeros(1))[0] * self.bu
         return self._grad(self.A_obj.full, r, self.A_obj.n_rows)
 
-    def _numpy_evaluation(self, x, jacobian=False, scores=False):
+    def _numpy_evaluation(self, x, jacobian=False, scores=False, products=True):
         """:meth:`full_evaluation` by numpy's (and scipy's) products, and with ``jacobian``
         ``J`` as a fifth entry (else None): where the objective and the constraints read
         one matrix, the gradient and ``J`` come from one backward product with ``1 + m``
         columns instead of two (on CSR 2e5 x 1e4, a third of an evaluation). With
         ``jacobian``, a sixth entry: with ``scores``, the scores of every row of each
         matrix read, by the matrix's id (the Hessian's weights then need no read of their
-        own), else None."""
+        own), else None. ``products=False``: no products with ``J^T`` where ``J`` comes from
+        that backward product (fourth entry None; their row weights no n-vector beside it)."""
         Ao, Ac = self.A_obj, self.A_con
         shared = self.n_constraints and Ao.A is Ac.A
         # Constraint rows that list rows of the matrix again (groups balanced for the
@@ -605,7 +606,7 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         np.subtract(1.0, p, out=dp)
         dp *= p
         dp /= Ac.n_rows
-        if in_q:
+        if in_q and products:
             p[:] = dp
             dp = p
         del p
@@ -620,11 +621,13 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
             return f0, grad, c, jac_t, None, None
         if not fused:
             return f0, grad, c, jac_t, jac_t(np.eye(self.n_constraints)).T, kept
-        if in_q:
-            np.multiply(cotangent, dp[:, None], out=Q[:, 1:])
+        if in_q:  # (from the last column: ``dp`` may be the second, read before it is set)
+            for k in range(cotangent.shape[1] - 1, -1, -1):
+                np.multiply(cotangent[:, k], dp, out=Q[:, 1 + k])
         else:
             Q[:, 1:] = Ac.full._spreader() @ (cotangent * dp[:, None])
         G = self._grad(Ao.A, Q, 1.0)
+        jac_t = jac_t if products else None
         return f0, G[:, 0], c, jac_t, G[:, 1:].T[pos] * sign[:, None], kept
 
     def _evaluation_weights(self):
