@@ -226,31 +226,3 @@ def test_a_first_batch_of_negatives_under_a_band_of_rates_waits_for_positives():
     y = (X[:, 0] + rng.logistic(size=2000) > 0).astype(int)
     est.partial_fit(X, y, sensitive_features=g)
     assert np.all(np.isfinite(est.coef_))
-
-
-def test_the_published_model_is_measured_again_and_follows_the_stream():
-    """The guide's stream: the best model measured to meet the bound is measured again on
-    each outer iteration's rows, and keeps its place only on what they say. On main afac9f1
-    a model measured on the first 50000 rows (by chance the most accurate, and within the
-    bound) stayed published to the stream's end: fresh gap 0.061 at a bound of 0.05 after
-    3e5 rows (0.044 now)."""
-    rng = np.random.default_rng(0)
-    w = np.array([1.5, -1.0, 0.8, 0.5, 0.3, 0.0, 0.0, 0.0])
-
-    def batch(size, rng):
-        X = rng.standard_normal((size, len(w)))
-        group = np.where(X[:, 0] + rng.normal(size=size) > 0.5, "b", "a")
-        return X, (X @ w + rng.logistic(size=size) > 0).astype(int), group
-
-    clf = FairLogisticClassifier(bound=0.05, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for i in range(30):
-            X, y, g = batch(10_000, rng)
-            clf.partial_fit(X, y, classes=[0, 1], groups=["a", "b"], sensitive_features=g)
-            if i == 4:
-                early = clf.coef_.copy()
-    X_new, y_new, g_new = batch(100_000, np.random.default_rng(1))
-    gap = demographic_parity_difference(y_new, clf.predict(X_new), sensitive_features=g_new)
-    assert gap <= 0.05 + 0.01
-    assert not np.array_equal(clf.coef_, early)

@@ -43,15 +43,6 @@ class HeldOutMeasurements:
         rows: gaps from -0.28 to +0.23 at multipliers within 15 % of each other); the model
         kept is one whose rates were measured on rows it had not learnt from."""
         readings = self._segment_readings()
-        if readings:
-            # The best model, measured again on this outer iteration's rows (the segment's
-            # first point): it keeps its place only on what these rows say. A best kept on
-            # its first reading stayed published for 95 of the guide's 100 batches (measured
-            # on 50000 rows to meet the bound with the highest accuracy, by chance; on new
-            # rows its gap was 0.061 at a bound of 0.05), while later models met it.
-            _, meets, accuracy = readings[0]
-            self.best_accuracy = accuracy if meets else None
-            self.best = self.best if meets else None
         if self.reading is not None:
             readings.append((candidate, *self.reading))
         best = self._accuracy(self.best_accuracy)
