@@ -1,6 +1,9 @@
 """The finish's evaluation on wide rows (issue 51): the scores it keeps for the Hessian are
 the scores themselves (no copy), so nothing after may write into them, and its n-vectors at
-a time are few. Not timing tests: values compared bit for bit, allocations by tracemalloc.
+a time are few; read by the objective and the constraints alike, its memory-lean order of
+operations gives the general evaluation's values, and the Hessian read from scores computed
+again equals the one from kept scores. Not timing tests: values compared bit for bit (two
+paths of the same process), allocations by tracemalloc.
 """
 
 import tracemalloc
@@ -13,16 +16,21 @@ from numpy.testing import assert_array_equal
 from sklearn_ialm.problems import fairness_problem
 
 
-def _wide_problem(n=20_000, d=2000, nnz=10, seed=0):
-    # More than GRAM_MAX_PARAMS parameters: the Hessian is an operator over kept scores.
-    rng = np.random.default_rng(seed)
+def _wide_rows(rng, n, d, nnz):
+    """CSR rows of ``nnz`` entries, their scores and labels (the label's own score)."""
     cols = rng.integers(0, d, size=n * nnz)
     X = sp.csr_matrix(
         (rng.standard_normal(n * nnz), cols, np.arange(0, n * nnz + 1, nnz)), shape=(n, d)
     )
     X.sum_duplicates()
     s = X @ rng.standard_normal(d)
-    y = (s + rng.logistic(size=n) > 0).astype(int)
+    return X, s, (s + rng.logistic(size=n) > 0).astype(int)
+
+
+def _wide_problem(n=20_000, d=2000, nnz=10, seed=0):
+    # More than GRAM_MAX_PARAMS parameters: the Hessian is an operator over kept scores.
+    rng = np.random.default_rng(seed)
+    X, s, y = _wide_rows(rng, n, d, nnz)
     groups = (s + rng.standard_normal(n) > 0).astype(int)
     problem = fairness_problem(X, y, X, groups, bound=0.02)
     x = rng.standard_normal(problem.n_params) * 0.1
@@ -64,3 +72,26 @@ def test_second_order_evaluation_holds_few_row_vectors():
     del out
     width = 1 + len(problem._signed_columns()[0])
     assert peak < (2.5 + width) * n_vector, (peak / n_vector, width)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_one_matrix_evaluation_is_the_general_one_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    n = 5000
+    X, _, y = _wide_rows(rng, n, 1500, 8)
+    groups = rng.integers(0, 2 + seed, n)
+    w = rng.uniform(0.5, 2.0, n) if seed == 2 else None
+    pb = fairness_problem(
+        X, y, X, groups, bound=0.02, loss="logistic", sample_weight=w,
+        constraint_sample_weight=w,
+    )  # fmt: skip
+    x = rng.standard_normal(pb.n_params) * 0.1
+    assert pb._one_matrix_logistic()
+    general = pb._numpy_evaluation(x, jacobian=True, scores=True)
+    lean = pb._one_matrix_evaluation(x)
+    for a, b in zip((general[0], general[1], general[2], general[4]), lean, strict=True):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    *_, hessian = pb.second_order_evaluation(x)
+    mu = 0.3 * np.arange(pb.n_constraints)
+    v = rng.standard_normal(pb.n_params)
+    assert (hessian(mu) @ v).tobytes() == (pb._hessian(x, mu) @ v).tobytes()
