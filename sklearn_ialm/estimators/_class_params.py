@@ -8,6 +8,8 @@ from numbers import Real
 
 import numpy as np
 
+from ._inputs import _label
+
 __all__ = [
     "binary_max_fpr",
     "check_every_class_weighted",
@@ -19,10 +21,6 @@ __all__ = [
 
 def _python(value):
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _label(value):
-    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def typed(value) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.stats import beta
 
 from .._warnings import warn
+from ._inputs import _label
 
 __all__ = ["NewRowsWarning", "assess_new_rows"]
 
@@ -80,7 +81,7 @@ def _cells(est, y, pred, groups, sample_weight=None):
     out = []
     for c in est.classes_:
         for which, counts in _class_cells(est, y == c, pred == c, groups, w):
-            out.append((f"{which}, class {getattr(c, 'item', lambda c=c: c)()!r}", counts))
+            out.append((f"{which}, class {_label(c)}", counts))
     return out
 
 

@@ -24,6 +24,7 @@ from ..solver.counting import Counter
 from ..solver.prox import Ridge
 from ..solver.pstorm import AugmentedLagrangianEstimator, pstorm
 from ..solver.settings import PRESETS
+from ._inputs import _label
 from ._prequential import count_prequential
 from ._scaling import _column_moments, _feature_scaling
 from ._stream_measurements import HeldOutMeasurements
@@ -280,13 +281,10 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
             start += take
 
     def _cell_name(self, cell):
-        def plain(value):
-            return repr(getattr(value, "item", lambda: value)())
-
         labels = getattr(self.pose, "labels", None)
         if labels is None:
-            return f"class {plain(self.classes[cell])}"
-        return f"group {plain(labels[cell // 2])} with class {plain(self.classes[cell % 2])}"
+            return f"class {_label(self.classes[cell])}"
+        return f"group {_label(labels[cell // 2])} with class {_label(self.classes[cell % 2])}"
 
     def _learn_rows(self):
         return max(LEARN_ROWS, self.batch_size)

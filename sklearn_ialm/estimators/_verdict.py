@@ -312,19 +312,19 @@ def _checked_bound(est, context, refit, hard, scan=True):
     # In "looseness" u = step * hundredths: a larger u is a looser bound, for either kind.
     step, budget = _looser(est), _check_budget(est)
     own = math.floor(step * float(context["bound"]) * 100 + 1e-9)
-    tried, verdicts, passes = [], {}, 0.0
-    last_reached, spent = [np.array([])], [False]
+    tried, verdicts, passes, spent = [], {}, 0.0, False
+    last_reached = [np.array([])]
 
     def check(u):
         """The verdict at looseness ``u`` (None where it fails), refitted once."""
-        nonlocal passes
+        nonlocal passes, spent
         if u not in verdicts:
             got = refit(step * u / 100)
             passes += got["passes"]
             ok = got["converged"] and got["met"]
             tried.append((step * u, ok))
             last_reached[0] = got.get("reached", np.array([]))
-            spent[0] = not ok and got.get("spent", False)
+            spent = not ok and got.get("spent", False)
             verdicts[u] = got if ok else None
         return verdicts[u]
 
@@ -342,7 +342,7 @@ def _checked_bound(est, context, refit, hard, scan=True):
         # as much, and the check's budget holds two such; the search goes on from what
         # was reached (three groups tied to the score, error-rate parity 0.02: the scan's
         # three refits spent 300 passes each and no bound was advised, where 0.30 works).
-        if spent[0]:
+        if spent:
             break
         # A refit whose solve nearest the bound reached what the last one did: the bound
         # between them did not move it, nor will the next 0.01, and the search goes on
