@@ -212,7 +212,7 @@ def test_operator_newton_step_takes_the_penalty_it_crosses_into(monkeypatch):
     blind to the penalty it crossed, it was ten times as long (a line search's three
     reads, on CSR 2e5 x 1e4 at beta = 1000)."""
     from sklearn_ialm.problems import _gram
-    from sklearn_ialm.solver.finish import _AugmentedLagrangian
+    from sklearn_ialm.solver._finish_lagrangian import _AugmentedLagrangian
 
     pb = _wide_problem(0.02)
     opt, loose = _finish(pb), _finish(_wide_problem(0.9))
@@ -246,21 +246,21 @@ def test_cheap_curvature_is_formed_at_every_step_of_every_solve(monkeypatch, kin
     ``beta = 1`` that step once moved the constraints away (before: unconverged in 2000
     reads). The same optimum as SLSQP's."""
     from sklearn_ialm.problems.linear import LinearProblem
-    from sklearn_ialm.solver import finish
+    from sklearn_ialm.solver._finish_lagrangian import _AugmentedLagrangian
 
     X, y, g = _five_groups()
     pb = _ridge(fairness_problem(X, y, X, g, bound=0.05, constraint=kind, loss="logistic",
                                  fit_intercept=True))  # fmt: skip
     monkeypatch.setattr(LinearProblem, "curvature_cost", 0.0)
     stale = []
-    direction = finish._AugmentedLagrangian.direction
+    direction = _AugmentedLagrangian.direction
 
     def checked(self, *args, **kwargs):
         step = direction(self, *args, **kwargs)
         stale.append(self._curvature_at != self._second[0])
         return step
 
-    monkeypatch.setattr(finish._AugmentedLagrangian, "direction", checked)
+    monkeypatch.setattr(_AugmentedLagrangian, "direction", checked)
     fin = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
                      tol=1e-6, dual_tol=1e-6, max_evaluations=2000)  # fmt: skip
     assert fin.converged, fin.message
@@ -302,7 +302,8 @@ def test_preconditioned_cg_reaches_the_dense_newton_step():
     conjugate gradients preconditioned by the penalty (Woodbury) reach the solution of the
     same Hessian formed column by column and solved densely, in fewer products than
     without the preconditioner."""
-    from sklearn_ialm.solver.finish import _AugmentedLagrangian, _cg_solve
+    from sklearn_ialm.solver._finish_lagrangian import _AugmentedLagrangian
+    from sklearn_ialm.solver._newton_steps import _cg_solve
 
     pb = _wide_problem(0.02)
     opt = _finish(pb)
@@ -351,7 +352,7 @@ def test_trust_region_step_is_the_shifted_newton_step_of_that_length():
     ``-(|H| + sigma I)^-1 g`` whose length is the radius, sigma found by scipy's brentq."""
     from scipy.optimize import brentq
 
-    from sklearn_ialm.solver.finish import _newton_step
+    from sklearn_ialm.solver._newton_steps import _newton_step
 
     rng = np.random.default_rng(0)
     Q = np.linalg.qr(rng.normal(size=(8, 8)))[0]
@@ -375,7 +376,7 @@ def test_trust_region_keeps_a_positive_definite_step_within_the_radius():
     their length one after another. A step within the radius is Newton's own."""
     from scipy.optimize import brentq
 
-    from sklearn_ialm.solver.finish import _newton_step
+    from sklearn_ialm.solver._newton_steps import _newton_step
 
     rng = np.random.default_rng(1)
     Q = np.linalg.qr(rng.normal(size=(8, 8)))[0]
