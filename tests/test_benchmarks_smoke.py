@@ -14,7 +14,7 @@ def test_b_skips_the_stochastic_phase():
     # minibatch at all, and no part may be negative. Five groups of unequal sizes: the
     # constraint rows outnumber X's (as on Adult), where batch_size = X's rows would leave
     # a stochastic phase. (The default fit A runs that phase on a sample of the rows only,
-    # from solver/ialm.py's _SAMPLE_MIN_ROWS; its passes are counted in the finish's part.)
+    # from solver/_ialm_search.py's _SAMPLE_MIN_ROWS; its passes are counted in the finish's part.)
     X, y, _, *_ = binding_data(1.5, n=12000)
     g = np.digitize(np.random.default_rng(0).random(len(y)), [0.8, 0.85, 0.9, 0.95])
     a = FairLogisticClassifier(bound=0.05, random_state=0).fit(X, y, sensitive_features=g)

@@ -12,7 +12,7 @@ from sklearn.datasets import make_classification
 
 from sklearn_ialm.problems import fairness_problem
 from sklearn_ialm.solver import stoc_ialm
-from sklearn_ialm.solver.ialm import _SAMPLE_MIN_ROWS, _SAMPLE_ROWS
+from sklearn_ialm.solver._ialm_search import _SAMPLE_MIN_ROWS, _SAMPLE_ROWS
 
 
 def _data(n, seed=0):
@@ -106,7 +106,7 @@ def test_a_wide_problem_keeps_all_rows(capsys):
     """Where the sample would hold fewer than _SAMPLE_ROWS_PER_PARAM rows per parameter its
     optimum is far from all rows' (CSR 2e5 x 1e4: the finish from it read three times the
     passes of the finish from zero): the run does not start on a sample."""
-    from sklearn_ialm.solver.ialm import _SAMPLE_ROWS_PER_PARAM, _SAMPLE_SHARE
+    from sklearn_ialm.solver._ialm_search import _SAMPLE_ROWS_PER_PARAM, _SAMPLE_SHARE
 
     rng = np.random.default_rng(0)
     n = _SAMPLE_MIN_ROWS

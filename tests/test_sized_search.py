@@ -9,7 +9,7 @@ from sklearn.datasets import make_classification
 
 from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver import stoc_ialm
-from sklearn_ialm.solver.ialm import _SEARCH_DRAWS, _SEARCH_MIN_ROWS
+from sklearn_ialm.solver._ialm_search import _SEARCH_DRAWS, _SEARCH_MIN_ROWS
 from sklearn_ialm.solver.prox import Ridge
 
 
@@ -63,7 +63,7 @@ def test_no_search_on_wide_data():
     # the phase saves: the finish is the whole solve, as below _SEARCH_MIN_ROWS rows.
     import scipy.sparse as sp
 
-    from sklearn_ialm.solver.ialm import _SEARCH_MAX_PARAMS
+    from sklearn_ialm.solver._ialm_search import _SEARCH_MAX_PARAMS
 
     rng = np.random.default_rng(0)
     n, d = _SEARCH_MIN_ROWS, _SEARCH_MAX_PARAMS + 1

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
-import sklearn_ialm.solver.ialm as ialm
+import sklearn_ialm.solver._ialm_setup as ialm_setup
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 
@@ -72,7 +72,7 @@ def test_stop_tests_print_progress_when_time_passes(capsys, monkeypatch):
     is never one silent line (no timing assertion: the clock threshold is patched)."""
     X, y = make_classification(n_samples=600, n_features=5, random_state=0)
     kw = dict(max_fpr=0.2, random_state=0, verbose=1, loss="sigmoid", rate="soft")
-    monkeypatch.setattr(ialm, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(ialm_setup, "_PROGRESS_SECONDS", 0.0)
     clf = NeymanPearsonClassifier(**kw).fit(X, y)
     out = capsys.readouterr().out
     progress = [line for line in out.splitlines() if "stop test:" in line]

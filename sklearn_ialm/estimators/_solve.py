@@ -14,7 +14,8 @@ from sklearn.utils import check_random_state
 from ..problems import LinearProblem, _gram
 from ..problems.losses import Logistic
 from ..solver import stoc_ialm
-from ..solver.ialm import HISTORY_COUNTS, clip_batch_size
+from ..solver.history import HISTORY_COUNTS
+from ..solver.settings import clip_batch_size
 from ..solver.threads import one_blas_thread
 
 __all__ = ["calibration_seed", "set_solution", "solver_settings", "spawn_seeds"]

@@ -3,7 +3,7 @@
 Each loss has ``value(m)``, ``derivative(m)``, ``second_derivative(m)`` (for the Newton steps
 of the finish), ``curvature``, an upper bound of ``|loss''|`` used for the step size, and
 ``convex`` (whether the solver's finish may start from any multipliers, see
-:func:`sklearn_ialm.solver.ialm._sized_search_applies`). All are written to stay finite for
+:func:`sklearn_ialm.solver._ialm_search._sized_search_applies`). All are written to stay finite for
 any float margin.
 """
 

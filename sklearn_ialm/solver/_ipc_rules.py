@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .ialm import _check_positive
+from .settings import _check_positive
 from .smoothness import _power
 
 __all__ = ["IPC_TUNED"]
