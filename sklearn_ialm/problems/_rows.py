@@ -160,3 +160,22 @@ def _rms_row_norm(rows, weights) -> float:
     if rows.rows is not None:
         sq = sq[rows.rows]
     return float(np.sqrt(np.mean(weights * sq))) if len(sq) else 0.0
+
+
+def _mean_one(u):
+    """``u / u.mean()``, or ``u`` itself (not a copy) when its mean is exactly one.
+
+    Dividing by 1.0 changes no value, so sharing the caller's array gives the same problem;
+    at a million rows each per-row vector is 8 MB (the estimators pass weights of mean one).
+    """
+    mean = u.mean()
+    return u if mean == 1.0 and u.dtype == np.float64 else u / mean
+
+
+def _product(b, u):
+    """``b * u``, or whichever factor is all ones (the same values, no new array)."""
+    if np.all(u == 1.0):
+        return b
+    if np.all(b == 1.0):
+        return u
+    return b * u

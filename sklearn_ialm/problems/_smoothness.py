@@ -4,6 +4,8 @@ from the rows, set up in one sweep over them (:class:`SmoothnessBound`).
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -86,6 +88,33 @@ def _class_sums(B, Wb, classes, live, weighted, compiled):
 def _tighter(bound, current):
     """``bound`` where it is materially (1 %) below ``current``, else ``current``."""
     return bound if bound < 0.99 * current else current
+
+
+class _LazyBound:
+    """The smoothness bound of a problem, computed on first :meth:`read` and shared by the
+    copies :meth:`~.linear.LinearProblem.with_offset` makes (they keep the bound of the
+    problem they were made from, as when it was computed at once).
+
+    It holds a shallow copy of that problem (its arrays shared, not copied) and the set-up
+    sums already taken (``sums``), both dropped once the bound is known; not the problem
+    itself, whose arrays a cycle would keep alive until the garbage collector ran.
+    """
+
+    def __init__(self, problem, sums=None):
+        self.value, self.sums, self.rows = None, sums, 0
+        self.problem = None if problem is None else copy.copy(problem)
+        if problem is not None:
+            self.problem._bound = None  # (the copy's own would be an earlier holder)
+
+    def read(self):
+        """The bound ``(L0, LJ)``; the rows it read are ``rows``."""
+        if self.value is None:
+            problem = self.problem
+            problem.setup_evaluations = 0
+            self.value = tuple(float(v) for v in problem.smoothness_bound(self.sums))
+            self.rows = problem.setup_evaluations
+            self.problem = self.sums = None
+        return self.value
 
 
 class SmoothnessBound:

@@ -13,14 +13,15 @@ Every fairness constraint of :mod:`.fairness` and the false-positive constraint 
 
 :class:`LinearProblem` holds the data, the units and the first-order oracles; one concept
 per module beside it: row access (``_rows``), weighted Gram matrices (``_gram``), the
-smoothness bound (``_smoothness``), the second-order oracle of the finish (``_curvature``)
-and the compiled code (``_compiled_pass``, ``_pstorm_block``), the last four as mixins.
+evaluation of all rows by numpy's products (``_full_evaluation``), the sample of the rows
+(``_row_sample``), the smoothness bound (``_smoothness``), the second-order oracle of the
+finish (``_curvature``) and the compiled code (``_compiled_pass``, ``_pstorm_block``), the
+last six as mixins.
 """
 
 from __future__ import annotations
 
 import copy
-import weakref
 
 import numpy as np
 from scipy.special import expit
@@ -30,64 +31,25 @@ from ..solver.prox import NoProx
 from . import _gram
 from ._compiled_pass import CompiledPass, _Gathered
 from ._curvature import SecondOrder
+from ._full_evaluation import NumpyEvaluation
 from ._pstorm_block import PStormBlock
-from ._rows import _rmatvec, _rms_row_norm, _Rows, _SparseRows
-from ._smoothness import SmoothnessBound
+from ._row_sample import RowSample
+from ._rows import _mean_one, _product, _rmatvec, _rms_row_norm, _Rows, _SparseRows
+from ._smoothness import SmoothnessBound, _LazyBound
 from .losses import Logistic, SigmoidLoss, TruncatedLogistic
-
-#: :meth:`LinearProblem._evaluation_weights` by (id of W, id of the constraint rows).
-_EVALUATION_WEIGHTS = {}
 
 __all__ = ["LinearProblem"]
 
 
-class _LazyBound:
-    """The smoothness bound of a problem, computed on first :meth:`read` and shared by the
-    copies :meth:`LinearProblem.with_offset` makes (they keep the bound of the problem they
-    were made from, as when it was computed at once).
-
-    It holds a shallow copy of that problem (its arrays shared, not copied) and the set-up
-    sums already taken (``sums``), both dropped once the bound is known; not the problem
-    itself, whose arrays a cycle would keep alive until the garbage collector ran.
-    """
-
-    def __init__(self, problem, sums=None):
-        self.value, self.sums, self.rows = None, sums, 0
-        self.problem = None if problem is None else copy.copy(problem)
-        if problem is not None:
-            self.problem._bound = None  # (the copy's own would be an earlier holder)
-
-    def read(self):
-        """The bound ``(L0, LJ)``; the rows it read are ``rows``."""
-        if self.value is None:
-            problem = self.problem
-            problem.setup_evaluations = 0
-            self.value = tuple(float(v) for v in problem.smoothness_bound(self.sums))
-            self.rows = problem.setup_evaluations
-            self.problem = self.sums = None
-        return self.value
-
-
-def _mean_one(u):
-    """``u / u.mean()``, or ``u`` itself (not a copy) when its mean is exactly one.
-
-    Dividing by 1.0 changes no value, so sharing the caller's array gives the same problem;
-    at a million rows each per-row vector is 8 MB (the estimators pass weights of mean one).
-    """
-    mean = u.mean()
-    return u if mean == 1.0 and u.dtype == np.float64 else u / mean
-
-
-def _product(b, u):
-    """``b * u``, or whichever factor is all ones (the same values, no new array)."""
-    if np.all(u == 1.0):
-        return b
-    if np.all(b == 1.0):
-        return u
-    return b * u
-
-
-class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, FiniteSumProblem):
+class LinearProblem(
+    NumpyEvaluation,
+    RowSample,
+    SecondOrder,
+    SmoothnessBound,
+    CompiledPass,
+    PStormBlock,
+    FiniteSumProblem,
+):
     """A finite-sum problem with a linear score (see the module docstring).
 
     Parameters
@@ -448,56 +410,6 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         other.setup_evaluations, other._owns_bound = 0, False
         return other
 
-    def row_sample(self, rng, share):
-        """The same problem on a ``share`` of its objective rows, drawn without replacement
-        by ``rng``, and the same share of its constraint rows, copied (a
-        contiguous block the compiled pass reads in order).
-
-        Its functions are means over the sample of the same per-row terms: the row weights
-        stay those of all rows (not renormalised), the parameters keep their units
-        (``feature_scale``, ``feature_center``), so a point and multipliers found on the
-        sample are those of the problem on all rows, up to the sampling error. The
-        constraint rows are drawn stratum by stratum (each stratum its share, at least two
-        rows) where the problem stratifies them. The sample's smoothness bound is its own,
-        read from the sample when first needed; the copy is its set-up (``setup_evaluations``,
-        its rows read once).
-        """
-        n_o, n_c = self.A_obj.n_rows, self.A_con.n_rows if self.n_constraints else 0
-        share = min(1.0, share)
-        io = _draw(rng, n_o, share)
-        shared = self.A_obj.A is self.A_con.A and (
-            self.A_obj.rows is self.A_con.rows
-            or (n_o == n_c and np.array_equal(self.A_obj.rows, self.A_con.rows))
-        )
-        if not n_c or (shared and self._strata is None):
-            ic = io  # the same rows serve both: one copy
-        elif self._strata is None:
-            ic = _draw(rng, n_c, share)
-        else:
-            strata = self._strata
-            ic = np.sort(np.concatenate([
-                strata.order[start + _draw(rng, count, share, least=2)]
-                for start, count in zip(strata.starts, strata.counts, strict=True)
-            ]))  # fmt: skip
-        view = copy.copy(self)
-        # Its Hessian's row sample is its own: in the cache of all rows (shared by the
-        # steering's copies, see with_offset) the sample's rows stayed alive through the
-        # rest of the fit (30000 x 20, 4.8 MB on dense 1e6 x 20).
-        view._hessian_cache = {}
-        obj = _take_rows(self.A_obj, io)
-        view.A_obj = _Rows(obj)
-        view.A_con = view.A_obj if ic is io else _Rows(_take_rows(self.A_con, ic))
-        view.b, view.u = self.b[io], self.u[io]
-        view.bu = _product(view.b, view.u)
-        view.W = self.W[ic] if n_c else self.W
-        FiniteSumProblem.__init__(view, len(io), len(ic) if n_c else 0)
-        if self.constraint_strata is not None:
-            view.stratify_constraints(np.asarray(self.constraint_strata)[ic])
-        view.setup_evaluations = len(io) + (len(ic) if n_c else 0)
-        view._bound, view._owns_bound = _LazyBound(view), True
-        view.sample_share = share
-        return view
-
     # -- all rows at once (the stopping rule) ------------------------------------------------
     def full_evaluation(self, x, rng=None, batches=None):
         """Objective value and gradient, constraint values and ``J^T`` on all rows.
@@ -521,148 +433,6 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         stop test is scaled by its norm)."""
         r = self.loss.derivative(np.zeros(1))[0] * self.bu
         return self._grad(self.A_obj.full, r, self.A_obj.n_rows)
-
-    def _numpy_evaluation(self, x, jacobian=False, scores=False, products=True):
-        """:meth:`full_evaluation` by numpy's (and scipy's) products, and with ``jacobian``
-        ``J`` as a fifth entry (else None): where the objective and the constraints read
-        one matrix, the gradient and ``J`` come from one backward product with ``1 + m``
-        columns instead of two (on CSR 2e5 x 1e4, a third of an evaluation). With
-        ``jacobian``, a sixth entry: with ``scores``, the scores of every row of each
-        matrix read, by the matrix's id (the Hessian's weights then need no read of their
-        own), else None. ``products=False``: no products with ``J^T`` where ``J`` comes from
-        that backward product (fourth entry None; their row weights no n-vector beside it)."""
-        Ao, Ac = self.A_obj, self.A_con
-        shared = self.n_constraints and Ao.A is Ac.A
-        # Constraint rows that list rows of the matrix again (groups balanced for the
-        # minibatches, see fairness._balanced_rows) are read once each, with their weights
-        # summed (collapsed): the same functions, on the matrix's rows.
-        V, cotangent = self._evaluation_weights() if shared else (None, None)
-        # The scores ``kept`` are the scores themselves, left unchanged (the products below
-        # go to new arrays); scores not kept are overwritten by the products. Either way no
-        # copy of them: at a million rows each n-vector is 8 MB, and the fit's peak memory is
-        # an evaluation of the finish (issue 51).
-        kept = {} if scores else None
-        if shared:
-            z_all = self._score(Ao.A, x)
-            if scores:
-                kept[id(Ao.A)] = z_all
-            zo = z_all if Ao.rows is None else z_all[Ao.rows]
-            zc = z_all if V is not None or Ac.rows is None else z_all[Ac.rows]
-            del z_all
-        else:
-            zo = self._score(Ao.A, x)
-            if scores:
-                kept[id(Ao.A)] = zo
-            zo = zo if Ao.rows is None else zo[Ao.rows]
-            zc = None
-
-        def own(z):
-            """Whether ``z`` may be overwritten: not a kept matrix's scores."""
-            return not scores or all(z is not k for k in kept.values())
-
-        # The products are formed in arrays made here (scores, and the values of the
-        # package's losses, which are new arrays): a few n-vectors fewer at a time, with the
-        # same values (a product of two floats does not depend on their order).
-        m_obj = self.b * zo if zo is zc or not own(zo) else np.multiply(zo, self.b, out=zo)
-        ours = type(self.loss) in (Logistic, TruncatedLogistic, SigmoidLoss)
-        values = self.loss.value(m_obj)
-        f0 = float(np.mean(np.multiply(values, self.u, out=values if ours else None)))
-        del values
-        r = self.loss.derivative(m_obj)
-        del m_obj, zo
-        r = np.multiply(r, self.bu, out=r if ours else None)
-        fused = jacobian and shared
-        grad = None if fused else self._grad(Ao.full, r, Ao.n_rows)
-        if not self.n_constraints:
-            no_jac = np.zeros((0, len(x))) if jacobian else None
-            return f0, grad, np.zeros(0), lambda v: np.zeros_like(x), no_jac, kept
-        if fused:
-            # Both cotangents as columns over the rows of the one matrix, one per column of W
-            # up to sign: the two sides of a parity gap share one (a third of the backward
-            # product on CSR 2e5 x 1e4 with one gap), whose negation is exact. The
-            # objective's column is filled (and ``r`` freed) before the constraints' arrays
-            # are made.
-            cols, pos, sign = self._signed_columns()
-            Q = np.empty((Ao.A.shape[0], 1 + len(cols)))
-            if Ao.rows is None:
-                np.divide(r, Ao.n_rows, out=Q[:, 0])
-            else:
-                Q[:, 0] = np.bincount(Ao.rows, weights=r / Ao.n_rows, minlength=Ao.A.shape[0])
-            del r
-        if not shared:
-            zc = self._score(Ac.A, x)
-            if scores:
-                kept[id(Ac.A)] = zc
-            zc = zc if Ac.rows is None else zc[Ac.rows]
-        p = expit(zc, out=zc) if own(zc) else expit(zc)
-        del zc
-        # (A product, not the mean of W * p: a tenth of the time on 53001 x 20.)
-        Wc, Ar = (self.W, Ac.full) if V is None else (V, Ao.A)
-        c = (p @ Wc) / Ac.n_rows + self.offset
-        in_q = fused and (V is not None or Ac.rows is None)
-        # ``(1 - p) p / n_c``, formed in Q's second column when the constraint rows are
-        # Q's rows, then copied into ``p`` (no n-vector more).
-        dp = Q[:, 1] if in_q else np.empty_like(p)
-        np.subtract(1.0, p, out=dp)
-        dp *= p
-        dp /= Ac.n_rows
-        if in_q and products:
-            p[:] = dp
-            dp = p
-        del p
-
-        def jac_t(v):
-            # (A 2-D v, one column per vector, gives J^T v of each in one pass.)
-            q = Wc @ np.asarray(v, dtype=float)
-            q *= dp if q.ndim == 1 else dp[:, None]
-            return self._grad(Ar, q, 1.0)
-
-        if not jacobian:
-            return f0, grad, c, jac_t, None, None
-        if not fused:
-            return f0, grad, c, jac_t, jac_t(np.eye(self.n_constraints)).T, kept
-        if in_q:  # (from the last column: ``dp`` may be the second, read before it is set)
-            for k in range(cotangent.shape[1] - 1, -1, -1):
-                np.multiply(cotangent[:, k], dp, out=Q[:, 1 + k])
-        else:
-            Q[:, 1:] = Ac.full._spreader() @ (cotangent * dp[:, None])
-        G = self._grad(Ao.A, Q, 1.0)
-        jac_t = jac_t if products else None
-        return f0, G[:, 0], c, jac_t, G[:, 1:].T[pos] * sign[:, None], kept
-
-    def _evaluation_weights(self):
-        """``(V, cotangent)``: ``V``, ``W`` summed over the constraint rows that name each row
-        of the matrix (``V[i] = sum_{j: rows[j] = i} W[j]``) where the constraint rows list
-        its rows again (balanced groups), else None; and the columns of ``V`` (else ``W``)
-        that :meth:`_signed_columns` keeps. With ``V``, ``mean_j W[j] q(rows[j])`` is ``q @ V
-        / n_c``, a read of the matrix's rows only (Adult by race: 53001 constraint rows on
-        32561 rows). Columns in a run (a parity gap between two groups: the first) are a view;
-        others are taken, contiguous, once per weight matrix and rows (the steering's copies
-        of the problem share them): taken at each evaluation they took 3 ms of a 7 ms
-        evaluation on Adult, and kept they are n-vectors more through the fit (8 MB each at
-        a million rows)."""
-        rows = self.A_con.rows
-        key = (id(self.W), id(rows))
-        hit = _EVALUATION_WEIGHTS.get(key)
-        if hit is None or hit[0]() is not self.W or (rows is not None and hit[1]() is not rows):
-            V = None
-            if rows is not None and len(rows) > self.A_con.A.shape[0]:
-                n = self.A_con.A.shape[0]
-                V = np.empty((n, self.n_constraints))
-                for k in range(self.n_constraints):
-                    V[:, k] = np.bincount(rows, weights=self.W[:, k], minlength=n)
-            cols = self._signed_columns()[0]
-            run = None
-            if len(cols) and np.array_equal(cols, np.arange(cols[0], cols[0] + len(cols))):
-                run = slice(int(cols[0]), int(cols[0]) + len(cols))
-            # (A view is not kept here: it would keep W alive, and this entry with it.)
-            taken = None if run else np.ascontiguousarray((self.W if V is None else V)[:, cols])
-            drop = lambda _, key=key: _EVALUATION_WEIGHTS.pop(key, None)  # noqa: E731
-            held = None if rows is None else weakref.ref(rows, drop)
-            hit = (weakref.ref(self.W, drop), held, V, taken, run)
-            _EVALUATION_WEIGHTS[key] = hit
-        V, taken, run = hit[2:]
-        return V, taken if run is None else (self.W if V is None else V)[:, run]
 
     # -- the same minibatch at two points (PStorm's fast path) ---------------------------------
     def _score_pair(self, A, x1, x2):
@@ -732,18 +502,3 @@ class LinearProblem(SecondOrder, SmoothnessBound, CompiledPass, PStormBlock, Fin
         if Ao.A is Ac.A:
             return Ao.A.shape[0]
         return rows_o + (Ac.A.shape[0] if Ac.rows is not None else Ac.n_rows)
-
-
-def _draw(rng, n, share, least=1):
-    """``round(share * n)`` (at least ``least``, at most ``n``) of ``range(n)``, drawn
-    without replacement, in order."""
-    k = min(n, max(least, round(share * n)))
-    return np.sort(rng.choice(n, k, replace=False))
-
-
-def _take_rows(rows, idx):
-    """A copy of the rows ``idx`` of a :class:`_Rows` (C-ordered float64 when dense)."""
-    ridx = idx if rows.rows is None else rows.rows[idx]
-    if rows.sparse:
-        return rows.A[ridx]
-    return np.ascontiguousarray(np.take(rows.A, ridx, axis=0), dtype=np.float64)
