@@ -432,7 +432,7 @@ def test_soft_predictions_give_the_metric_of_the_soft_rates():
     ],
 )
 def test_unique_codes_are_numpys(values):
-    from sklearn_ialm.problems.fairness import distinct, unique_codes
+    from sklearn_ialm.problems._group_codes import distinct, unique_codes
 
     given = values.copy()
     labels, codes = unique_codes(values)

@@ -14,7 +14,7 @@ from numpy.testing import assert_array_equal
 
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.problems import LinearProblem, fairness_problem
-from sklearn_ialm.problems.fairness import _BLOCK_ROWS
+from sklearn_ialm.problems._fairness_constraints import _BLOCK_ROWS
 from sklearn_ialm.problems.losses import Logistic
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -10,7 +10,8 @@ import pytest
 from sklearn_ialm import FairLogisticClassifier
 from sklearn_ialm.estimators._binary import _away_from_ties
 from sklearn_ialm.problems import fairness_metric
-from sklearn_ialm.problems.fairness import _check_form, metric_rows
+from sklearn_ialm.problems._fairness_kinds import _check_form
+from sklearn_ialm.problems._fairness_metric import metric_rows
 
 KINDS = [
     ("demographic_parity", "difference"),

@@ -25,7 +25,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .._warnings import warn
-from ..problems.fairness import unique_codes
+from ..problems._group_codes import unique_codes
 from ._class_params import typed, typed_classes
 from ._inputs import _DTYPES, _label, is_dask_collection
 from ._steering import fit_hard_rates

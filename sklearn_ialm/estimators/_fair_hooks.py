@@ -11,7 +11,7 @@ import numpy as np
 
 from .._warnings import warn
 from ..problems import LinearProblem, fairness_problem
-from ..problems.fairness import distinct
+from ..problems._group_codes import distinct
 from ._groups import _group_key, check_group_counts, encode_groups
 from ._inputs import protected_codes
 from ._scaling import DEFERRED_SCALING

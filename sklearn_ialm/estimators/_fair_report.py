@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from ..problems.fairness import _check_form, checked_predictions, metric_rows
+from ..problems._fairness_kinds import _check_form
+from ..problems._fairness_metric import checked_predictions, metric_rows
 from ._fair_hooks import _NONE
 from ._groups import _group_key
 
@@ -120,7 +121,7 @@ class FairReport:
 
 
 def _report_rows(kind, y01, sample_weight, context):
-    """The :class:`~..problems.fairness.MetricRows` of the rows ``y01``, ``sample_weight``
+    """The :class:`~..problems._fairness_metric.MetricRows` of the rows ``y01``, ``sample_weight``
     and ``context["codes"]``, kept in ``context`` while the same arrays are reported on:
     the fit's report weighs four or five predictions of its rows, and each rebuilt the
     groups' codes and totals (0.03 s a report on 5e6 rows)."""

@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.utils.validation import _num_samples, check_array
 
 from .._warnings import warn
-from ..problems.fairness import unique_codes
+from ..problems._group_codes import unique_codes
 
 __all__ = ["MIN_GROUP_SIZE", "check_group_counts", "encode_groups"]
 

@@ -41,7 +41,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from threadpoolctl import threadpool_limits
 
-from ..problems.fairness import unique_codes
+from ..problems._group_codes import unique_codes
 from ._class_params import check_two_class_params
 from ._hard_rates import _say
 from ._multiclass_pose import _spec, _weights

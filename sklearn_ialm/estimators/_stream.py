@@ -25,9 +25,9 @@ constraints expectations over the rows to come), one batch at a time:
   minibatch (the solver's ``momentum="warm"``).
 * **The constraints** are means over the rows, ``c = mean_j w_j A[:, cell_j] q_j + offset``:
   the group rates' denominators (and the error rates' base rates) are the running weights of
-  the cells over every row seen so far, posed by :mod:`~sklearn_ialm.problems.fairness`'s own
-  constraint builder on a one-row-per-cell summary; so every kind and form of ``fit`` streams,
-  with the same names and units.
+  the cells over every row seen so far, posed by the fairness constraints' own builder
+  (:mod:`~sklearn_ialm.problems._fairness_constraints`) on a one-row-per-cell summary; so
+  every kind and form of ``fit`` streams, with the same names and units.
 * **The bound on predictions** (``rate="hard"``): the multiplier step reads ``k`` on the
   *hard* predictions, less the target ``bound_tol / 2`` inside the bound, the multipliers
   kept nonnegative, while the gradients come from the soft surrogate: the multipliers move

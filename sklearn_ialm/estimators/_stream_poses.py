@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._warnings import warn
-from ..problems.fairness import _constraints as fairness_constraints
+from ..problems._fairness_constraints import _constraints as fairness_constraints
 from ._inputs import protected_codes
 
 
