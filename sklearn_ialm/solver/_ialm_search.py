@@ -79,8 +79,8 @@ _SEARCH_PASSES = 30.0
 
 def _before_finish(problem, run, rng):
     """``(search, sized, sample)``: whether the run has a stochastic phase on these rows,
-    whether it is the sized search (:func:`_search`, a finish follows), and the sample of the
-    rows the run starts on instead (:func:`_sample_of`), or None."""
+    whether it is the sized search (:func:`~._ialm_loop._search`, a finish follows), and
+    the sample of the rows the run starts on instead (:func:`_sample_of`), or None."""
     search = bool(problem.n_constraints) and run.knobs.search and not run.full_batch
     sized = run.finish and _sized_search_applies(problem)
     wide = problem.n_params > _SEARCH_MAX_PARAMS
@@ -121,17 +121,18 @@ def _search_budget(max_passes):
 
 
 def _sized_search_applies(problem) -> bool:
-    """Whether the stochastic phase before the finish is :func:`_search` (else Algorithm 1's
-    loop with its stop tests): where the objective is the logistic loss of a linear score,
-    convex, whose finish converges from any multipliers. From zero multipliers the finish
-    of the paper's nonconvex Neyman-Pearson model (sigmoid loss, 800 rows) diverged (a
-    coefficient of 1e9): it needs the multipliers that Algorithm 1's loop finds. Read from
-    the loss's ``convex`` (the solver knows no loss class: the problems layer is above it)."""
+    """Whether the stochastic phase before the finish is :func:`~._ialm_loop._search`
+    (else Algorithm 1's loop with its stop tests): where the objective is the logistic loss
+    of a linear score, convex, whose finish converges from any multipliers. From zero
+    multipliers the finish of the paper's nonconvex Neyman-Pearson model (sigmoid loss, 800
+    rows) diverged (a coefficient of 1e9): it needs the multipliers that Algorithm 1's loop
+    finds. Read from the loss's ``convex`` (the solver knows no loss class: the problems
+    layer is above it)."""
     return bool(getattr(getattr(problem, "loss", None), "convex", False))
 
 
 def _search_passes(run: RunSettings) -> float:
-    """The passes of :func:`_search` (see ``_SEARCH_DRAWS``); none below
+    """The passes of :func:`~._ialm_loop._search` (see ``_SEARCH_DRAWS``); none below
     ``_SEARCH_MIN_ROWS`` rows."""
     if run.rows < _SEARCH_MIN_ROWS:
         return 0.0
