@@ -147,12 +147,6 @@ SECTIONS = {
         (("benchmarks.certificates", "--quick"),),
         ("certificates_new_rows.md",),
     ),
-    "multiclass_ties": Section(
-        "multi-class accuracy and convergence by the per-class parity bound (prints)",
-        _commands("benchmarks.multiclass_ties"),
-        _commands("benchmarks.multiclass_ties --data wine --tie halves --bounds 0.1"),
-        (),
-    ),
 }
 
 

@@ -39,6 +39,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from benchmarks.common import fpr_fnr, write
+from benchmarks.families import three_classes, two_classes
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
 from sklearn_ialm.estimators._certificate import _certify, _pairs, fairness_certificate
@@ -135,25 +136,6 @@ def coverage(draws: int) -> list[dict]:
 
 
 # -- the price on generated families -------------------------------------------------------
-def two_classes(n, seed):
-    """Two groups; label rate 0.3 + 0.2 group; three features (label, group, noise)."""
-    rng = np.random.default_rng(seed)
-    g = rng.integers(0, 2, n)
-    y = (rng.random(n) < 0.3 + 0.2 * g).astype(int)
-    X = np.column_stack([y + rng.normal(size=n), g + rng.normal(size=n), rng.normal(size=n)])
-    return X, y, g
-
-
-def three_classes(n, seed):
-    """Two groups; three classes (0.4, 0.35, 0.25), the group shifting the third feature."""
-    rng = np.random.default_rng(seed)
-    g = rng.integers(0, 2, n)
-    y = rng.choice(3, size=n, p=[0.4, 0.35, 0.25])
-    X = rng.standard_normal((n, 3)) + np.eye(3)[y] * 1.6
-    X[:, 2] += 0.8 * g
-    return X, y, g
-
-
 def _gap(clf, X, y, g):
     """fairlearn's parity difference of ``predict`` (worst class, one against the rest)."""
     p = clf.predict(X)

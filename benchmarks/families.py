@@ -399,6 +399,31 @@ def random_family(seed):
     return X, y, groups, constraint, bound
 
 
+# -- the certificates' price on new rows (issue 50) -------------------------------------
+
+
+def two_classes(n, seed):
+    """Two groups; label rate 0.3 + 0.2 group; three features (label, group, noise)."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 2, n)
+    y = (rng.random(n) < 0.3 + 0.2 * g).astype(int)
+    X = np.column_stack([y + rng.normal(size=n), g + rng.normal(size=n), rng.normal(size=n)])
+    return X, y, g
+
+
+def three_classes(n, seed):
+    """Two groups; three Gaussian classes (0.4, 0.35, 0.25); group 1's rows are shifted along
+    the third feature, so the unconstrained model predicts class 2 more often in group 1:
+    ``(X, y, groups)`` (the certificates' multi-class family: ``benchmarks.certificates``,
+    ``tests/test_certificate_multiclass.py``)."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 2, n)
+    y = rng.choice(3, size=n, p=[0.4, 0.35, 0.25])
+    X = rng.standard_normal((n, 3)) + np.eye(3)[y] * 1.6
+    X[:, 2] += 0.8 * g
+    return X, y, g
+
+
 # -- more than two classes -------------------------------------------------------------
 
 

@@ -319,7 +319,7 @@ WHY = """### Why the misses
   model meets it only by flattening its score, while on the training rows it can fit the
   groups' rates through rare features. fairlearn's ExponentiatedGradient does the same where
   it can run (a dense copy of X: smaller members of the family,
-  `benchmarks/results/heldout_gap.md`). The certified fit (`calibration="clopper-pearson"`)
+  the CHANGELOG's `benchmarks/heldout_gap.py`). The certified fit (`calibration="clopper-pearson"`)
   sees the gap on its held-out calibration rows and says so: `certified_` is False, with a
   warning naming the certified value.
 - **small_table** (below the peer): the 7 % group is not in X and leans positive on the
