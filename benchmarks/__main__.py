@@ -86,9 +86,9 @@ SECTIONS = {
         ),
     ),
     "robust": Section(
-        "fits that should not depend on X's units; the data families against the peers",
+        "the data families judged against the constant model and the peers",
         _commands("benchmarks.robust"),
-        _commands("benchmarks.robust unscaled small_table"),
+        _commands("benchmarks.robust small_table"),
         ("robust.md",),
     ),
     "penalty_schedule": Section(
@@ -99,8 +99,8 @@ SECTIONS = {
     ),
     "np_small_data": Section(
         "when the Neyman-Pearson bound on the training rows carries to new rows",
-        _commands("benchmarks.np_small_data"),
-        _commands("benchmarks.np_small_data --reps 5"),
+        _commands("benchmarks.certificates --small-data"),
+        _commands("benchmarks.certificates --small-data --reps 5"),
         ("np_small_data.md",),
     ),
     "kernel": Section(

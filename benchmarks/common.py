@@ -21,14 +21,18 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_wine, make_classification
+from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_ialm.datasets import load_a9a, load_spambase
+from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
+from sklearn_ialm.estimators._umbrella import umbrella_threshold
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The folder every benchmark writes its results files to.
 RESULTS = Path(os.environ.get("BENCHMARKS_RESULTS") or ROOT / "benchmarks" / "results")
+#: The local copies of the data sets that are not downloaded here (bank).
+SHARED = ROOT.parent / "shared" / "data"
 BOUND = 0.02  # demographic-parity bound of every fairness method (the issue's target)
 MAX_FPR = 0.2  # NeymanPearsonClassifier's default; nproc's alpha
 DELTA = 0.05  # nproc's violation probability
@@ -89,6 +93,23 @@ def load_spambase_task():
     X, y = load_spambase(return_X_y=True, preprocess=True)
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
     return X_tr, y_tr, X_te, y_te
+
+
+def load_bank():
+    """Bank marketing from the local copy under :data:`SHARED` (``OSError`` without one)."""
+    return fetch_bank_marketing(data_home=SHARED, download_if_missing=False)
+
+
+def logistic_umbrella(X, y, max_fpr, delta, seed):
+    """The logistic umbrella baseline (nproc's recipe): LogisticRegression on the positives
+    and half the negatives, thresholded at the umbrella order statistic (Tong, Feng & Li
+    2018) of the other half's scores; returns its ``predict``."""
+    negatives = np.random.default_rng(seed).permutation(np.flatnonzero(y == 0))
+    held, kept = np.array_split(negatives, 2)
+    train = np.concatenate([np.flatnonzero(y == 1), kept])
+    lr = LogisticRegression(max_iter=1000).fit(X[train], y[train])
+    t = umbrella_threshold(lr.decision_function(X[held]), max_fpr, delta).threshold
+    return lambda Z: (lr.decision_function(Z) > t).astype(int)
 
 
 # -- metrics ------------------------------------------------------------------------------------

@@ -119,6 +119,11 @@ def _label_and_group(s, noise, rng, lean=None):
     return y, g
 
 
+#: The group noise (in standard deviations) of the binding levels of ``benchmarks.speed``
+#: and ``benchmarks.finish_ab``.
+MODERATE, STRONG = 1.0, 1.5
+
+
 def binding_data(noise, n=1_000_000, d=20, seed=0, on="score"):
     """Dense n x d (and n / 10 test rows); the group (not in X) a noisy threshold of the
     label's own score (``on="score"``) or of the feature the label leans on most

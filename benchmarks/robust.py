@@ -1,39 +1,32 @@
-"""Where the fit falls short: robust fits, the data families, the penalty schedule.
+"""Where the fit falls short: the data families, the penalty schedule.
 
-* the units of X (issue 12, ``CASES``): our estimators beside ``StandardScaler() +
-  LogisticRegression()`` on the same split; arguments ``NAME=VALUE`` set estimator
-  parameters;
 * the data families of issue 20 (``families.CASES``, :func:`run_case`): the bound on the
   training predictions, ``converged_`` and accuracy against the constant model and
   fairlearn's peer;
 * ``--schedule [--seeds N]``: the penalty schedules ``(beta0, sigma)`` of
   ``FairLogisticClassifier`` over seeds on a fixed 70/30 split (``penalty_schedule.md``).
 
-The full default run rewrites ``robust.md``.
+The full default run rewrites ``robust.md``. (Until issue 52 it also fitted issue 12's
+cases of X in odd units beside ``StandardScaler() + LogisticRegression()``; their
+conclusion is ``tests/test_robust.py``'s, their last figures
+``git log -- benchmarks/results/robust.md``.)
 """
 
 from __future__ import annotations
 
-import ast
 import sys
 import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.datasets import load_breast_cancer, make_classification
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import MaxAbsScaler, StandardScaler
 from threadpoolctl import threadpool_limits
 
 from benchmarks import families
-from benchmarks.common import make_anchor, write
+from benchmarks.common import load_bank, make_anchor, write
 from benchmarks.families import _METRIC
-from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
-from sklearn_ialm.estimators import FairLogisticClassifier, NeymanPearsonClassifier
+from sklearn_ialm.datasets import load_a9a
+from sklearn_ialm.estimators import FairLogisticClassifier
 
 #: The introduction of the families' part of ``robust.md``.
 FAMILIES_INTRO = """The data families of issue 20, judged as a user judges them.
@@ -61,41 +54,6 @@ def _report(line):
     _LINES.append(line)
 
 
-def _unscaled(factor=None):
-    X, y = make_classification(n_samples=5000, n_features=20, n_informative=5, random_state=0)
-    if factor is None:
-        X[:, 3] = X[:, 3] * 1e6 + 1e7
-    else:
-        X = X * factor
-    return X, y, None
-
-
-def _sparse(n=100_000, d=10_000, nnz=20, seed=0):
-    rng = np.random.default_rng(seed)
-    cols = rng.integers(0, d, size=(n, nnz))
-    vals = rng.exponential(1.0, size=(n, nnz))
-    X = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
-    X.sum_duplicates()
-    w = rng.standard_normal(d) * (rng.random(d) < 0.1) * 3
-    s = X @ w
-    y = (s + rng.logistic(size=n) > np.median(s)).astype(int)
-    return X, y, None
-
-
-def _dense(n=20_000, d=1000):
-    X, y = make_classification(n_samples=n, n_features=d, n_informative=50, random_state=0)
-    return X, y, None
-
-
-def _separable(n=6000):
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((n, 12))
-    g = (rng.random(n) < 0.3).astype(int)
-    X[:, 0] += g
-    y = (X[:, 0] + 0.5 * X[:, 1] + 0.1 * rng.standard_normal(n) > 1).astype(int)
-    return StandardScaler().fit_transform(X), y, g
-
-
 def _a9a():
     d = load_a9a()
     return d.data, d.target, d.groups
@@ -107,81 +65,12 @@ def _anchor():
 
 
 def _bank():
-    d = fetch_bank_marketing(data_home="/work/shared/data", download_if_missing=False)
+    d = load_bank()
     return d.data, d.target, d.groups
 
 
-CASES = {
-    "unscaled": (_unscaled, {}),
-    "x1e200": (lambda: _unscaled(1e200), {}),
-    "sparse": (_sparse, {}),
-    "dense": (_dense, {}),
-    "separable": (_separable, dict(constraint="demographic_parity", bound=0.05)),
-    "a9a": (_a9a, dict(constraint="demographic_parity", bound=0.05)),
-    "breast_np": (lambda: (*load_breast_cancer(return_X_y=True), None), dict(max_fpr=0.05)),
-    "anchor": (_anchor, dict(constraint="demographic_parity", bound=0.05)),
-    "spambase_np": (lambda: (*load_spambase(return_X_y=True), None), dict(max_fpr=0.05)),
-    "bank": (_bank, dict(constraint="demographic_parity", bound=0.05)),
-}
-
-
-def _run(name, est, Xtr, ytr, Xte, yte, gtr, gte):
-    t = time.perf_counter()
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        if isinstance(est, FairLogisticClassifier):
-            est.fit(Xtr, ytr, sensitive_features=gtr)
-        else:
-            est.fit(Xtr, ytr)
-    elapsed = time.perf_counter() - t
-    conv = [str(x.category.__name__) for x in w if "Convergence" in x.category.__name__]
-    s = est.decision_function(Xte)
-    extra = ""
-    if gte is not None:
-        pr = est.predict(Xte) == est.classes_[1]
-        extra = f" dp_gap={abs(pr[gte == 1].mean() - pr[gte == 0].mean()):.3f}"
-    if isinstance(est, NeymanPearsonClassifier):
-        extra += f" test_fpr={(s[yte == 0] > 0).mean():.3f} pos={(s > 0).mean():.3f}"
-    _report(
-        f"  {name:5s} acc={accuracy_score(yte, est.predict(Xte)):.3f} "
-        f"auc={roc_auc_score(yte, s):.3f} conv={est.converged_} warn={bool(conv)} "
-        f"passes={est.n_data_passes_:.3g} time={elapsed:.2f}s{extra}"
-    )
-
-
-def units_main(names, extra):
-    for name in names:
-        make, kw = CASES[name]
-        X, y, g = make()
-        if g is None:
-            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
-            gtr = gte = None
-        else:
-            Xtr, Xte, ytr, yte, gtr, gte = train_test_split(X, y, g, test_size=0.3, random_state=0)
-        _report(f"{name}: X {X.shape} {'sparse' if sp.issparse(X) else 'dense'}")
-        scaler = MaxAbsScaler() if sp.issparse(X) else StandardScaler()
-        t = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # StandardScaler overflows on X * 1e200: the reference sees the data in its units.
-            ref = 1e200 if name == "x1e200" else 1.0
-            lr = make_pipeline(scaler, LogisticRegression(max_iter=1000)).fit(Xtr / ref, ytr)
-        s = lr.decision_function(Xte / ref)
-        _report(
-            f"  LR    acc={accuracy_score(yte, lr.predict(Xte / ref)):.3f} "
-            f"auc={roc_auc_score(yte, s):.3f} time={time.perf_counter() - t:.2f}s"
-        )
-        if "max_fpr" in kw:
-            ests = [("NP", NeymanPearsonClassifier(random_state=0, **kw, **extra))]
-        else:
-            ests = [("Fair", FairLogisticClassifier(random_state=0, **kw, **extra))]
-            if g is None:
-                ests.append(("NP", NeymanPearsonClassifier(random_state=0, **extra)))
-        for label, est in ests:
-            try:
-                _run(label, est, Xtr, ytr, Xte, yte, gtr, gte)
-            except Exception as exc:  # a before/after record, not a test: report and go on
-                _report(f"  {label:5s} raised {type(exc).__name__}: {exc}")
+#: The data sets of the penalty schedule: ``(X, y, groups)``.
+DATA_SETS = {"a9a": _a9a, "anchor": _anchor, "bank": _bank}
 
 
 # -- the data families of issue 20 ------------------------------------------------------
@@ -358,7 +247,7 @@ DATA = [("a9a", 0.05), ("bank", 0.05), ("anchor", 0.05), ("anchor", 0.02)]
 
 
 def _row(name, bound, schedule, seeds):
-    X, y, g = CASES[name][0]()
+    X, y, g = DATA_SETS[name]()
     Xtr, Xte, ytr, yte, gtr, _ = train_test_split(X, y, g, test_size=0.3, random_state=0)
     passes, seconds, conv, met, acc = [], [], 0, 0, []
     for seed in range(seeds):
@@ -407,33 +296,23 @@ def schedule_main(seeds: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Arguments: case names (of either part) and NAME=VALUE estimator parameters of the
-    units' part (e.g. C=None, max_passes=300); or ``--schedule [--seeds N]``."""
+    """Arguments: names of ``families.CASES`` (all by default: the committed report); or
+    ``--schedule [--seeds N]``."""
     if "--schedule" in argv:
         seeds = int(argv[argv.index("--seeds") + 1]) if "--seeds" in argv else 8
         schedule_main(seeds)
         return
-    extra = {k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in argv if "=" in a)}
-    names = [a for a in argv if "=" not in a] or list(CASES) + list(families.CASES)
-    units_main([n for n in names if n in CASES], extra)
-    units = list(_LINES)
-    _LINES.clear()
-    family_names = [n for n in names if n in families.CASES]
-    if family_names:
-        for line in HEADER:
-            _report(line)
-        for name in family_names:
-            run_case(name, _report)
-    if names == list(CASES) + list(families.CASES) and not extra:
+    names = argv or list(families.CASES)
+    for line in HEADER:
+        _report(line)
+    for name in names:
+        run_case(name, _report)
+    if names == list(families.CASES):
         # The full default run is the committed report (regenerated, never edited).
         write(
             "robust.md",
             "# Robust fits\n\nGenerated by `OMP_NUM_THREADS=1 python -m benchmarks.robust` "
             "(regenerated, never edited).\n\n"
-            "## Fits that do not depend on the units of X: the issue-12 cases\n\n"
-            "Defaults of the estimators; test split 30 %; LR = StandardScaler (MaxAbsScaler "
-            "for sparse) + LogisticRegression; times are wall seconds on a shared "
-            "machine.\n\n```\n" + "\n".join(units) + "\n```\n\n"
             "## The data families of issue 20\n\n"
             + FAMILIES_INTRO
             + "\n\n"
