@@ -14,7 +14,6 @@ import argparse
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -26,6 +25,7 @@ from benchmarks.common import (
     logistic_umbrella,
     make_anchor,
     warm_up,
+    write,
     write_csv,
 )
 from benchmarks.families import _METRIC
@@ -177,10 +177,11 @@ def _fmt(v):
     return f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
-def write(rows, out: Path, n_splits):
-    out.mkdir(parents=True, exist_ok=True)
+def report(rows, n_splits):
+    """Write ``bounds.csv`` (every row) and ``bounds.md``."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
     keys = sorted({k for r in rows for k in r})
-    write_csv(out / "bounds.csv", rows, keys)
+    write_csv(RESULTS / "bounds.csv", rows, keys)
     lines = [
         "# Bounds on the predictions users measure",
         "",
@@ -237,13 +238,12 @@ def write(rows, out: Path, n_splits):
                     f"{np.median([r['seconds'] for r in mine]):.3f} | "
                     f"{np.median([r['ratio_lr'] for r in mine]):.1f} |"
                 )
-    (out / "bounds.md").write_text("\n".join(lines) + "\n")
+    write("bounds.md", "\n".join(lines) + "\n")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--splits", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", choices=["fairness", "np"], default=None)
     parser.add_argument("--kinds", nargs="*", default=list(_METRIC), choices=list(_METRIC))
     args = parser.parse_args(argv)
@@ -253,7 +253,7 @@ def main(argv=None):
         run_fairness(rows, args.kinds)
     if args.only in (None, "np"):
         run_np(rows, args.splits)
-    write(rows, args.out, args.splits)
+    report(rows, args.splits)
 
 
 if __name__ == "__main__":

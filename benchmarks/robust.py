@@ -151,85 +151,6 @@ def run_case(name, report, n_seeds=None):
         )
 
 
-#: Why the rows that miss a target miss it: what was measured on each (sessions 5 to 8,
-#: with the commands in the issue's notes). Printed under the table; the table's figures
-#: are this run's.
-WHY = """### Why the misses
-
-- **adult_race, equalised odds** (one seed of five over 100 passes): after two solves the
-  predictions' TPR gap still misses by 0.033, and the third solve, at the surrogate's
-  tightest bound (nine tenths of the way to a gap of 0), spends 250 passes in outer
-  iterations at penalty 5 to 13 whose dual residual hovers at tol (0.0099-0.0102). The
-  other four seeds converge in 24-116 passes.
-- **adult_race, error-rate parity** (budget; bound missed in 2 seeds of 5, where the code
-  before session 8 missed it in 4): in both the first solve spends the whole budget. In
-  seed 1 that is one inner solve at penalty 5.5 whose dual residual creeps along tol
-  (0.0107-0.0116 over 270 passes, batches grown to 960 rows: slow, not noisy), at the step
-  the penalty's curvature bound allows. No solve is left to steer, the constant model does
-  not meet an error-rate bound (its error rates are the groups' base rates), and no
-  threshold of that solve meets it. ExponentiatedGradient misses this bound too (training
-  gap 0.064); at that gap ours is within 0.007 of it.
-- **intersections** (budget, below the peer): the first solve converges in about 30
-  passes, but on predictions its gap is 0.06-0.07 where the soft gap is 0.05 (cells of 90
-  rows); the further solves at tighter surrogate bounds spend the rest in inner solves at
-  penalty 8-17 that creep along tol (seed 2 traced). Three seeds of five converge, each
-  at about 300 passes.
-  Tried, one seed each (session 6): fixed larger steps (4 to 200 times the bound's) reach
-  0.78-0.82 at the budget; a step of 1 / (the penalty's curvature at the test point, 0.55
-  against the bound's 245 then) converges in 215 passes at 0.825, but that curvature came
-  from power iterations whose passes were not counted (about 15 a test); moving the
-  surrogate's bound at the outer iterations of one solve instead of solving again reaches
-  0.818 at the budget.
-- **many_groups** (budget, at the constant model's accuracy): the joint curvature bound
-  cut the penalty's 1350 to 128, and the fit now leaves its start (0.56 test accuracy at
-  bound 0.5, 0.68 at 0.95, where it stayed at the constant model before), but at 0.1 it
-  ends within 0.004 of the constant model. What bounds it is the loss itself, not the
-  constraints: at bound 0.999, with the penalty's curvature all but removed (beta0 = 0.004,
-  a step of 1.3 against the loss's 1 / 0.25 = 4), 300 passes bring the dual residual to
-  0.0093 where the stop test asks for 0.0028. In the solver's units the loss's Hessian at
-  LogisticRegression's solution has condition number 353 (eigenvalues 0.17 down to 4.9e-4,
-  besides the null direction of the one-hot columns that sum to the intercept), so a
-  first-order method needs about 800 steps for each tenfold fall in the slowest direction,
-  and every step reads a row of every group (0.125 passes a step here: 2400 steps in 300
-  passes). LogisticRegression's L-BFGS reaches 8.8e-5 in 19 iterations. Neither peer meets
-  this bound (ThresholdOptimizer's training gap is 0.30, ExponentiatedGradient's 0.45); a
-  linear model with the groups' columns as per-group thresholds does
-  (training gap 0, test accuracy 0.70). Tried: the first
-  penalty from the ratio of the loss's to the penalty's curvature (beta0 = 2 L0 / LJ): 0.61
-  at bound 0.5 but the constant model at 0.1, and Adult's equalised odds at about 300
-  passes in each of three seeds; the exact norm of the weights instead of Schur's test (LJ 91): no
-  better here, and Adult's equalised odds within 100 passes in 1 seed of 5 (3 with
-  Schur's).
-- **tfidf** (budget, and the test gap): the Newton finish on 10000 sparse features takes
-  its Hessian-vector products one read of the rows each, and the steering's re-solves
-  several finishes, so a seed can end at the budget near the optimum (residuals of order
-  1e-6). The bound met on the training rows does not carry to new rows on this family: the
-  group is nearly independent of X beyond the label's score, so on the population a linear
-  model meets it only by flattening its score, while on the training rows it can fit the
-  groups' rates through rare features. fairlearn's ExponentiatedGradient does the same where
-  it can run (a dense copy of X: smaller members of the family,
-  the CHANGELOG's `benchmarks/heldout_gap.py`). The certified fit (`calibration="clopper-pearson"`)
-  sees the gap on its held-out calibration rows and says so: `certified_` is False, with a
-  warning naming the certified value.
-- **small_table** (below the peer): the 7 % group is not in X and leans positive on the
-  main feature, so a linear model meets the bound only by leaning less on that feature.
-  Ours reaches 0.684 over 5 seeds at training gap 0.048, ExponentiatedGradient 0.711 at
-  0.045 with predictions drawn from its randomised mixture. The most accurate single
-  linear model on the training rows at gap <= 0.05 that a search finds (LogisticRegression's
-  weights and 6000 perturbations of them, every threshold) has
-  training accuracy 0.715 but test accuracy 0.660 (test gap 0.120). At tol 1e-3 and 3000
-  passes the fit stays at the minibatch noise floor (about 0.0011) and says so.
-- **Tried in session 9, not adopted** (scripts in the closing note of issue 20): the step
-  is not what holds the creeping solves back. At the end of Adult's equalised-odds solves
-  (seed 0) the augmented Lagrangian's largest curvature is 0.16, 0.41 and 1.1 at penalty
-  1.4, 4.4 and 13.3, where the step's bound L0 + beta LJ is 21, 63 and 192 (finite
-  differences of the full gradient); yet a tighter proven bound (|J_k|^2 by Cauchy-Schwarz
-  weighted by |W_k|: LJ 14.4 -> 11.0 for equalised odds, 9.5 -> 5.7 for error-rate parity)
-  left equalised odds within 100 passes in 2 seeds of 5 (3 now) and missed error-rate
-  parity in 4 of 5 (2 now), and scaling the columns by the penalty's curvature on them (a
-  diagonal preconditioner as a change of units) left LJ at 13.7 and helped no row.
-"""
-
 HEADER = [
     "| case | bound | train gap | test gap | test acc | constant | peer | peer train gap | "
     "peer test acc | ours - peer | passes | converged_ | bound_met_ | CPU s (ours / peer) | "
@@ -312,13 +233,12 @@ def main(argv: list[str]) -> None:
         write(
             "robust.md",
             "# Robust fits\n\nGenerated by `OMP_NUM_THREADS=1 python -m benchmarks.robust` "
-            "(regenerated, never edited).\n\n"
+            "(regenerated, never edited; the notes at the end are kept).\n\n"
             "## The data families of issue 20\n\n"
             + FAMILIES_INTRO
             + "\n\n"
             + "\n".join(_LINES)
-            + "\n\n"
-            + WHY,
+            + "\n\n",
         )
 
 

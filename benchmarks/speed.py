@@ -288,29 +288,6 @@ def run_binding(log=print, cases=None, repeats=1):
 # -- the report --------------------------------------------------------------------------------
 
 
-#: What was tried against the missed targets and not kept, with its figures (fixed text: the
-#: experiments are not part of this benchmark's run; each names how to repeat it).
-TRIED = """## Tried and not kept (session 9; one thread, CPU against LogisticRegression)
-
-- **Spambase's FNR is the precision of the logistic fit, not its conditioning.** At max_fpr
-  0.05 the Neyman-Pearson fit is our logistic regression with its threshold moved (one
-  solve). Whitening the standardised features (PCA, every component) before the fit: test
-  FNR 0.1244 against LogisticRegression's 0.1020 over 10 splits (unwhitened 0.1239); at
-  tol=3e-4, neither converges in 300 passes (FNR 0.1143 unwhitened, 0.1121 whitened): the
-  features' correlations are not what holds the fit back.
-- **A fixed subsample per reference point** (the reference's values on it computed once,
-  half the work of each test): the Neyman-Pearson fit on dense 1e6 x 20 (moderate) took
-  20.7 passes instead of 13.6, its tests failing again and again on the same rows. A fresh
-  subsample per test, copied in order, is what landed.
-- **The compiled pass reading a subsample's rows in place** (no copy): 0.19 ms against
-  numpy's 0.17 ms for 1000 random rows of 1e6 x 20: random reads cost the same either way.
-- **Longer intervals between tests** (minibatch work up to twice a test's cost, not once):
-  the moderate fairness fit took 9.2 passes and 3 solves instead of 5.3 and 2; **a looser
-  standard error for the subsample** (0.3 of tol instead of 0.2): the strong case did not
-  converge.
-"""
-
-
 def f(v, nd=3):
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
@@ -506,7 +483,7 @@ def write_report():
         "",
         "Command (from the repository root): `python -m benchmarks.speed` (every part; "
         "`--parts NAME,...` reruns some, `--report-only` rebuilds this file from "
-        "`speed_<part>.json`). Generated; do not edit.",
+        "`speed_<part>.json`). Generated; do not edit (the notes at the end are kept).",
         "",
         f"Machine: {facts.get('cpus')} CPUs ({facts.get('cpu')}), {facts.get('platform')}, "
         f"Python {facts.get('python')}; numpy {facts.get('numpy')}, scipy "
@@ -525,7 +502,6 @@ def write_report():
     if more:
         head += ["## What bounds the targets (figures of the saved parts above, one thread)", ""]
         head += more + [""]
-    head += [TRIED]
     return write("speed.md", "\n".join(head + body) + "\n")
 
 
