@@ -50,7 +50,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from benchmarks.common import fpr_fnr, load_bank, logistic_umbrella, write
+from benchmarks.common import fpr_fnr, load_bank, logistic_umbrella, md_table, write
 from benchmarks.families import three_classes, two_classes
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.datasets import load_a9a, load_spambase
@@ -64,13 +64,6 @@ from sklearn_ialm.estimators._umbrella import (
 )
 
 FEMALE = 71  # a9a's 0-based column of sex = Female (LIBSVM feature 72)
-
-
-def _table(rows: list[dict]) -> str:
-    keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 # -- coverage: exact population rates ------------------------------------------------------
@@ -539,7 +532,11 @@ def main(argv: list[str] | None = None) -> None:
         f"(`python -m benchmarks certificates`); {time.process_time() - start:.0f} s of CPU.\n",
     ]
     for title, about, rows in parts:
-        text += [f"## {title.format(draws=draws)}\n", about + "\n", _table(rows)]
+        text += [
+            f"## {title.format(draws=draws)}\n",
+            about + "\n",
+            "\n".join(md_table(rows)) + "\n",
+        ]
     write("certificates_new_rows.md", "\n".join(text))
 
 

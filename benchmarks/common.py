@@ -138,6 +138,14 @@ def dp_gap_per_class(y, pred, sensitive_features):
     )
 
 
+def md_table(rows, keys=None):
+    """The lines of a Markdown pipe table of ``rows`` (dicts): columns ``keys`` or the first
+    row's."""
+    keys = keys or list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    return lines + ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows]
+
+
 def write_csv(path, rows, fields=None):
     """Rows (dicts) as a CSV file, the columns ``fields`` or the first row's keys."""
     with open(path, "w", newline="") as f:
