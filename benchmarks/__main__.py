@@ -13,7 +13,7 @@ process of its own under one BLAS thread (``OMP_NUM_THREADS=1``), with ``BENCHMA
 naming the folder the results files go to (``benchmarks/results/`` by default); its full
 commands are those that wrote the committed files, its ``quick`` ones exercise the same
 code on small data in a few minutes. ``all`` takes about a day on two cores (``paper`` and
-``finish_ab`` the longest); ``all --quick`` about half an hour.
+``finish_ab`` the longest); ``all --quick`` about a quarter of an hour.
 
 To add a figure the docs will quote: write it with ``benchmarks.common.write`` from a module
 (or a new case of one), add its command here under a section (a new key of ``SECTIONS``),
