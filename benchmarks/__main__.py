@@ -13,7 +13,7 @@ process of its own under one BLAS thread (``OMP_NUM_THREADS=1``), with ``BENCHMA
 naming the folder the results files go to (``benchmarks/results/`` by default); its full
 commands are those that wrote the committed files, its ``quick`` ones exercise the same
 code on small data in a few minutes. ``all`` takes about a day on two cores (``paper`` and
-``finish_ab`` the longest); ``all --quick`` about half an hour.
+``finish_ab`` the longest); ``all --quick`` about a quarter of an hour.
 
 To add a figure the docs will quote: write it with ``benchmarks.common.write`` from a module
 (or a new case of one), add its command here under a section (a new key of ``SECTIONS``),
@@ -86,9 +86,9 @@ SECTIONS = {
         ),
     ),
     "robust": Section(
-        "fits that should not depend on X's units; the data families against the peers",
+        "the data families judged against the constant model and the peers",
         _commands("benchmarks.robust"),
-        _commands("benchmarks.robust unscaled small_table"),
+        _commands("benchmarks.robust small_table"),
         ("robust.md",),
     ),
     "penalty_schedule": Section(
@@ -99,8 +99,8 @@ SECTIONS = {
     ),
     "np_small_data": Section(
         "when the Neyman-Pearson bound on the training rows carries to new rows",
-        _commands("benchmarks.np_small_data"),
-        _commands("benchmarks.np_small_data --reps 5"),
+        _commands("benchmarks.certificates --small-data"),
+        _commands("benchmarks.certificates --small-data --reps 5"),
         ("np_small_data.md",),
     ),
     "kernel": Section(
@@ -146,12 +146,6 @@ SECTIONS = {
         (("benchmarks.certificates",),),
         (("benchmarks.certificates", "--quick"),),
         ("certificates_new_rows.md",),
-    ),
-    "multiclass_ties": Section(
-        "multi-class accuracy and convergence by the per-class parity bound (prints)",
-        _commands("benchmarks.multiclass_ties"),
-        _commands("benchmarks.multiclass_ties --data wine --tie halves --bounds 0.1"),
-        (),
     ),
 }
 

@@ -14,19 +14,23 @@ import argparse
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
-from benchmarks.common import RESULTS, make_anchor, warm_up, write_csv
+from benchmarks.common import (
+    RESULTS,
+    load_bank,
+    logistic_umbrella,
+    make_anchor,
+    warm_up,
+    write,
+    write_csv,
+)
 from benchmarks.families import _METRIC
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
-from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
-from sklearn_ialm.estimators._umbrella import umbrella_threshold
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+from sklearn_ialm.datasets import load_a9a, load_spambase
 
 
 def fairness_tasks():
@@ -35,7 +39,7 @@ def fairness_tasks():
     yield "a9a", 0.05, (a9a.data, a9a.target, a9a.groups, a9a.data_test, a9a.target_test,
                         a9a.groups_test)  # fmt: skip
     try:
-        bank = fetch_bank_marketing(data_home=SHARED, download_if_missing=False)
+        bank = load_bank()
     except OSError:
         print("bank: no local copy under ../shared/data, skipped", file=sys.stderr)
         return
@@ -124,16 +128,6 @@ def _logistic_quantile(X, y, max_fpr):
     return lambda Z: (lr.decision_function(Z) > t).astype(int)
 
 
-def _logistic_umbrella(X, y, max_fpr, delta, seed):
-    rng = np.random.default_rng(seed)
-    neg = rng.permutation(np.flatnonzero(y == 0))
-    held, kept = neg[: (len(neg) + 1) // 2], neg[(len(neg) + 1) // 2 :]
-    train = np.concatenate([np.flatnonzero(y == 1), kept])
-    lr = LogisticRegression(max_iter=1000).fit(X[train], y[train])
-    t = umbrella_threshold(lr.decision_function(X[held]), max_fpr, delta).threshold
-    return lambda Z: (lr.decision_function(Z) > t).astype(int)
-
-
 def np_tasks(n_splits):
     X, y = load_spambase(return_X_y=True, preprocess=True)
     for split in range(n_splits):
@@ -175,7 +169,7 @@ def _np_task(rows, name, split, max_fpr, delta, X, Xt, y, yt):
     record("LogisticRegression, threshold at the training FPR", pred, t, notes)
     clf, t, notes = _timed(lambda: np_fit(calibration="umbrella", delta=delta))
     record("NeymanPearsonClassifier(calibration='umbrella')", clf.predict, t, notes)
-    pred, t, notes = _timed(lambda: _logistic_umbrella(X, y, max_fpr, delta, split))
+    pred, t, notes = _timed(lambda: logistic_umbrella(X, y, max_fpr, delta, split))
     record("logistic umbrella (nproc's recipe)", pred, t, notes)
 
 
@@ -183,10 +177,11 @@ def _fmt(v):
     return f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
-def write(rows, out: Path, n_splits):
-    out.mkdir(parents=True, exist_ok=True)
+def report(rows, n_splits):
+    """Write ``bounds.csv`` (every row) and ``bounds.md``."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
     keys = sorted({k for r in rows for k in r})
-    write_csv(out / "bounds.csv", rows, keys)
+    write_csv(RESULTS / "bounds.csv", rows, keys)
     lines = [
         "# Bounds on the predictions users measure",
         "",
@@ -243,13 +238,12 @@ def write(rows, out: Path, n_splits):
                     f"{np.median([r['seconds'] for r in mine]):.3f} | "
                     f"{np.median([r['ratio_lr'] for r in mine]):.1f} |"
                 )
-    (out / "bounds.md").write_text("\n".join(lines) + "\n")
+    write("bounds.md", "\n".join(lines) + "\n")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--splits", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", choices=["fairness", "np"], default=None)
     parser.add_argument("--kinds", nargs="*", default=list(_METRIC), choices=list(_METRIC))
     args = parser.parse_args(argv)
@@ -259,7 +253,7 @@ def main(argv=None):
         run_fairness(rows, args.kinds)
     if args.only in (None, "np"):
         run_np(rows, args.splits)
-    write(rows, args.out, args.splits)
+    report(rows, args.splits)
 
 
 if __name__ == "__main__":

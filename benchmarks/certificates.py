@@ -4,6 +4,7 @@ baselines at the same guarantee (issue 50). Writes ``certificates_new_rows.md``.
 Usage (from the root of a checkout; about four minutes of CPU, ``--quick`` half a minute)::
 
     python -m benchmarks.certificates [--quick]
+    python -m benchmarks.certificates --small-data [--reps 200]   # np_small_data.md
 
 Sections of the file:
 
@@ -14,17 +15,27 @@ Sections of the file:
   and gap on fresh rows of a certified fit and a plain one (generated families).
 * **Neyman-Pearson on real tables**: spambase and scikit-learn's breast cancer, stratified
   70/30 splits; ``NeymanPearsonClassifier`` by default and with ``calibration="umbrella"``
-  against the logistic umbrella baseline (:func:`logistic_umbrella`). German credit and
+  against the logistic umbrella baseline (``common.logistic_umbrella``). German credit and
   COMPAS are not available offline.
 * **Fairness on real tables**: Adult (a9a, by sex) and bank (age 71 or more), random
   70/30 splits; ``FairLogisticClassifier(calibration="clopper-pearson")`` against fairlearn's
   ExponentiatedGradient and ThresholdOptimizer trained on the same rows at tightened
   bounds and certified on the same held-out rows (:func:`certified_peer`).
+
+``--small-data`` writes ``np_small_data.md`` instead (issue 23): when does the Neyman-Pearson
+bound on the training rows carry to new rows? Gaussian classes in 10 dimensions, so a linear
+rule's population rates are exact (``Phi``). For each number of training negatives,
+``--reps`` draws fit ``NeymanPearsonClassifier(max_fpr=0.1)`` and its
+``calibration="umbrella"`` (``delta=0.1``): the mean population FPR, how often it exceeds
+``max_fpr`` and ``1.25 max_fpr``, the mean FNR, and the spread the default's warning reads.
+Second table: the chance that a finite test set's FPR exceeds ``max_fpr`` under the umbrella
+rule (Beta-Binomial, integrated with scipy).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 import warnings
 
@@ -32,29 +43,27 @@ import numpy as np
 from fairlearn.metrics import demographic_parity_difference as dp_difference
 from fairlearn.postprocessing import ThresholdOptimizer
 from fairlearn.reductions import DemographicParity, ExponentiatedGradient
-from scipy.stats import binom, norm
+from scipy import integrate
+from scipy.stats import beta, binom, norm
 from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from benchmarks.common import fpr_fnr, write
+from benchmarks.common import fpr_fnr, load_bank, logistic_umbrella, md_table, write
+from benchmarks.families import three_classes, two_classes
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
-from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
+from sklearn_ialm.datasets import load_a9a, load_spambase
 from sklearn_ialm.estimators._certificate import _certify, _pairs, fairness_certificate
 from sklearn_ialm.estimators._certificate_multiclass import multiclass_fairness_certificate
 from sklearn_ialm.estimators._prequential import prequential_certificate
-from sklearn_ialm.estimators._umbrella import umbrella_threshold
+from sklearn_ialm.estimators._umbrella import (
+    training_fpr_upper_limit,
+    umbrella_rank,
+    umbrella_threshold,
+)
 
-SHARED = "/work/shared/data"
 FEMALE = 71  # a9a's 0-based column of sex = Female (LIBSVM feature 72)
-
-
-def _table(rows: list[dict]) -> str:
-    keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    lines += ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
 
 
 # -- coverage: exact population rates ------------------------------------------------------
@@ -135,25 +144,6 @@ def coverage(draws: int) -> list[dict]:
 
 
 # -- the price on generated families -------------------------------------------------------
-def two_classes(n, seed):
-    """Two groups; label rate 0.3 + 0.2 group; three features (label, group, noise)."""
-    rng = np.random.default_rng(seed)
-    g = rng.integers(0, 2, n)
-    y = (rng.random(n) < 0.3 + 0.2 * g).astype(int)
-    X = np.column_stack([y + rng.normal(size=n), g + rng.normal(size=n), rng.normal(size=n)])
-    return X, y, g
-
-
-def three_classes(n, seed):
-    """Two groups; three classes (0.4, 0.35, 0.25), the group shifting the third feature."""
-    rng = np.random.default_rng(seed)
-    g = rng.integers(0, 2, n)
-    y = rng.choice(3, size=n, p=[0.4, 0.35, 0.25])
-    X = rng.standard_normal((n, 3)) + np.eye(3)[y] * 1.6
-    X[:, 2] += 0.8 * g
-    return X, y, g
-
-
 def _gap(clf, X, y, g):
     """fairlearn's parity difference of ``predict`` (worst class, one against the rest)."""
     p = clf.predict(X)
@@ -231,30 +221,6 @@ def prequential(batches: tuple[int, ...], fresh: int) -> list[dict]:
 
 
 # -- Neyman-Pearson on real tables ---------------------------------------------------------
-def umbrella_rank(n: int, max_fpr: float, delta: float) -> int | None:
-    """The umbrella order statistic's rank (Tong, Feng & Li 2018, "Neyman-Pearson
-    classification algorithms and NP receiver operating characteristics", Sci. Adv. 4,
-    eaao1659): the smallest ``k`` (1-based, ascending) with
-    ``sum_{j=k}^{n} C(n, j) (1 - max_fpr)^j max_fpr^(n - j) <= delta``, which bounds the
-    chance that the population FPR of "score above the k-th held-out negative score"
-    exceeds ``max_fpr``; None when even ``k = n`` does not."""
-    k = np.arange(1, n + 1)
-    ok = np.flatnonzero(binom.sf(k - 1, n, 1 - max_fpr) <= delta)
-    return int(k[ok[0]]) if len(ok) else None
-
-
-def logistic_umbrella(X, y, max_fpr: float, delta: float, seed: int):
-    """The logistic umbrella baseline: LogisticRegression on the positives and half the
-    negatives, thresholded at the umbrella order statistic of the other half's scores."""
-    negatives = np.random.default_rng(seed).permutation(np.flatnonzero(y == 0))
-    held, kept = np.array_split(negatives, 2)
-    train = np.concatenate([np.flatnonzero(y == 1), kept])
-    lr = LogisticRegression(max_iter=1000).fit(X[train], y[train])
-    scores = np.sort(lr.decision_function(X[held]))
-    threshold = scores[umbrella_rank(len(held), max_fpr, delta) - 1]
-    return lambda Z: (lr.decision_function(Z) > threshold).astype(int)
-
-
 def np_tables():
     X, y = load_spambase(return_X_y=True, preprocess=True)
     yield "spambase", X, y, 0.05
@@ -308,7 +274,7 @@ def fair_tables():
     d = load_a9a()
     X = np.vstack([d.data.toarray(), d.data_test.toarray()])
     yield "Adult by sex", X, np.r_[d.target, d.target_test], X[:, FEMALE].astype(int), 0.05
-    d = fetch_bank_marketing(data_home=SHARED, download_if_missing=False)
+    d = load_bank()
     X = np.vstack([d.data, d.data_test])
     # 487 rows of 71 or more: 0.2 is about the tightest bound their held-out rows certify.
     yield "bank, age 71+", X, np.r_[d.target, d.target_test], np.r_[d.groups, d.groups_test], 0.2
@@ -423,12 +389,100 @@ def fair_real(splits: int, delta: float = 0.05) -> list[dict]:
     return rows
 
 
+# -- Neyman-Pearson on small data: when the training bound carries to new rows (issue 23) --
+SMALL_ALPHA, SMALL_DELTA, SMALL_D = 0.1, 0.1, 10
+SMALL_SIZES = (100, 210, 600, 2000)
+SMALL_MU = np.r_[1.2, 0.8, 0.5, np.zeros(SMALL_D - 3)]
+
+
+def _population_rates(clf):
+    """The exact population FPR and FNR of the fitted linear rule (Gaussian classes)."""
+    w, b, t = clf.coef_[0], clf.intercept_[0], clf.threshold_
+    norm_w = np.linalg.norm(w)
+    return norm.sf((t - b) / norm_w), norm.cdf((t - b - w @ SMALL_MU) / norm_w)
+
+
+def small_draws(n_neg, reps):
+    """Population (FPR, FNR) of the default and the umbrella fit over ``reps`` draws."""
+    n_pos, rows = int(0.6 * n_neg), {"default": [], "umbrella": []}
+    for rep in range(reps):
+        rng = np.random.default_rng([rep, n_neg, 23])
+        X = np.vstack([rng.standard_normal((n_neg, SMALL_D)),
+                       SMALL_MU + rng.standard_normal((n_pos, SMALL_D))])  # fmt: skip
+        y = np.repeat([0, 1], [n_neg, n_pos])
+        for name, kw in (("default", {}), ("umbrella", dict(calibration="umbrella"))):
+            clf = NeymanPearsonClassifier(
+                max_fpr=SMALL_ALPHA, delta=SMALL_DELTA, random_state=rep, **kw
+            )
+            rows[name].append(_population_rates(clf.fit(X, y)))
+    return {name: np.array(r) for name, r in rows.items()}
+
+
+def finite_test_exceedance(n_held, m_test):
+    """P(test FPR > alpha) for the umbrella rule on n_held negatives, m_test test ones."""
+    k, _ = umbrella_rank(n_held, SMALL_ALPHA, SMALL_DELTA)
+    limit = math.floor(SMALL_ALPHA * m_test)
+
+    def density(r):
+        return beta.pdf(r, n_held - k + 1, k) * binom.sf(limit, m_test, r)
+
+    return integrate.quad(density, 0, 1, limit=200)[0]
+
+
+def small_data(reps: int) -> None:
+    """Write ``np_small_data.md``: ``reps`` draws per size of ``SMALL_SIZES``."""
+    start, a, r = time.perf_counter(), SMALL_ALPHA, reps
+    lines = [
+        "# Neyman-Pearson on small data: the training bound and new rows",
+        "",
+        "Command: `python -m benchmarks.certificates --small-data` (module docstring: the "
+        f"set-up). max_fpr = {a}, umbrella delta = {SMALL_DELTA}, {r} draws per size, "
+        f"{SMALL_D} features, population rates exact (Gaussian classes).",
+        "",
+        "| training negatives | warning's limit (delta 0.05) | default: mean FPR on new rows "
+        "| default: FPR > 0.1 | default: FPR > 0.125 | default: mean FNR | umbrella: mean FPR "
+        "| umbrella: FPR > 0.1 | umbrella: mean FNR |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for n_neg in SMALL_SIZES:
+        d, u = small_draws(n_neg, reps).values()
+        lines.append(
+            f"| {n_neg} | {training_fpr_upper_limit(n_neg, a, 0.05):.3f} "
+            f"| {d[:, 0].mean():.3f} | {np.sum(d[:, 0] > a)}/{r} "
+            f"| {np.sum(d[:, 0] > 1.25 * a)}/{r} | {d[:, 1].mean():.3f} "
+            f"| {u[:, 0].mean():.3f} | {np.sum(u[:, 0] > a)}/{r} | {u[:, 1].mean():.3f} |"
+        )
+    lines += [
+        "",
+        "## A finite test set adds its own noise",
+        "",
+        "Chance that the umbrella rule's FPR on a test set of m negatives exceeds 0.1 (exact: "
+        "Beta order statistic times binomial count), and the chance of 5 or more such splits "
+        "in 20 were they independent:",
+        "",
+        "| held-out negatives | rank k | v(k) | test negatives m | P(test FPR > 0.1) "
+        "| P(>= 5 of 20) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for n_held, m in ((105, 90), (105, 210), (1000, 1000)):
+        k, v = umbrella_rank(n_held, a, SMALL_DELTA)
+        p = finite_test_exceedance(n_held, m)
+        lines.append(f"| {n_held} | {k} | {v:.4f} | {m} | {p:.3f} | {binom.sf(4, 20, p):.3f} |")
+    lines += ["", f"Total time {time.perf_counter() - start:.0f} s.", ""]
+    write("np_small_data.md", "\n".join(lines))
+
+
 # -- the file ------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small runs of the same code")
-    quick = parser.parse_args(argv).quick
+    parser.add_argument("--small-data", action="store_true", help="np_small_data.md instead")
+    parser.add_argument("--reps", type=int, default=200, help="draws per size (--small-data)")
+    args = parser.parse_args(argv)
+    quick = args.quick
     warnings.simplefilter("ignore")  # the fits' advice is not what is measured here
+    if args.small_data:
+        return small_data(args.reps)
     start = time.process_time()
     draws, seeds, fresh = (20, 1, 10_000) if quick else (200, 5, 100_000)
     np_splits, fair_splits = (2, 1) if quick else (100, 10)
@@ -478,7 +532,11 @@ def main(argv: list[str] | None = None) -> None:
         f"(`python -m benchmarks certificates`); {time.process_time() - start:.0f} s of CPU.\n",
     ]
     for title, about, rows in parts:
-        text += [f"## {title.format(draws=draws)}\n", about + "\n", _table(rows)]
+        text += [
+            f"## {title.format(draws=draws)}\n",
+            about + "\n",
+            "\n".join(md_table(rows)) + "\n",
+        ]
     write("certificates_new_rows.md", "\n".join(text))
 
 

@@ -21,14 +21,18 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from sklearn.datasets import load_wine, make_classification
+from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from sklearn_ialm.datasets import load_a9a, load_spambase
+from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
+from sklearn_ialm.estimators._umbrella import umbrella_threshold
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The folder every benchmark writes its results files to.
 RESULTS = Path(os.environ.get("BENCHMARKS_RESULTS") or ROOT / "benchmarks" / "results")
+#: The local copies of the data sets that are not downloaded here (bank).
+SHARED = Path(os.environ.get("SKLEARN_IALM_SHARED_DATA") or ROOT.parent / "shared" / "data")
 BOUND = 0.02  # demographic-parity bound of every fairness method (the issue's target)
 MAX_FPR = 0.2  # NeymanPearsonClassifier's default; nproc's alpha
 DELTA = 0.05  # nproc's violation probability
@@ -91,6 +95,24 @@ def load_spambase_task():
     return X_tr, y_tr, X_te, y_te
 
 
+def load_bank(download_if_missing=False):
+    """Bank marketing from the local copy under :data:`SHARED` (``OSError`` without one,
+    unless ``download_if_missing``)."""
+    return fetch_bank_marketing(data_home=SHARED, download_if_missing=download_if_missing)
+
+
+def logistic_umbrella(X, y, max_fpr, delta, seed):
+    """The logistic umbrella baseline (nproc's recipe): LogisticRegression on the positives
+    and half the negatives, thresholded at the umbrella order statistic (Tong, Feng & Li
+    2018) of the other half's scores; returns its ``predict``."""
+    negatives = np.random.default_rng(seed).permutation(np.flatnonzero(y == 0))
+    held, kept = np.array_split(negatives, 2)
+    train = np.concatenate([np.flatnonzero(y == 1), kept])
+    lr = LogisticRegression(max_iter=1000).fit(X[train], y[train])
+    t = umbrella_threshold(lr.decision_function(X[held]), max_fpr, delta).threshold
+    return lambda Z: (lr.decision_function(Z) > t).astype(int)
+
+
 # -- metrics ------------------------------------------------------------------------------------
 def fpr_fnr(y, pred):
     """False-positive and false-negative rates of hard predictions."""
@@ -114,6 +136,14 @@ def dp_gap_per_class(y, pred, sensitive_features):
         demographic_parity_difference(y == c, pred == c, sensitive_features=sensitive_features)
         for c in np.unique(y)
     )
+
+
+def md_table(rows, keys=None):
+    """The lines of a Markdown pipe table of ``rows`` (dicts): columns ``keys`` or the first
+    row's."""
+    keys = keys or list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    return lines + ["| " + " | ".join(str(r[k]) for k in keys) + " |" for r in rows]
 
 
 def write_csv(path, rows, fields=None):
@@ -219,10 +249,18 @@ def machine_facts():
     )
 
 
+#: The line above a results file's notes: what was measured once and is not rerun (why a row
+#: misses its target, what was tried and not kept), written by hand and kept by every run.
+NOTES = "<!-- notes: written by hand, kept by benchmarks.common.write -->"
+
+
 def write(name: str, text: str) -> Path:
-    """Write the results file ``name`` under :data:`RESULTS`; return its path."""
+    """Write the results file ``name`` under :data:`RESULTS`, followed by the notes of the file
+    it replaces (or, written elsewhere, of the committed one); return its path."""
     path = RESULTS / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    kept = [p for p in (path, ROOT / "benchmarks" / "results" / name) if p.is_file()]
+    notes = kept[0].read_text().partition(NOTES)[1:] if kept else ()
+    path.write_text(text + "".join(notes))
     print(f"wrote {path}", flush=True)
     return path

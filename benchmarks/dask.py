@@ -27,7 +27,7 @@ from dask.distributed import Client, LocalCluster
 from distributed.deploy.subprocess import SubprocessCluster
 from sklearn.datasets import make_classification
 
-from benchmarks.common import RESULTS, machine_facts, write, write_csv
+from benchmarks.common import RESULTS, machine_facts, md_table, write, write_csv
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 D = 20
@@ -327,10 +327,8 @@ def main():
             "`bound_value`: the parity gap (fair) or the false-positive rate (NP) of "
             "`predict` on the training rows.",
             "",
-            "| " + " | ".join(columns) + " |",
-            "|" + "---|" * len(columns),
+            *md_table(ordered, columns),
         ]
-        lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in ordered]
         write("dask.md", "\n".join(lines) + "\n")
 
     with two_workers(args.memory_limit):

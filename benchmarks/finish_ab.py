@@ -50,10 +50,10 @@ from benchmarks.common import (
     make_anchor,
     warm_up,
 )
+from benchmarks.families import MODERATE, STRONG
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 DEFAULT = ["anchor", "dense1e6", "csr2e5", "adult", "multiclass"]
-MODERATE, STRONG = 1.0, 1.5  # group noise of benchmarks.speed's binding levels
 MC_BOUNDS = (0.02, 0.05, 0.1, 0.2)
 MC_LOSS_TOL = 0.01  # "reaches LogisticRegression's log-loss": within this share of it
 MIN_SECONDS, MAX_REPEATS = 3.0, 10  # see measure

@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 from joblib import Parallel, delayed
 
-from benchmarks.common import RESULTS, write_csv
-from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
+from benchmarks.common import RESULTS, load_bank, write, write_csv
+from sklearn_ialm.datasets import load_a9a, load_spambase
 from sklearn_ialm.problems import fairness_problem, neyman_pearson_problem
 from sklearn_ialm.solver import stoc_ialm
 
@@ -60,14 +59,6 @@ PAPER = {
 }
 
 
-def shared_data() -> Path | None:
-    env = os.environ.get("SKLEARN_IALM_SHARED_DATA")
-    for cand in [env, Path(__file__).resolve().parents[2] / "shared" / "data"]:
-        if cand and Path(cand).is_dir():
-            return Path(cand)
-    return None
-
-
 def build(task: str, dataset: str):
     """A function that builds the problem (its ``paper_settings`` the paper's)."""
     if task == "fairness":
@@ -75,8 +66,7 @@ def build(task: str, dataset: str):
             d = load_a9a()
             X, y, S, g, bound = d.data, d.target, d.data_test, d.groups_test, 0.1
         elif dataset == "bank":
-            home = shared_data()
-            d = fetch_bank_marketing(data_home=home / "bank" if home else None)
+            d = load_bank(download_if_missing=True)
             X, y, S, g, bound = d.data, d.target, d.data_test, d.groups_test, 0.4
         else:
             raise SystemExit(f"unknown fairness data set {dataset!r} (a9a, bank)")
@@ -335,22 +325,18 @@ def main(argv=None):
     ap.add_argument("--max-passes", type=float, default=400.0)
     ap.add_argument("--ipc-max-passes", type=float, default=2000.0)
     ap.add_argument("--no-ipc", action="store_true")
-    ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--variants", action="store_true")
     args = ap.parse_args(argv)
     command = "python -m benchmarks.paper " + " ".join(argv if argv else os.sys.argv[1:])
 
     make = build(args.task, args.dataset)
+    stem = f"{args.task}_{args.dataset}"
     if args.variants:
         jobs = [(v, seed) for v in variants(args.task) for seed in range(args.seeds)]
         rows = Parallel(n_jobs=args.n_jobs)(
             delayed(run_variant)(make, v, seed, args.max_passes) for v, seed in jobs
         )
-        args.out.mkdir(parents=True, exist_ok=True)
-        stem = args.out / f"{args.task}_{args.dataset}"
-        text = variants_table(args.task, args.dataset, rows, command)
-        Path(f"{stem}_variants.md").write_text(text + "\n")
-        print(text)
+        write(f"{stem}_variants.md", variants_table(args.task, args.dataset, rows, command) + "\n")
         return
     settings = [s for s in args.settings.split(",") if s]
     jobs = [(s, seed) for s in settings for seed in range(args.seeds)]
@@ -359,13 +345,9 @@ def main(argv=None):
     )
     if not args.no_ipc:
         rows.append(run_ipc(make, args.ipc_max_passes))
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"{args.task}_{args.dataset}"
-    write_csv(f"{stem}_runs.csv", rows)
-    text = table(args.task, args.dataset, rows, command)
-    Path(f"{stem}.md").write_text(text + "\n")
-    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    write_csv(RESULTS / f"{stem}_runs.csv", rows)
+    write(f"{stem}.md", table(args.task, args.dataset, rows, command) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,39 +1,32 @@
-"""Where the fit falls short: robust fits, the data families, the penalty schedule.
+"""Where the fit falls short: the data families, the penalty schedule.
 
-* the units of X (issue 12, ``CASES``): our estimators beside ``StandardScaler() +
-  LogisticRegression()`` on the same split; arguments ``NAME=VALUE`` set estimator
-  parameters;
 * the data families of issue 20 (``families.CASES``, :func:`run_case`): the bound on the
   training predictions, ``converged_`` and accuracy against the constant model and
   fairlearn's peer;
 * ``--schedule [--seeds N]``: the penalty schedules ``(beta0, sigma)`` of
   ``FairLogisticClassifier`` over seeds on a fixed 70/30 split (``penalty_schedule.md``).
 
-The full default run rewrites ``robust.md``.
+The full default run rewrites ``robust.md``. (Until issue 52 it also fitted issue 12's
+cases of X in odd units beside ``StandardScaler() + LogisticRegression()``; their
+conclusion is ``tests/test_robust.py``'s, their last figures
+``git log -- benchmarks/results/robust.md``.)
 """
 
 from __future__ import annotations
 
-import ast
 import sys
 import time
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.datasets import load_breast_cancer, make_classification
-from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import MaxAbsScaler, StandardScaler
 from threadpoolctl import threadpool_limits
 
 from benchmarks import families
-from benchmarks.common import make_anchor, write
+from benchmarks.common import load_bank, make_anchor, write
 from benchmarks.families import _METRIC
-from sklearn_ialm.datasets import fetch_bank_marketing, load_a9a, load_spambase
-from sklearn_ialm.estimators import FairLogisticClassifier, NeymanPearsonClassifier
+from sklearn_ialm.datasets import load_a9a
+from sklearn_ialm.estimators import FairLogisticClassifier
 
 #: The introduction of the families' part of ``robust.md``.
 FAMILIES_INTRO = """The data families of issue 20, judged as a user judges them.
@@ -61,41 +54,6 @@ def _report(line):
     _LINES.append(line)
 
 
-def _unscaled(factor=None):
-    X, y = make_classification(n_samples=5000, n_features=20, n_informative=5, random_state=0)
-    if factor is None:
-        X[:, 3] = X[:, 3] * 1e6 + 1e7
-    else:
-        X = X * factor
-    return X, y, None
-
-
-def _sparse(n=100_000, d=10_000, nnz=20, seed=0):
-    rng = np.random.default_rng(seed)
-    cols = rng.integers(0, d, size=(n, nnz))
-    vals = rng.exponential(1.0, size=(n, nnz))
-    X = sp.csr_matrix((vals.ravel(), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
-    X.sum_duplicates()
-    w = rng.standard_normal(d) * (rng.random(d) < 0.1) * 3
-    s = X @ w
-    y = (s + rng.logistic(size=n) > np.median(s)).astype(int)
-    return X, y, None
-
-
-def _dense(n=20_000, d=1000):
-    X, y = make_classification(n_samples=n, n_features=d, n_informative=50, random_state=0)
-    return X, y, None
-
-
-def _separable(n=6000):
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((n, 12))
-    g = (rng.random(n) < 0.3).astype(int)
-    X[:, 0] += g
-    y = (X[:, 0] + 0.5 * X[:, 1] + 0.1 * rng.standard_normal(n) > 1).astype(int)
-    return StandardScaler().fit_transform(X), y, g
-
-
 def _a9a():
     d = load_a9a()
     return d.data, d.target, d.groups
@@ -107,81 +65,12 @@ def _anchor():
 
 
 def _bank():
-    d = fetch_bank_marketing(data_home="/work/shared/data", download_if_missing=False)
+    d = load_bank()
     return d.data, d.target, d.groups
 
 
-CASES = {
-    "unscaled": (_unscaled, {}),
-    "x1e200": (lambda: _unscaled(1e200), {}),
-    "sparse": (_sparse, {}),
-    "dense": (_dense, {}),
-    "separable": (_separable, dict(constraint="demographic_parity", bound=0.05)),
-    "a9a": (_a9a, dict(constraint="demographic_parity", bound=0.05)),
-    "breast_np": (lambda: (*load_breast_cancer(return_X_y=True), None), dict(max_fpr=0.05)),
-    "anchor": (_anchor, dict(constraint="demographic_parity", bound=0.05)),
-    "spambase_np": (lambda: (*load_spambase(return_X_y=True), None), dict(max_fpr=0.05)),
-    "bank": (_bank, dict(constraint="demographic_parity", bound=0.05)),
-}
-
-
-def _run(name, est, Xtr, ytr, Xte, yte, gtr, gte):
-    t = time.perf_counter()
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        if isinstance(est, FairLogisticClassifier):
-            est.fit(Xtr, ytr, sensitive_features=gtr)
-        else:
-            est.fit(Xtr, ytr)
-    elapsed = time.perf_counter() - t
-    conv = [str(x.category.__name__) for x in w if "Convergence" in x.category.__name__]
-    s = est.decision_function(Xte)
-    extra = ""
-    if gte is not None:
-        pr = est.predict(Xte) == est.classes_[1]
-        extra = f" dp_gap={abs(pr[gte == 1].mean() - pr[gte == 0].mean()):.3f}"
-    if isinstance(est, NeymanPearsonClassifier):
-        extra += f" test_fpr={(s[yte == 0] > 0).mean():.3f} pos={(s > 0).mean():.3f}"
-    _report(
-        f"  {name:5s} acc={accuracy_score(yte, est.predict(Xte)):.3f} "
-        f"auc={roc_auc_score(yte, s):.3f} conv={est.converged_} warn={bool(conv)} "
-        f"passes={est.n_data_passes_:.3g} time={elapsed:.2f}s{extra}"
-    )
-
-
-def units_main(names, extra):
-    for name in names:
-        make, kw = CASES[name]
-        X, y, g = make()
-        if g is None:
-            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
-            gtr = gte = None
-        else:
-            Xtr, Xte, ytr, yte, gtr, gte = train_test_split(X, y, g, test_size=0.3, random_state=0)
-        _report(f"{name}: X {X.shape} {'sparse' if sp.issparse(X) else 'dense'}")
-        scaler = MaxAbsScaler() if sp.issparse(X) else StandardScaler()
-        t = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # StandardScaler overflows on X * 1e200: the reference sees the data in its units.
-            ref = 1e200 if name == "x1e200" else 1.0
-            lr = make_pipeline(scaler, LogisticRegression(max_iter=1000)).fit(Xtr / ref, ytr)
-        s = lr.decision_function(Xte / ref)
-        _report(
-            f"  LR    acc={accuracy_score(yte, lr.predict(Xte / ref)):.3f} "
-            f"auc={roc_auc_score(yte, s):.3f} time={time.perf_counter() - t:.2f}s"
-        )
-        if "max_fpr" in kw:
-            ests = [("NP", NeymanPearsonClassifier(random_state=0, **kw, **extra))]
-        else:
-            ests = [("Fair", FairLogisticClassifier(random_state=0, **kw, **extra))]
-            if g is None:
-                ests.append(("NP", NeymanPearsonClassifier(random_state=0, **extra)))
-        for label, est in ests:
-            try:
-                _run(label, est, Xtr, ytr, Xte, yte, gtr, gte)
-            except Exception as exc:  # a before/after record, not a test: report and go on
-                _report(f"  {label:5s} raised {type(exc).__name__}: {exc}")
+#: The data sets of the penalty schedule: ``(X, y, groups)``.
+DATA_SETS = {"a9a": _a9a, "anchor": _anchor, "bank": _bank}
 
 
 # -- the data families of issue 20 ------------------------------------------------------
@@ -262,85 +151,6 @@ def run_case(name, report, n_seeds=None):
         )
 
 
-#: Why the rows that miss a target miss it: what was measured on each (sessions 5 to 8,
-#: with the commands in the issue's notes). Printed under the table; the table's figures
-#: are this run's.
-WHY = """### Why the misses
-
-- **adult_race, equalised odds** (one seed of five over 100 passes): after two solves the
-  predictions' TPR gap still misses by 0.033, and the third solve, at the surrogate's
-  tightest bound (nine tenths of the way to a gap of 0), spends 250 passes in outer
-  iterations at penalty 5 to 13 whose dual residual hovers at tol (0.0099-0.0102). The
-  other four seeds converge in 24-116 passes.
-- **adult_race, error-rate parity** (budget; bound missed in 2 seeds of 5, where the code
-  before session 8 missed it in 4): in both the first solve spends the whole budget. In
-  seed 1 that is one inner solve at penalty 5.5 whose dual residual creeps along tol
-  (0.0107-0.0116 over 270 passes, batches grown to 960 rows: slow, not noisy), at the step
-  the penalty's curvature bound allows. No solve is left to steer, the constant model does
-  not meet an error-rate bound (its error rates are the groups' base rates), and no
-  threshold of that solve meets it. ExponentiatedGradient misses this bound too (training
-  gap 0.064); at that gap ours is within 0.007 of it.
-- **intersections** (budget, below the peer): the first solve converges in about 30
-  passes, but on predictions its gap is 0.06-0.07 where the soft gap is 0.05 (cells of 90
-  rows); the further solves at tighter surrogate bounds spend the rest in inner solves at
-  penalty 8-17 that creep along tol (seed 2 traced). Three seeds of five converge, each
-  at about 300 passes.
-  Tried, one seed each (session 6): fixed larger steps (4 to 200 times the bound's) reach
-  0.78-0.82 at the budget; a step of 1 / (the penalty's curvature at the test point, 0.55
-  against the bound's 245 then) converges in 215 passes at 0.825, but that curvature came
-  from power iterations whose passes were not counted (about 15 a test); moving the
-  surrogate's bound at the outer iterations of one solve instead of solving again reaches
-  0.818 at the budget.
-- **many_groups** (budget, at the constant model's accuracy): the joint curvature bound
-  cut the penalty's 1350 to 128, and the fit now leaves its start (0.56 test accuracy at
-  bound 0.5, 0.68 at 0.95, where it stayed at the constant model before), but at 0.1 it
-  ends within 0.004 of the constant model. What bounds it is the loss itself, not the
-  constraints: at bound 0.999, with the penalty's curvature all but removed (beta0 = 0.004,
-  a step of 1.3 against the loss's 1 / 0.25 = 4), 300 passes bring the dual residual to
-  0.0093 where the stop test asks for 0.0028. In the solver's units the loss's Hessian at
-  LogisticRegression's solution has condition number 353 (eigenvalues 0.17 down to 4.9e-4,
-  besides the null direction of the one-hot columns that sum to the intercept), so a
-  first-order method needs about 800 steps for each tenfold fall in the slowest direction,
-  and every step reads a row of every group (0.125 passes a step here: 2400 steps in 300
-  passes). LogisticRegression's L-BFGS reaches 8.8e-5 in 19 iterations. Neither peer meets
-  this bound (ThresholdOptimizer's training gap is 0.30, ExponentiatedGradient's 0.45); a
-  linear model with the groups' columns as per-group thresholds does
-  (training gap 0, test accuracy 0.70). Tried: the first
-  penalty from the ratio of the loss's to the penalty's curvature (beta0 = 2 L0 / LJ): 0.61
-  at bound 0.5 but the constant model at 0.1, and Adult's equalised odds at about 300
-  passes in each of three seeds; the exact norm of the weights instead of Schur's test (LJ 91): no
-  better here, and Adult's equalised odds within 100 passes in 1 seed of 5 (3 with
-  Schur's).
-- **tfidf** (budget, and the test gap): the Newton finish on 10000 sparse features takes
-  its Hessian-vector products one read of the rows each, and the steering's re-solves
-  several finishes, so a seed can end at the budget near the optimum (residuals of order
-  1e-6). The bound met on the training rows does not carry to new rows on this family: the
-  group is nearly independent of X beyond the label's score, so on the population a linear
-  model meets it only by flattening its score, while on the training rows it can fit the
-  groups' rates through rare features. fairlearn's ExponentiatedGradient does the same where
-  it can run (a dense copy of X: smaller members of the family,
-  `benchmarks/results/heldout_gap.md`). The certified fit (`calibration="clopper-pearson"`)
-  sees the gap on its held-out calibration rows and says so: `certified_` is False, with a
-  warning naming the certified value.
-- **small_table** (below the peer): the 7 % group is not in X and leans positive on the
-  main feature, so a linear model meets the bound only by leaning less on that feature.
-  Ours reaches 0.684 over 5 seeds at training gap 0.048, ExponentiatedGradient 0.711 at
-  0.045 with predictions drawn from its randomised mixture. The most accurate single
-  linear model on the training rows at gap <= 0.05 that a search finds (LogisticRegression's
-  weights and 6000 perturbations of them, every threshold) has
-  training accuracy 0.715 but test accuracy 0.660 (test gap 0.120). At tol 1e-3 and 3000
-  passes the fit stays at the minibatch noise floor (about 0.0011) and says so.
-- **Tried in session 9, not adopted** (scripts in the closing note of issue 20): the step
-  is not what holds the creeping solves back. At the end of Adult's equalised-odds solves
-  (seed 0) the augmented Lagrangian's largest curvature is 0.16, 0.41 and 1.1 at penalty
-  1.4, 4.4 and 13.3, where the step's bound L0 + beta LJ is 21, 63 and 192 (finite
-  differences of the full gradient); yet a tighter proven bound (|J_k|^2 by Cauchy-Schwarz
-  weighted by |W_k|: LJ 14.4 -> 11.0 for equalised odds, 9.5 -> 5.7 for error-rate parity)
-  left equalised odds within 100 passes in 2 seeds of 5 (3 now) and missed error-rate
-  parity in 4 of 5 (2 now), and scaling the columns by the penalty's curvature on them (a
-  diagonal preconditioner as a change of units) left LJ at 13.7 and helped no row.
-"""
-
 HEADER = [
     "| case | bound | train gap | test gap | test acc | constant | peer | peer train gap | "
     "peer test acc | ours - peer | passes | converged_ | bound_met_ | CPU s (ours / peer) | "
@@ -358,7 +168,7 @@ DATA = [("a9a", 0.05), ("bank", 0.05), ("anchor", 0.05), ("anchor", 0.02)]
 
 
 def _row(name, bound, schedule, seeds):
-    X, y, g = CASES[name][0]()
+    X, y, g = DATA_SETS[name]()
     Xtr, Xte, ytr, yte, gtr, _ = train_test_split(X, y, g, test_size=0.3, random_state=0)
     passes, seconds, conv, met, acc = [], [], 0, 0, []
     for seed in range(seeds):
@@ -407,39 +217,28 @@ def schedule_main(seeds: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Arguments: case names (of either part) and NAME=VALUE estimator parameters of the
-    units' part (e.g. C=None, max_passes=300); or ``--schedule [--seeds N]``."""
+    """Arguments: names of ``families.CASES`` (all by default: the committed report); or
+    ``--schedule [--seeds N]``."""
     if "--schedule" in argv:
         seeds = int(argv[argv.index("--seeds") + 1]) if "--seeds" in argv else 8
         schedule_main(seeds)
         return
-    extra = {k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in argv if "=" in a)}
-    names = [a for a in argv if "=" not in a] or list(CASES) + list(families.CASES)
-    units_main([n for n in names if n in CASES], extra)
-    units = list(_LINES)
-    _LINES.clear()
-    family_names = [n for n in names if n in families.CASES]
-    if family_names:
-        for line in HEADER:
-            _report(line)
-        for name in family_names:
-            run_case(name, _report)
-    if names == list(CASES) + list(families.CASES) and not extra:
+    names = argv or list(families.CASES)
+    for line in HEADER:
+        _report(line)
+    for name in names:
+        run_case(name, _report)
+    if names == list(families.CASES):
         # The full default run is the committed report (regenerated, never edited).
         write(
             "robust.md",
             "# Robust fits\n\nGenerated by `OMP_NUM_THREADS=1 python -m benchmarks.robust` "
-            "(regenerated, never edited).\n\n"
-            "## Fits that do not depend on the units of X: the issue-12 cases\n\n"
-            "Defaults of the estimators; test split 30 %; LR = StandardScaler (MaxAbsScaler "
-            "for sparse) + LogisticRegression; times are wall seconds on a shared "
-            "machine.\n\n```\n" + "\n".join(units) + "\n```\n\n"
+            "(regenerated, never edited; the notes at the end are kept).\n\n"
             "## The data families of issue 20\n\n"
             + FAMILIES_INTRO
             + "\n\n"
             + "\n".join(_LINES)
-            + "\n\n"
-            + WHY,
+            + "\n\n",
         )
 
 

@@ -39,7 +39,7 @@ from benchmarks.common import (
     warm_up,
     write,
 )
-from benchmarks.families import binding_csr, binding_data
+from benchmarks.families import MODERATE, STRONG, binding_csr, binding_data
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.problems.fairness import fairness_metric
 
@@ -153,7 +153,6 @@ def run_anchor(log=print, repeats=3, slow_repeats=1):
 
 
 BINDING_MAX_FPR = 0.05  # the issue's Neyman-Pearson bound on these recipes
-MODERATE, STRONG = 1.0, 1.5  # group noise (in standard deviations) of the two levels
 
 
 def np_labels(kind, n=2_000_000, d=50, seed=0):
@@ -289,29 +288,6 @@ def run_binding(log=print, cases=None, repeats=1):
 # -- the report --------------------------------------------------------------------------------
 
 
-#: What was tried against the missed targets and not kept, with its figures (fixed text: the
-#: experiments are not part of this benchmark's run; each names how to repeat it).
-TRIED = """## Tried and not kept (session 9; one thread, CPU against LogisticRegression)
-
-- **Spambase's FNR is the precision of the logistic fit, not its conditioning.** At max_fpr
-  0.05 the Neyman-Pearson fit is our logistic regression with its threshold moved (one
-  solve). Whitening the standardised features (PCA, every component) before the fit: test
-  FNR 0.1244 against LogisticRegression's 0.1020 over 10 splits (unwhitened 0.1239); at
-  tol=3e-4, neither converges in 300 passes (FNR 0.1143 unwhitened, 0.1121 whitened): the
-  features' correlations are not what holds the fit back.
-- **A fixed subsample per reference point** (the reference's values on it computed once,
-  half the work of each test): the Neyman-Pearson fit on dense 1e6 x 20 (moderate) took
-  20.7 passes instead of 13.6, its tests failing again and again on the same rows. A fresh
-  subsample per test, copied in order, is what landed.
-- **The compiled pass reading a subsample's rows in place** (no copy): 0.19 ms against
-  numpy's 0.17 ms for 1000 random rows of 1e6 x 20: random reads cost the same either way.
-- **Longer intervals between tests** (minibatch work up to twice a test's cost, not once):
-  the moderate fairness fit took 9.2 passes and 3 solves instead of 5.3 and 2; **a looser
-  standard error for the subsample** (0.3 of tol instead of 0.2): the strong case did not
-  converge.
-"""
-
-
 def f(v, nd=3):
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
@@ -325,10 +301,11 @@ def verdict(ok):
 
 
 def _get(rows, **kw):
-    for r in rows:
-        if all(r.get(k) == v for k, v in kw.items()):
-            return r
-    return None
+    return next((r for r in rows if all(r.get(k) == v for k, v in kw.items())), None)
+
+
+def _row(*cells):
+    return "| " + " | ".join(map(str, cells)) + " |"
 
 
 def _facts(saved):
@@ -339,50 +316,35 @@ def _facts(saved):
     )
 
 
+#: The anchor part's tables, in order, and each task's columns beyond the times: labels, keys.
+TABLES = [("anchor", "fairness"), ("anchor", "np")]
+TABLES = [(*t, th) for t in TABLES for th in ("1 thread", "default threads")]
+TABLES.append(("spambase", "np", "1 thread"))
+TASK_COLUMNS = {
+    "fairness": (("DP gap train", "dp_train"), ("DP gap test", "dp_test")),
+    "np": (("FPR train", "fpr_train"), ("FPR test", "fpr_test"), ("FNR test", "fnr_test")),
+}
+
+
 def anchor_section(saved, targets):
     rows = saved["rows"]
     out = ["## Anchor task and spambase (one process, `--parts anchor`)", ""]
-    out.append(f"Run: {_facts(saved)}. CPU = `time.process_time` (all threads of the process).")
-    out.append("")
-    for data, task, threads in [
-        ("anchor", "fairness", "1 thread"),
-        ("anchor", "fairness", "default threads"),
-        ("anchor", "np", "1 thread"),
-        ("anchor", "np", "default threads"),
-        ("spambase", "np", "1 thread"),
-    ]:
+    out += [f"Run: {_facts(saved)}. CPU = `time.process_time` (all threads of the process).", ""]
+    for data, task, threads in TABLES:
         sel = [r for r in rows if (r["data"], r["task"], r["threads"]) == (data, task, threads)]
         if not sel:
             continue
         lr = _get(sel, method="LogisticRegression")
-        out.append(f"### {data}, {task}, {threads}")
-        out.append("")
-        if task == "fairness":
-            out.append(
-                "| method | CPU s | wall s | CPU / LR | wall / LR | DP gap train | DP gap test"
-                " | test acc | work |"
-            )
-            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-        else:
-            out.append(
-                "| method | CPU s | wall s | CPU / LR | wall / LR | FPR train | FPR test"
-                " | FNR test | test acc | work |"
-            )
-            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        extra = TASK_COLUMNS[task]
+        head = ["method", "CPU s", "wall s", "CPU / LR", "wall / LR", *(c for c, _ in extra)]
+        out += [f"### {data}, {task}, {threads}", "", _row(*head, "test acc", "work")]
+        out.append("|---|" + "---:|" * len(head) + "---|")
         for r in sel:
-            cells = [
-                f"{r['method']} (x{r['repeats']})",
-                f(r["cpu"]),
-                f(r["wall"]),
-                f"{r['cpu'] / lr['cpu']:.1f}",
-                f"{r['wall'] / lr['wall']:.1f}",
-            ]
-            if task == "fairness":
-                cells += [f(r["dp_train"]), f(r["dp_test"])]
-            else:
-                cells += [f(r["fpr_train"]), f(r["fpr_test"]), f(r["fnr_test"])]
-            cells += [f(r["acc_test"]), r["work"]]
-            out.append("| " + " | ".join(cells) + " |")
+            out.append(_row(
+                f"{r['method']} (x{r['repeats']})", f(r["cpu"]), f(r["wall"]),
+                f"{r['cpu'] / lr['cpu']:.1f}", f"{r['wall'] / lr['wall']:.1f}",
+                *(f(r[k]) for _, k in extra), f(r["acc_test"]), r["work"],
+            ))  # fmt: skip
         out.append("")
     for threads in ("1 thread", "default threads"):
         sel = [r for r in rows if r["data"] == "anchor" and r["threads"] == threads]
@@ -393,20 +355,18 @@ def anchor_section(saved, targets):
         # they wait for a core (a shared machine): that verdict uses wall time.
         key = "cpu" if threads == "1 thread" else "wall"
         if fair and lr:
-            ratio = fair[key] / lr[key]
-            targets.append((
+            targets.extend([(
                 f"anchor, {threads}: FairLogisticClassifier (DP {BOUND}) fit <= 1.5x "
                 "LogisticRegression",
                 f"{fair['cpu'] / lr['cpu']:.1f}x CPU, {fair['wall'] / lr['wall']:.1f}x wall"
                 f" (verdict on {key})",
-                verdict(ratio <= 1.5),
-            ))  # fmt: skip
-            targets.append((
+                verdict(fair[key] / lr[key] <= 1.5),
+            ), (
                 f"anchor, {threads}: its bound met on hard training predictions",
                 f"DP gap of predict (fairlearn) {fair['dp_train']:.4f} (test "
                 f"{fair['dp_test']:.4f})",
                 verdict(fair["dp_train"] <= BOUND + 1e-12),
-            ))  # fmt: skip
+            )])  # fmt: skip
         if fair and eg:
             ratio = eg[key] / fair[key]
             targets.append((
@@ -449,76 +409,60 @@ def binding_section(saved, targets):
         "|---|---|---:|---:|---|---|---:|---|---:|---:|---:|",
     ]
     cases = list(dict.fromkeys(r["case"] for r in rows))
-    for case in cases:
-        sel = [r for r in rows if r["case"] == case]
-        lr = _get(sel, method="LogisticRegression")
-        for r in sel:
-            work = budget = "-"
-            if "passes" in r:
-                work = f"{r['passes']:.1f} ({r['check_passes']:.1f})"
-                budget = f"{r['max_passes']}" if r.get("max_passes") else "default (300)"
-            else:
-                work = f"{r['lbfgs_iter']} lbfgs it"
-            out.append(
-                f"| {case} | {r['method']} | {r['cpu']:.2f} | {r['cpu'] / lr['cpu']:.1f} | "
-                f"{work} | {budget} | {r.get('solves', '-')} | {r.get('converged', '-')} | "
-                f"{f(r['dp_train'], 4)} | {r['fpr_train']:.4f} | {r['acc_test']:.4f} |"
-            )
-    out.append("")
-    out += [f"- {case}: {_get(rows, case=case)['desc']}." for case in cases]
-    out.append("")
-    for case in cases:
-        sel = [r for r in rows if r["case"] == case]
-        lr = _get(sel, method="LogisticRegression")
-        for r in sel:
-            if "passes" not in r:
-                continue
-            ratio = r["cpu"] / lr["cpu"]
-            cap = f" (budget {r['max_passes']} passes)" if r.get("max_passes") else ""
-            if r["task"] == "fairness":
-                what = f"DP {BOUND}"
-                bound = f"DP gap train {r['dp_train']:.4f}"
-                met = r["dp_train"] <= BOUND + 1e-9
-            else:
-                what = f"max_fpr {BINDING_MAX_FPR}"
-                bound = f"FPR train {r['fpr_train']:.4f}"
-                met = r["fpr_train"] <= BINDING_MAX_FPR + 1e-9
-            targets.append((
-                f"{case}: {r['method']} ({what}) <= 2x LogisticRegression, bound met on "
-                "the training predictions, converged",
-                f"{ratio:.2f}x CPU ({r['cpu']:.2f} s vs {lr['cpu']:.2f} s), {bound}, "
-                f"converged {r['converged']}{cap}",
-                verdict(ratio <= 2 and met and r["converged"]),
-            ))  # fmt: skip
+    for r in rows:
+        lr = _get(rows, case=r["case"], method="LogisticRegression")
+        ours = "passes" in r  # (the estimators run at their default budget, 300 passes)
+        out.append(_row(
+            r["case"], r["method"], f"{r['cpu']:.2f}", f"{r['cpu'] / lr['cpu']:.1f}",
+            f"{r['passes']:.1f} ({r['check_passes']:.1f})" if ours
+            else f"{r['lbfgs_iter']} lbfgs it",
+            "default (300)" if ours else "-", r.get("solves", "-"), r.get("converged", "-"),
+            f(r["dp_train"], 4), f"{r['fpr_train']:.4f}", f"{r['acc_test']:.4f}",
+        ))  # fmt: skip
+    out += ["", *(f"- {case}: {_get(rows, case=case)['desc']}." for case in cases), ""]
+    for r, lr, ratio, (what, said, rate, bound) in _binding_fits(rows):
+        targets.append((
+            f"{r['case']}: {r['method']} ({what}) <= 2x LogisticRegression, bound met on "
+            "the training predictions, converged",
+            f"{ratio:.2f}x CPU ({r['cpu']:.2f} s vs {lr['cpu']:.2f} s), {said} {rate:.4f}, "
+            f"converged {r['converged']}",
+            verdict(ratio <= 2 and rate <= bound + 1e-9 and r["converged"]),
+        ))  # fmt: skip
     return out
+
+
+def _binding_fits(rows):
+    """``(row, LR's row, CPU ratio, (bound's name, rate's name, rate, bound))`` of each of
+    our fits, in the order of the rows."""
+    for r in rows:
+        if "passes" in r:
+            lr = _get(rows, case=r["case"], method="LogisticRegression")
+            fair = r["task"] == "fairness"
+            bound = (
+                (f"DP {BOUND}", "DP gap train", r["dp_train"], BOUND) if fair
+                else (f"max_fpr {BINDING_MAX_FPR}", "FPR train", r["fpr_train"], BINDING_MAX_FPR)
+            )  # fmt: skip
+            yield r, lr, r["cpu"] / lr["cpu"], bound
 
 
 def binding_bounds(saved):
     """One line of evidence for each binding fit that misses its target."""
     out = []
-    rows = saved["rows"]
-    for r in rows:
-        if "passes" not in r:
-            continue
-        lr = _get(rows, case=r["case"], method="LogisticRegression")
-        bound = BOUND if r["task"] == "fairness" else BINDING_MAX_FPR
-        rate = r["dp_train"] if r["task"] == "fairness" else r["fpr_train"]
-        ratio = r["cpu"] / lr["cpu"]
+    for r, lr, ratio, (_, _, rate, bound) in _binding_fits(saved["rows"]):
         if ratio <= 2 and rate <= bound + 1e-9 and r["converged"]:
             continue
         per_pass = r["cpu"] / r["passes"]
-        rest = r["passes"] - r["check_passes"]
-        budget = r.get("max_passes") or 300  # the estimators' default max_passes
         end = "converged"
-        if not r["converged"]:
-            spent = r["passes"] >= budget
-            end = f"not converged ({'the budget spent' if spent else 'stopped early'}: {budget})"
+        if not r["converged"]:  # (the estimators' default budget, 300 passes)
+            spent = "the budget spent" if r["passes"] >= 300 else "stopped early"
+            end = f"not converged ({spent}: 300)"
         out.append(
             f"- {r['case']}, {r['method']}: {r['cpu']:.2f} s = {ratio:.1f}x LR; "
-            f"{r['passes']:.1f} passes = {r['check_passes']:.1f} of stop tests + {rest:.1f} "
-            f"of set-up and minibatches, in {r['solves']} solve(s); {per_pass:.3f} s a pass "
-            f"against LR's whole fit {lr['cpu']:.2f} s ({lr['lbfgs_iter']} lbfgs it), so 2x "
-            f"LR affords {2 * lr['cpu'] / per_pass:.1f} of our passes; {end}"
+            f"{r['passes']:.1f} passes = {r['check_passes']:.1f} of stop tests + "
+            f"{r['passes'] - r['check_passes']:.1f} of set-up and minibatches, in "
+            f"{r['solves']} solve(s); {per_pass:.3f} s a pass against LR's whole fit "
+            f"{lr['cpu']:.2f} s ({lr['lbfgs_iter']} lbfgs it), so 2x LR affords "
+            f"{2 * lr['cpu'] / per_pass:.1f} of our passes; {end}"
             + ("" if rate <= bound + 1e-9 else f"; training rate {rate:.4f} over {bound}")
             + f"; test accuracy {r['acc_test']:.4f} (LR {lr['acc_test']:.4f})."
         )
@@ -539,7 +483,7 @@ def write_report():
         "",
         "Command (from the repository root): `python -m benchmarks.speed` (every part; "
         "`--parts NAME,...` reruns some, `--report-only` rebuilds this file from "
-        "`speed_<part>.json`). Generated; do not edit.",
+        "`speed_<part>.json`). Generated; do not edit (the notes at the end are kept).",
         "",
         f"Machine: {facts.get('cpus')} CPUs ({facts.get('cpu')}), {facts.get('platform')}, "
         f"Python {facts.get('python')}; numpy {facts.get('numpy')}, scipy "
@@ -558,7 +502,6 @@ def write_report():
     if more:
         head += ["## What bounds the targets (figures of the saved parts above, one thread)", ""]
         head += more + [""]
-    head += [TRIED]
     return write("speed.md", "\n".join(head + body) + "\n")
 
 

@@ -21,12 +21,11 @@ import argparse
 import copy
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import SGDClassifier
 
-from benchmarks.common import RESULTS
+from benchmarks.common import RESULTS, write
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 
 D, CHUNK, SEED = 20, 10_000, 0
@@ -318,7 +317,6 @@ def main(argv=None):
     parser.add_argument("--batches", default="1e4,1e3", help="batch sizes, comma-separated")
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--fresh", type=float, default=1e6, help="fresh rows to score on")
-    parser.add_argument("--out", type=Path, default=RESULTS / "stream.md")
     parser.add_argument("--max-passes", type=float, default=None,
                         help="fit on a dask array with this budget instead (<= 3)")  # fmt: skip
     parser.add_argument("--block-rows", type=float, default=1e6)
@@ -344,12 +342,9 @@ def main(argv=None):
             res["fresh"] = score_rows(models, n_fresh, FRESH_CHUNK)
             print(size, res["running_gap"], res["seen"]["fair"], res["fresh"], res["cpu"],
                   flush=True)  # fmt: skip
-    text = report(n, sizes, args.passes, n_fresh, results, memory, time.time() - start)
-    args.out.write_text(text)
-    args.out.with_name(args.out.stem + "_figures.txt").write_text(
-        figures(n, sizes, n_fresh, results, memory)
-    )
-    print(text)
+    write("stream.md", report(n, sizes, args.passes, n_fresh, results, memory,
+                              time.time() - start))  # fmt: skip
+    write("stream_figures.txt", figures(n, sizes, n_fresh, results, memory))
 
 
 if __name__ == "__main__":

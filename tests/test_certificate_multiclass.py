@@ -10,19 +10,9 @@ import numpy as np
 import pytest
 from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
 
+from benchmarks.families import three_classes
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
 from sklearn_ialm.estimators._certificate_multiclass import multiclass_fairness_certificate
-
-
-def _family(n, seed):
-    """Three Gaussian classes; group 1's rows are shifted along the first feature, so the
-    unconstrained model predicts class 2 more often in group 1."""
-    rng = np.random.default_rng(seed)
-    g = rng.integers(0, 2, n)
-    y = rng.choice(3, size=n, p=[0.4, 0.35, 0.25])
-    X = rng.standard_normal((n, 3)) + np.eye(3)[y] * 1.6
-    X[:, 2] += 0.8 * g
-    return X, y, g
 
 
 def _per_class(metric, y, pred, g):
@@ -31,7 +21,7 @@ def _per_class(metric, y, pred, g):
 
 
 def _fit(kind, bound=0.12, **kw):
-    X, y, g = _family(9000, 0)
+    X, y, g = three_classes(9000, 0)
     clf = FairLogisticClassifier(
         constraint=kind, bound=bound, calibration="clopper-pearson", random_state=0, **kw
     )
@@ -62,7 +52,7 @@ def test_a_multiclass_fit_is_certified_per_class(kind, metric, bound):
     assert clf.training_bound_ < clf.bound_ == bound
     assert on_train.max() <= clf.training_bound_ + 1e-9
     # Fresh rows: within the certified value (held with probability >= 1 - delta).
-    Xf, yf, gf = _family(100_000, 1)
+    Xf, yf, gf = three_classes(100_000, 1)
     fresh = _per_class(metric, yf, clf.predict(Xf), gf)
     assert fresh.max() <= cert.value
     assert np.all(fresh <= cert.class_values)
@@ -97,7 +87,7 @@ def test_a_class_never_predicted_is_reported_as_such():
     ],
 )
 def test_multiclass_refusals_name_the_parameter_and_change_nothing(params, match):
-    X, y, g = _family(3000, 0)
+    X, y, g = three_classes(3000, 0)
     clf = FairLogisticClassifier(calibration="clopper-pearson", **params)
     with pytest.raises(ValueError, match=match):
         clf.fit(X, y, sensitive_features=g)
@@ -113,7 +103,7 @@ def test_multiclass_refusals_name_the_parameter_and_change_nothing(params, match
 )
 def test_calibration_on_dask_input_says_what_is_missing(make):
     da = pytest.importorskip("dask.array")
-    X, y, g = _family(2000, 0)
+    X, y, g = three_classes(2000, 0)
     y = (y > 0).astype(int)
     Xd, yd = da.from_array(X, chunks=500), da.from_array(y, chunks=500)
     clf = make()
@@ -146,7 +136,7 @@ def test_a_class_with_a_gap_is_not_certified_and_says_so():
 
 def test_intersectional_groups_are_named_by_their_labels():
     pd = pytest.importorskip("pandas")
-    X, y, g = _family(9000, 0)
+    X, y, g = three_classes(9000, 0)
     sf = pd.DataFrame({"sex": np.where(g == 1, "F", "M"), "age": np.arange(9000) % 2})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -159,7 +149,7 @@ def test_intersectional_groups_are_named_by_their_labels():
 def test_too_few_rows_name_settings_that_work():
     import re
 
-    X, y, g = _family(3000, 0)
+    X, y, g = three_classes(3000, 0)
     clf = FairLogisticClassifier(bound=0.12, calibration="clopper-pearson", random_state=0)
     with pytest.raises(ValueError, match="Each of these alone would make it certifiable") as e:
         clf.fit(X, y, sensitive_features=g)

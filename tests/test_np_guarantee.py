@@ -539,8 +539,8 @@ def test_small_n_simulation_violation_rate_at_most_delta():
     many draws the population FPR (exact, Gaussian classes) exceeds max_fpr in at most delta
     of them, up to Monte Carlo error. A finite test set adds its own noise on top: with 90
     test negatives the exact chance that the *test* FPR exceeds 0.1 is 0.13 (see
-    benchmarks/np_small_data.py), so 5 of 20 splits over the bound is no evidence against
-    the rule."""
+    python -m benchmarks.certificates --small-data), so 5 of 20 splits over the bound is no
+    evidence against the rule."""
     alpha, delta, reps, n_neg, n_pos = 0.1, 0.1, 200, 210, 120
     violated = []
     for rep in range(reps):

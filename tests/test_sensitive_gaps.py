@@ -16,7 +16,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from benchmarks import families
-from benchmarks.finish_ab import STRONG
 from sklearn_ialm import FairLogisticClassifier
 
 BOUND, BOUND_TOL = 0.02, 0.005  # the second: the estimator's default bound_tol
@@ -27,7 +26,7 @@ BOUND, BOUND_TOL = 0.02, 0.005  # the second: the estimator's default bound_tol
 )
 def test_a_gap_sensitive_to_the_soft_bound_converges_on_predictions(n, seed):
     # Before the bracket, seed 2 at 20000 rows and seed 0 at 50000 ended not converged.
-    X, y, groups = families.binding_data(STRONG, n=n, d=5, seed=seed, on="score")[:3]
+    X, y, groups = families.binding_data(families.STRONG, n=n, d=5, seed=seed, on="score")[:3]
     free = LogisticRegression().fit(X, y).predict(X)
     assert demographic_parity_difference(y, free, sensitive_features=groups) > 5 * BOUND
     clf = FairLogisticClassifier(bound=BOUND, random_state=0)
