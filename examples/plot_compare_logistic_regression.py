@@ -9,7 +9,7 @@ held-out accuracy against how well the constraint holds on held-out rows:
 * fairness on a9a: the minority group's share of the positive predictions, for
   :class:`~sklearn_ialm.FairLogisticClassifier` at three bounds (and fairlearn's
   ``ExponentiatedGradient`` with a demographic-parity constraint, where fairlearn is
-  installed: it takes some 15 seconds more);
+  installed: it takes much longer than the rest of this example);
 * Neyman-Pearson on spambase: the false-positive rate, for
   :class:`~sklearn_ialm.NeymanPearsonClassifier` at four bounds, and for logistic regression
   at every decision threshold (moving the threshold is the usual way to trade one error for

@@ -69,10 +69,13 @@ problem = FunctionProblem(
 # %%
 # Five seeds
 # ----------
-# The solver is stochastic: each seed draws other minibatches. Every run stops when the
-# primal and dual residuals, computed on all rows (after 50 minibatch steps, then at
-# doubling intervals), are below ``tol``. ``n_data_passes`` counts every row touched: the
-# finite-difference smoothness estimate (11 passes here), the minibatches and those checks.
+# The solver is stochastic: each seed draws other minibatches. Its minibatch loop checks
+# the primal and dual residuals on all rows, after 50 steps and then at longer intervals.
+# It stops when both are below ``tol`` or its share of the budget is spent. Then a
+# deterministic finish on all rows (the default ``finish=True``) takes the point the rest
+# of the way, and its check gives the verdict ``converged``. ``n_data_passes``
+# counts every row touched: the finite-difference smoothness estimate (11 passes here), the
+# minibatches, the checks and the finish.
 results = [
     stoc_ialm(problem, random_state=seed, max_passes=300) for seed in range(5)
 ]
@@ -84,9 +87,8 @@ for seed, r in enumerate(results):
     )
 
 # %%
-# Every seed lands on the same point, but the cost varies from seed to seed, with a tail:
-# an unlucky run spends many more passes near the end. Give ``max_passes`` room for it,
-# or run several seeds in parallel.
+# Every seed lands on the same point, but the cost varies from seed to seed. Give
+# ``max_passes`` room for an unlucky run, or run several seeds in parallel.
 
 # %%
 # The exact answer, from the sample means and spread:
@@ -130,3 +132,4 @@ for r in results:
     assert r.converged
     assert np.linalg.norm(r.x - x_star) < 0.02
     assert r.constraint_values[0] <= r.settings["tol"]
+    assert r.n_setup_passes == 11  # the smoothness estimate (see "Five seeds")
