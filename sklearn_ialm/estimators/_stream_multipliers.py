@@ -73,7 +73,9 @@ class MultiplierStep:
         if hard_bound:
             n = self.pose.n_cells
             accuracy = _cell_accuracy(sums[2 : 2 + n], sums[2 + 2 * n :])
-            self.reading = (bool(np.all(hard + self.level_offset <= 0)), accuracy)
+            met = bool(np.all(hard + self.level_offset <= 0))
+            rates = (sums[2 : 2 + n].copy(), sums[2 + 2 * n :].copy(), float(rows))
+            self.reading = (met, accuracy, rates)
         norm = float(np.linalg.norm(k))
         if hard_bound:
             self.y = np.maximum(self.y + self._hard_gain(k) * k, 0.0)

@@ -105,9 +105,10 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
     frozen: bool = False  # the model measured in this outer iteration's second half is set
     best: np.ndarray = None  # the best model measured to meet the bound, and its accuracy
     best_accuracy: np.ndarray = None  # per cell
+    best_sums: tuple | None = None  # its readings pooled: (cell weights, hard sums, rows)
     segment: tuple | None = None  # (best, last candidate): the points between are measured
     segment_sums: tuple | None = None  # (cell weights, hard sums per point, rows)
-    reading: tuple | None = None  # (meets, accuracy) of the model measured at the outer end
+    reading: tuple | None = None  # (meets, accuracy, sums) of the model measured at the end
     smooth_outer: int = -1  # the outer iteration whose first piece checked the bound
     smooth_share: np.ndarray = None  # the cells' shares when the smoothness bound was read
     smooth_rows: np.ndarray = None  # and the cells' shares of the rows it was read on
