@@ -146,7 +146,7 @@ def _feature_scaling(X, weights, fit_intercept: bool, moments=None):
     and not centred: sparse columns stay sparse in effect (centring a CSR column acts on the
     parameters and costs nothing, but it made every minibatch gradient dense and the fit
     noisier: 70000 x 10000 CSR rows with 20 non-zeros each, 100 passes, test AUC 0.56
-    centred vs 0.75 not; see benchmarks/robust.py). The rule reads the moments only, so
+    centred vs 0.75 not; ``benchmarks/robust.py`` of 10462b4^). The rule reads the moments only, so
     dense and CSR copies of the same data get the same coordinates and the same model. A
     column of zero spread gets scale 1 (centred, its gradient is zero). ``moments``: the
     ``(mean, std)`` of the columns if already computed (e.g. on a Dask cluster).
