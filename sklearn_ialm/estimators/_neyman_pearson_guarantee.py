@@ -14,6 +14,7 @@ from numbers import Integral
 import numpy as np
 
 from .._warnings import warn
+from ._new_rows import NewRowsWarning
 from ._umbrella import (
     training_fpr_upper_limit,
     umbrella_min_calibration_size,
@@ -90,7 +91,7 @@ class NeymanPearsonGuarantee:
             "calibration='umbrella': it holds out calibration_size of the negatives and "
             "certifies P(false-positive rate on new rows > max_fpr) <= delta (it needs at "
             f"least {needed} held-out negatives at this max_fpr and delta)." + _expected(self),
-            UserWarning,
+            NewRowsWarning,
         )
 
     def _guarantee_holds(self):
