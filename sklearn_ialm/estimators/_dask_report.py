@@ -9,6 +9,7 @@ import numpy as np
 
 from ..problems._dask_rows import _sum_parts
 from ._dask_cells import _Cells
+from ._new_rows import summed_cells
 
 
 def _expit(z):
@@ -117,3 +118,10 @@ def _report_from_cells(est, X, problem, cells: _Cells, context, fit, n_passes):
         S, S2, factor = cells.sums, cells.square_sums, cells.factor
         w_neg, w2_neg = (S[neg] * factor[neg]).sum(), (S2[neg] * factor[neg] ** 2).sum()
         est._n_effective_negatives = int(w_neg**2 / w2_neg + 1e-9)
+    # What to expect on new rows, from the same sums (judged with the verdict, as in memory):
+    # the rows' sample weights, the hard sums divided by each cell's class weight.
+    hits = np.divide(hard, cells.factor, out=np.zeros_like(hard), where=cells.factor > 0)
+    codes, labels = cells.params.get("codes"), cells.params.get("labels")
+    est._new_rows_cells = summed_cells(
+        est, y01c, cells.sums, cells.square_sums, hits, codes, labels
+    )

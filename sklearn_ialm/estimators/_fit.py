@@ -27,7 +27,7 @@ from ..solver.threads import one_blas_thread
 from ._certified import ClopperPearson
 from ._inputs import is_dask_collection
 from ._multiclass import is_multiclass
-from ._new_rows import assess_new_rows
+from ._new_rows import assess_new_rows, judge
 from ._steps import Unguaranteed
 from ._umbrella_fit import Umbrella
 
@@ -79,6 +79,9 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
         route.guarantee.fit(work, X, y, sample_weight, fit_params, route)
         if not is_dask_collection(X):
             assess_new_rows(work, X, y, fit_params.get("sensitive_features"), sample_weight)
+        elif work.calibration is None:
+            # (A Dask fit's report summed its cells' predictions: no further pass.)
+            judge(work, work.__dict__.pop("_new_rows_cells", []))
     for name, value in published.items():
         setattr(work, name, value)
     est._publish(work)

@@ -285,8 +285,9 @@ class FairLogisticClassifier(FairReport, FairHooks, FairPartialFit, BaseIALMClas
         residual): one per protected group, two per group for ``"demographic_parity"``
         (its ``<=`` then its ``>=`` inequality).
     new_rows_ : dict or None
-        What to expect of the bound on new rows, from a fit without ``calibration`` on two
-        classes in memory (None otherwise): ``rate`` (the constrained rate), ``training_value``,
+        What to expect of the bound on new rows, from a fit without ``calibration`` (in
+        memory; on Dask, two classes; None otherwise): ``rate`` (the constrained rate),
+        ``training_value``,
         ``interval`` (95 % of the metric on new rows from the sampling of the rows of each
         constrained rate, Clopper-Pearson), ``level``, ``bound``, ``smallest_cell`` (the rows
         of the smallest constrained rate), ``n_parameters``, and the causes ``few_rows`` and

@@ -258,7 +258,8 @@ class NeymanPearsonClassifier(
         ``calibration="umbrella"`` the training negatives are those not held out.
     new_rows_ : dict or None
         What to expect of the bound on new rows, from a fit without ``calibration`` on two
-        classes in memory (None otherwise): ``rate`` (the constrained rate), ``training_value``,
+        classes, in memory or on Dask (None otherwise): ``rate`` (the constrained rate),
+        ``training_value``,
         ``interval`` (95 % of the metric on new rows from the sampling of the rows of each
         constrained rate, Clopper-Pearson), ``level``, ``bound``, ``smallest_cell`` (the rows
         of the smallest constrained rate), ``n_parameters``, and the causes ``few_rows`` and
