@@ -199,6 +199,9 @@ def _solve_and_steer(est, fitting):
         # curvature) for the rest of the 300; with no re-solve, the model was moved all the
         # way to the constant model (test accuracy 0.159). Stopped there, it converged.
         kwargs["finish_tol"] = _RESOLVE_FINISH_TOL
+        # Its soft rates start far from their bounds, from zero multipliers: see
+        # MultinomialProblem.curvature_at_zero_multipliers.
+        problem.curvature_at_zero_multipliers = True
     if steered:
         first = {
             "np": "the multinomial model, every soft bound loose (class offsets then meet the "

@@ -143,6 +143,12 @@ class _AugmentedLagrangian:
             # multiplier it tends to, and its curvature term made steps that the line
             # search cut to a few thousandths (the steering's re-solves at beta = 1000).
             mu = np.minimum(w, np.abs(y))
+            if getattr(self.problem, "curvature_at_zero_multipliers", False):
+                # A constraint with no multiplier yet (the first solve from zero) has its
+                # penalty's weight w: capped at |y| = 0 it added no curvature, and the
+                # steps converged only linearly (wine, a group tied to class 0, per-class
+                # bound 0.04: the first inner solve took 50 Newton steps, 100 reads).
+                mu = np.where(y == 0, w, mu)
             self.charge(getattr(self.problem, "curvature_passes", 0))
             self._curvature = None  # (let go first: its row weights are an n-vector)
             self._curvature = self._second[1][4](mu)
