@@ -10,20 +10,12 @@ from sklearn.utils.class_weight import compute_class_weight
 
 from .._warnings import warn
 from ..problems.multinomial import MultinomialProblem, Rate, cell_codes
+from ._certificate_multiclass import MULTICLASS_KINDS as _KINDS
 from ._class_params import _class_bounds, check_every_class_weighted
 from ._scaling import _feature_scaling, training_moments
 
 __all__ = ["NOT_YET", "memory_problem"]
 
-
-#: The parity kinds that have a one-vs-rest form, and the label sets of their rates.
-_KINDS = {
-    "demographic_parity": ("all",),
-    "true_positive_rate_parity": ("own",),
-    "false_positive_rate_parity": ("other",),
-    "equalized_odds": ("own", "other"),
-    "error_rate_parity": ("error",),
-}
 
 NOT_YET = "is not available for more than two classes yet"
 
