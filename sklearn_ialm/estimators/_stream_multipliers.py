@@ -14,7 +14,6 @@ from ..solver.counting import Counter
 from ..solver.kkt import level_shift
 from ..solver.pstorm import AugmentedLagrangianEstimator
 from ._hard_rates import _secant_slope
-from ._stream_measurements import _cell_accuracy
 
 #: Rows of the first outer iteration; later ones span OUTER_SHARE of the rows seen, so a
 #: stream of n rows takes about log(n) outer iterations and the last ones measure their
@@ -72,10 +71,8 @@ class MultiplierStep:
         k = hard + self.level_offset + 0.5 * self.bound_tol if hard_bound else c + slack
         if hard_bound:
             n = self.pose.n_cells
-            accuracy = _cell_accuracy(sums[2 : 2 + n], sums[2 + 2 * n :])
             met = bool(np.all(hard + self.level_offset <= 0))
-            rates = (sums[2 : 2 + n].copy(), sums[2 + 2 * n :].copy(), float(rows))
-            self.reading = (met, accuracy, rates)
+            self.reading = (met, (sums[2 : 2 + n].copy(), sums[2 + 2 * n :].copy(), float(rows)))
         norm = float(np.linalg.norm(k))
         if hard_bound:
             self.y = np.maximum(self.y + self._hard_gain(k) * k, 0.0)
