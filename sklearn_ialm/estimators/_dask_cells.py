@@ -84,6 +84,7 @@ class _Cells:
     factor: np.ndarray  # each cell's class weight, per unit of sample weight
     params: dict  # the estimator's per-row fit parameters, one row per cell
     smallest: np.ndarray  # each cell's smallest positive row weight (inf: none)
+    rows: np.ndarray  # each cell's number of rows
 
 
 def _checked_labels(X, y, sample_weight, fit_params):
@@ -156,4 +157,6 @@ def _cells(est, X, labels, fit_params) -> _Cells:
                 "excluded": excluded,
             }
         )
-    return _Cells(cell, row_w, classes, y01_all[live], sw_live, S, S2, factor, params, smallest)
+    return _Cells(
+        cell, row_w, classes, y01_all[live], sw_live, S, S2, factor, params, smallest, count[live]
+    )

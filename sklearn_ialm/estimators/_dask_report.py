@@ -123,5 +123,5 @@ def _report_from_cells(est, X, problem, cells: _Cells, context, fit, n_passes):
     hits = np.divide(hard, cells.factor, out=np.zeros_like(hard), where=cells.factor > 0)
     codes, labels = cells.params.get("codes"), cells.params.get("labels")
     est._new_rows_cells = summed_cells(
-        est, y01c, cells.sums, cells.square_sums, hits, codes, labels
+        est, y01c, cells.rows, cells.sums, cells.square_sums, hits, codes, labels
     )

@@ -21,7 +21,7 @@ from scipy.stats import beta
 from .._warnings import warn
 from ._inputs import _label
 
-__all__ = ["NewRowsWarning", "assess_new_rows", "judge", "rate_counts", "summed_cells"]
+__all__ = ["NewRowsWarning", "assess_new_rows", "judge", "summed_cells"]
 
 #: The level of each rate's interval.
 LEVEL = 0.95
@@ -172,10 +172,10 @@ def assess_new_rows(est, X, y, sensitive=None, sample_weight=None) -> dict | Non
     return judge(est, _cells(est, np.asarray(y), pred, groups, sample_weight))
 
 
-def summed_cells(est, y01, sums, square_sums, hits, codes=None, labels=None) -> list:
-    """:func:`_cells` of a binary fit from per-cell sums of the sample weights (a Dask fit's
-    cells: each row's label ``y01`` and group ``codes`` into ``labels``), their squares and
-    their weight predicted positive; each cell's rows taken as Kish's effective count."""
+def summed_cells(est, y01, rows, sums, square_sums, hits, codes=None, labels=None) -> list:
+    """:func:`_cells` of a binary fit from per-cell sums (a Dask fit's cells: each cell's
+    label ``y01`` and group ``codes`` into ``labels``): its rows, their sample weight, its
+    square and the weight predicted positive."""
     if len(est.classes_) != 2 or not _supported(est):
         return []
     if not hasattr(est, "constraint"):
@@ -184,7 +184,6 @@ def summed_cells(est, y01, sums, square_sums, hits, codes=None, labels=None) -> 
     if codes is None:
         return []
     table = np.zeros((4, len(labels), 2))
-    rows = np.divide(sums**2, square_sums, out=np.zeros_like(sums), where=square_sums > 0)
     for i, v in enumerate((rows, sums, square_sums, hits)):
         np.add.at(table[i], (codes, y01.astype(np.intp)), v)
     return rate_counts(est, labels, *table)

@@ -313,17 +313,17 @@ def _checked_bound(est, context, refit, hard, scan=True):
     step, budget = _looser(est), _check_budget(est)
     own = math.floor(step * float(context["bound"]) * 100 + 1e-9)
     tried, verdicts, passes, spent = [], {}, 0.0, False
-    last_reached = [np.array([])]
+    last_reached = np.array([])
 
     def check(u):
         """The verdict at looseness ``u`` (None where it fails), refitted once."""
-        nonlocal passes, spent
+        nonlocal passes, spent, last_reached
         if u not in verdicts:
             got = refit(step * u / 100)
             passes += got["passes"]
             ok = got["converged"] and got["met"]
             tried.append((step * u, ok))
-            last_reached[0] = got.get("reached", np.array([]))
+            last_reached = got.get("reached", np.array([]))
             spent = not ok and got.get("spent", False)
             verdicts[u] = got if ok else None
         return verdicts[u]
@@ -349,7 +349,7 @@ def _checked_bound(est, context, refit, hard, scan=True):
         # from there (100 groups of 20 rows, DP: 0.3 from the fit at 0.1 and from the
         # refits at 0.11-0.29; six groups like COMPAS's races: 0.29, 0.17, 0.26, then 0.08
         # converges).
-        again = np.asarray(last_reached[0], dtype=float)
+        again = np.asarray(last_reached, dtype=float)
         if len(again) and again.shape == previous.shape and np.allclose(again, previous):
             reached = again
             break

@@ -287,14 +287,13 @@ class FairLogisticClassifier(FairReport, FairHooks, FairPartialFit, BaseIALMClas
     new_rows_ : dict or None
         What to expect of the bound on new rows, from a fit without ``calibration`` (in
         memory; on Dask, two classes; None otherwise): ``rate`` (the constrained rate),
-        ``training_value``,
-        ``interval`` (95 % of the metric on new rows from the sampling of the rows of each
-        constrained rate, Clopper-Pearson), ``level``, ``bound``, ``smallest_cell`` (the rows
-        of the smallest constrained rate), ``n_parameters``, and the causes ``few_rows`` and
-        ``rare_features`` (more parameters than a twentieth of ``smallest_cell`` where the bound
-        binds and the interval reaches past it: the training value is optimistic beyond the
-        interval). A fit with either cause says so in one
-        warning (``NewRowsWarning``).
+        ``training_value``, ``interval`` (95 % of the metric on new rows from the sampling of
+        the rows of each constrained rate, Clopper-Pearson), ``level``, ``bound``,
+        ``smallest_cell`` (the rows of the smallest constrained rate), ``n_parameters``, and
+        the causes ``few_rows`` and ``rare_features`` (more parameters than a twentieth of
+        ``smallest_cell`` where the bound binds and the interval reaches past it: the
+        training value is optimistic beyond the interval). A fit with either cause says so in
+        one warning (``NewRowsWarning``).
     hard_constraint_values_ : ndarray of shape (n_protected_groups,) or (1,)
         The constrained metric of :meth:`predict` on the training rows, in the units of
         ``bound``, as fairlearn computes it: for ``"positive_share"`` and
