@@ -23,9 +23,11 @@ from ._numba import _jit, _jit_ieee, numba
 
 __all__ = [
     "available",
+    "column_sums",
     "csr_absmax",
     "csr_deviation_sums",
     "csr_gram",
+    "csr_weighted_square_sums",
     "deviation_sums",
     "full_pass",
     "gram_pass",
@@ -315,6 +317,52 @@ def csr_deviation_sums(X, weights, unit, mean, step):
     w = np.ascontiguousarray(weights, dtype=np.float64)
     _csr_deviation_sums(X.data, X.indices, X.indptr, w, unit, mean, step, sums, nz_count)
     return sums[:, 0].copy(), sums[:, 1].copy(), sums[:, 2].copy(), nz_count
+
+
+@_jit_ieee
+def _csr_weighted_square_sums(data, indices, indptr, r, step, out):
+    """Per block of ``step`` rows, each column's sum of ``x x r_i`` over its stored entries in
+    the order of the entries, then added to ``out``: numpy's ``bincount`` per block."""
+    n = indptr.shape[0] - 1
+    part = np.zeros(out.shape[0])
+    for start in range(0, n, step):
+        part[:] = 0.0
+        for i in range(start, min(start + step, n)):
+            ri = r[i]
+            for k in range(indptr[i], indptr[i + 1]):
+                x = data[k]
+                part[indices[k]] += x * x * ri
+        out += part
+
+
+def csr_weighted_square_sums(A, r, step):
+    """``_weighted_square_sums``' CSR read (``sum_i r_i A_ik^2`` by blocks of ``step`` rows) in
+    one compiled read, the same bits (1e6 x 1e4, 20 non-zeros a row: 0.03 s, numpy's blocks
+    0.28); None without numba or for float32 values."""
+    if not _compiled_csr(A):
+        return None
+    out = np.zeros(A.shape[1])
+    r = np.ascontiguousarray(r, dtype=np.float64)
+    _csr_weighted_square_sums(A.data, A.indices, A.indptr, r, step, out)
+    return out
+
+
+@_jit_ieee
+def _column_sums(Q, out):
+    for i in range(Q.shape[0]):
+        for k in range(Q.shape[1]):
+            out[k] += Q[i, k]
+
+
+def column_sums(Q):
+    """``Q.sum(axis=0)`` of a C-ordered float64 ``(n, k)`` array, ``k >= 2``, the same bits
+    (numpy adds the rows in order for ``k >= 2``; one column it sums pairwise): 1e6 x 3 in
+    6 ms where numpy's strided reduction took 22 ms, a fifth of a CSR 1e6 x 1e4 pass."""
+    if numba is None or Q.shape[1] < 2 or Q.dtype != np.float64 or not Q.flags.c_contiguous:
+        return Q.sum(axis=0)
+    out = np.zeros(Q.shape[1])
+    _column_sums(Q, out)
+    return out
 
 
 def source(dense, data, indices, indptr, sparse):
