@@ -100,7 +100,6 @@ def fit_negative_weight(
     return fit
 
 
-
 #: The log weights the first step may take: a grid within the steps' clip (+-3), the same in
 #: memory and on a cluster (where the negatives' scores are never in one place).
 _SHIFT_GRID = np.arange(-192, 193) / 64.0
@@ -116,7 +115,7 @@ def _prior_shift(problem, scores, negatives, weights, max_rate):
 
     The secant's first step, blind to the scores (slope -1), overshot: 2e6 x 50 noisy
     labels, max_fpr 0.05, the weight 5.90 flagged 0.0144 and two more solves found 3.22;
-    this rule gives 3.25 from the first solve (CSR 1e6 x 1e4: 3.67, within the tolerance,
+    this rule gives 3.28 from the first solve (CSR 1e6 x 1e4: 3.72, within the tolerance,
     where three solves found 3.49).
     """
     ts = _SHIFT_GRID
