@@ -77,7 +77,7 @@ def fit_negative_weight(
             break
         trace.append((log_w, error))
         # The rate falls about as the weight grows; at most a factor e^3 a step. The first
-        # step, without a slope yet, from the scores where they are in memory.
+        # step, without a slope yet, from the first solve's scores (_prior_shift).
         if len(trace) == 1:
             step = _prior_shift(problem, scores, negatives, weights, max_rate)
             passes += 0.0 if share is None else _pass_share(problem)
