@@ -421,3 +421,18 @@ def test_lazy_plan_keeps_dense_data_and_non_linear_proxes_eager():
     runs, ridge0 = _kernels.lazy_plan(60, est.dim, pb.feature_center, *pb._kernel_prox())
     assert ridge0 == 0.7
     np.testing.assert_array_equal(runs, [[4, 5], [31, 32], [40, est.dim]])
+
+
+@pytest.mark.skipif(not _kernels.available(), reason="numba is not installed")
+def test_compiled_csr_square_sums_and_column_sums_are_numpys_bit_for_bit(monkeypatch):
+    from sklearn_ialm.problems import _curvature
+
+    rng = np.random.default_rng(0)
+    A = sp.random(9000, 200, density=0.05, format="csr", random_state=1)
+    r = rng.standard_normal(9000)
+    compiled = _curvature._weighted_square_sums(A, r)
+    for k in (2, 3):  # (numpy sums one column pairwise: the kernel leaves it to numpy)
+        Q = rng.standard_normal((9000, k)) * np.exp(5 * rng.standard_normal((9000, 1)))
+        assert _kernels.column_sums(Q).tobytes() == Q.sum(axis=0).tobytes()
+    monkeypatch.setattr(_kernels, "csr_weighted_square_sums", lambda *args: None)
+    assert _curvature._weighted_square_sums(A, r).tobytes() == compiled.tobytes()

@@ -629,3 +629,21 @@ def test_pickles_carry_the_version(small):
     with pytest.warns(base.InconsistentVersionWarning, match="version 0.0.1"):
         other.__setstate__(state)
     assert_array_equal(other.coef_, clf.coef_)
+
+
+@pytest.mark.skipif(not _kernels.available(), reason="numba is not installed")
+def test_compiled_csr_column_moments_are_numpys_bit_for_bit(monkeypatch):
+    # Several blocks of rows, empty rows and columns, a column stored in every row, huge
+    # and tiny values: the compiled reads take numpy's blocks and order, so the same bits.
+    rng = np.random.default_rng(2)
+    X = sp.random(9000, 300, density=0.05, format="csr", random_state=3)
+    X.data = rng.standard_normal(X.nnz) * rng.choice([1.0, 1e200, 1e-200], X.nnz)
+    X = sp.hstack([X, sp.csr_matrix(rng.standard_normal((9000, 1)) + 7.0)], format="csr")
+    w = rng.uniform(0.5, 2.0, 9000)
+    w /= w.sum()
+    compiled = scaling._column_moments(X, w)
+    assert _kernels.csr_absmax(X.astype(np.float32)) is None
+    monkeypatch.setattr(_kernels, "csr_absmax", lambda X: None)
+    monkeypatch.setattr(_kernels, "csr_deviation_sums", lambda *args: None)
+    for got, expected in zip(scaling._column_moments(X, w), compiled, strict=True):
+        assert got.tobytes() == expected.tobytes()

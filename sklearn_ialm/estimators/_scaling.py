@@ -81,7 +81,13 @@ def _block_rows(X) -> int:
 
 def _column_absmax(X) -> np.ndarray:
     """The largest magnitude of each column of ``X``, by blocks of rows (CSR: slices of its
-    arrays, not sub-matrices, 0.1 s of 0.13 s on 2e5 x 1e4; dense: through one buffer)."""
+    arrays, not sub-matrices, 0.1 s of 0.13 s on 2e5 x 1e4; dense: through one buffer), or
+    for float64 CSR with numba in one compiled read (``_kernels.csr_absmax``)."""
+    from ..problems import _kernels
+
+    compiled = _kernels.csr_absmax(X) if sp.issparse(X) else None
+    if compiled is not None:
+        return compiled
     n, d = X.shape
     step = _block_rows(X)
     buf = None if sp.issparse(X) else np.empty((min(step, n), d))
@@ -99,7 +105,11 @@ def _column_absmax(X) -> np.ndarray:
 
 def _deviation_sums(X, weights, unit, mean, total):
     """The weighted sums of ``(x / unit - mean)`` and of its square over each column of
-    ``X``, by blocks of rows (see :func:`_column_absmax`)."""
+    ``X``, by blocks of rows (see :func:`_column_absmax`; CSR by the compiled
+    ``_kernels.csr_deviation_sums`` where it applies: the same blocks and bits, 0.2 s where
+    numpy's took 0.7 on 1e6 x 1e4, 20 non-zeros a row)."""
+    from ..problems import _kernels
+
     n, d = X.shape
     sparse = sp.issparse(X)
     step = _block_rows(X)
@@ -108,7 +118,10 @@ def _deviation_sums(X, weights, unit, mean, total):
     second = np.zeros(d)
     nz_weight = np.zeros(d)  # total weight of the stored entries of each column
     nz_count = np.zeros(d, dtype=np.int64)
-    for start in range(0, n, step):
+    compiled = _kernels.csr_deviation_sums(X, weights, unit, mean, step) if sparse else None
+    if compiled is not None:
+        first, second, nz_weight, nz_count = compiled
+    for start in range(0, n if compiled is None else 0, step):
         w = weights[start : start + step]
         if sparse:
             stop = min(start + step, n)

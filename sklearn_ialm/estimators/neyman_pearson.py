@@ -204,7 +204,7 @@ class NeymanPearsonClassifier(
         ``rate="hard"``: halfway between two training negatives' raw scores, so that
         ``max_fpr`` of them (up to one row) score above it; it is near 0 (the logistic
         score's own boundary, which ``negative_weight_`` steers to about ``max_fpr``) but
-        not 0 (-0.0892 on ``make_classification(2000, 10, random_state=0)`` at
+        not 0 (-0.0475 on ``make_classification(2000, 10, random_state=0)`` at
         ``max_fpr=0.1``). ``0.0`` with ``rate="soft"``.
     violation_bound_ : float
         With ``calibration="umbrella"``: the certified bound ``v(k) <= delta`` on the
@@ -274,8 +274,8 @@ class NeymanPearsonClassifier(
         ``constraint_values_[0]``: the mean of ``sigmoid(raw_decision_function(X))`` over
         the training negatives, the surrogate the solver works on. It differs from the mean
         of ``predict_proba(X)[:, 1]`` over them, which is the sigmoid of the thresholded
-        score ``decision_function`` (0.2400 and 0.2533 on the data above, where
-        ``threshold_`` is -0.0893).
+        score ``decision_function`` (0.2469 and 0.2540 on the data above, where
+        ``threshold_`` is -0.0475).
     train_fpr_ : float
         ``hard_constraint_values_[0]``.
     max_fpr_ : float

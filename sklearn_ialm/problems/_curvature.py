@@ -384,10 +384,16 @@ class SecondOrder:
 
 def _weighted_square_sums(A, r):
     """``sum_i r_i A_ik^2`` for each column ``k`` of ``A`` (dense or CSR), in blocks of rows
-    (``A.multiply(A)`` would hold a second copy of the matrix)."""
+    (``A.multiply(A)`` would hold a second copy of the matrix); CSR by a compiled read of
+    the same blocks where it applies."""
+    from . import _kernels  # (numba loads at the first fit, not with the package)
+
     d = A.shape[1]
-    out = np.zeros(d)
     step = 1 << 12
+    compiled = _kernels.csr_weighted_square_sums(A, r, step) if sp.issparse(A) else None
+    if compiled is not None:
+        return compiled
+    out = np.zeros(d)
     for start in range(0, A.shape[0], step):
         if sp.issparse(A):
             ptr = A.indptr[start : start + step + 1]

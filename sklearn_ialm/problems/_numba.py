@@ -44,6 +44,14 @@ def _jit(fn):
     return numba.njit(cache=True, nogil=True, fastmath=FM)(fn)
 
 
+def _jit_ieee(fn):
+    """Compiled without ``fastmath``: each operation rounded as numpy rounds it, in the
+    order written, for kernels that must give numpy's bits."""
+    if numba is None:
+        return fn
+    return numba.njit(cache=True, nogil=True)(fn)
+
+
 def _helper(fn):
     """A function called only from compiled code: no Python entry point to build (each one
     costs about 0.05 s of the first, uncached compile)."""

@@ -296,7 +296,9 @@ class LinearProblem(
         """Gradient in ``x`` of ``sum_i r_i score_i / n`` over the rows of ``A`` (one column
         per column of a 2-D ``r``)."""
         if r.ndim == 2:
-            return self._finish_grads(_rmatvec(A, r), r.sum(axis=0), n)
+            from . import _kernels  # (numba loads at the first fit, not with the package)
+
+            return self._finish_grads(_rmatvec(A, r), _kernels.column_sums(r), n)
         return self._finish_grad(_rmatvec(A, r), r.sum() if self.fit_intercept else 0.0, n)
 
     def _finish_grads(self, G, rsums, n):
