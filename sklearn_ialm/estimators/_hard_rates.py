@@ -124,8 +124,10 @@ def _say(verbose, text):
 
 
 def _pass_share(problem):
-    """Data passes of one score evaluation of the constraint rows."""
-    return problem.n_constraint_samples / problem.n_samples
+    """Data passes of one score evaluation of the constraint rows (the rows it reads, see
+    ``LinearProblem.constraint_score_rows``)."""
+    rows = getattr(problem, "constraint_score_rows", None)
+    return (problem.n_constraint_samples if rows is None else rows()) / problem.n_samples
 
 
 def _held(scores):
