@@ -83,6 +83,14 @@ def _column_absmax(X) -> np.ndarray:
     """The largest magnitude of each column of ``X``, by blocks of rows (CSR: slices of its
     arrays, not sub-matrices, 0.1 s of 0.13 s on 2e5 x 1e4; dense: through one buffer)."""
     n, d = X.shape
+    if sp.issparse(X):
+        from ..problems import _kernels
+
+        # Compiled where numba is present: on Adult's 32561 x 126 one-hot rows
+        # np.maximum.at took 52 ms, this 1 ms (LogisticRegression's whole fit: 80 ms).
+        compiled = _kernels.csr_absmax(X)
+        if compiled is not None:
+            return compiled
     step = _block_rows(X)
     buf = None if sp.issparse(X) else np.empty((min(step, n), d))
     absmax = np.zeros(d)

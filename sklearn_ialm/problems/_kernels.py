@@ -23,6 +23,7 @@ from ._numba import _jit, numba
 
 __all__ = [
     "available",
+    "csr_absmax",
     "csr_gram",
     "deviation_sums",
     "full_pass",
@@ -219,6 +220,26 @@ def _deviation_sums(dense, w, inv_unit, mean, first, second):
                 s[j] += we * e
         first += f
         second += s
+
+
+@_jit
+def _csr_absmax(data, indices, absmax):
+    """``absmax[j] = max |data[a]|`` over the stored entries ``a`` of column ``j``."""
+    for a in range(data.shape[0]):
+        v = abs(data[a])
+        j = indices[a]
+        if v > absmax[j]:
+            absmax[j] = v
+
+
+def csr_absmax(X):
+    """The largest magnitude of each column of the CSR matrix ``X`` (its stored entries), in
+    one compiled read; None without numba or for data that is not float64."""
+    if numba is None or X.data.dtype != np.float64:
+        return None
+    absmax = np.zeros(X.shape[1])
+    _csr_absmax(X.data, X.indices, absmax)
+    return absmax
 
 
 def _readable(dense):
