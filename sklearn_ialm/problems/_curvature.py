@@ -115,11 +115,14 @@ class SecondOrder:
         Gram matrix reads every row of every matrix (no sample, see :meth:`_hessian_sample`),
         the scores are an n-vector beside a Gram matrix of at least as many entries' worth
         of work, and scoring the rows again was half the Hessian's reads (Adult by race,
-        equalized odds: 19 Hessians, 38 of the fit's 105 reads)."""
+        equalized odds: 19 Hessians, 38 of the fit's 105 reads). CSR rows only: dense rows
+        have the compiled pass, which keeps no scores, and a fit counts the same reads with
+        or without it."""
+        matrices = [A for A, _ in self._curvature_matrices()]
         return (
             self._dense_pass_code() is None
             and self.n_params <= _gram.GRAM_MAX_PARAMS
-            and all(self._hessian_sample(A)[0] is None for A, _ in self._curvature_matrices())
+            and all(sp.issparse(A) and self._hessian_sample(A)[0] is None for A in matrices)
         )
 
     def _one_matrix_logistic(self):
