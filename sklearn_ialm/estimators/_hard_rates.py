@@ -124,8 +124,11 @@ def _say(verbose, text):
 
 
 def _pass_share(problem):
-    """Data passes of one score evaluation of the constraint rows."""
-    return problem.n_constraint_samples / problem.n_samples
+    """Data passes of one score evaluation of the constraint rows (fewer where they list
+    rows again, see ``LinearProblem.constraint_score_rows``)."""
+    rows = problem.n_constraint_samples
+    read = getattr(problem, "constraint_score_rows", None)
+    return (rows if read is None else min(rows, read())) / problem.n_samples
 
 
 def _held(scores):
