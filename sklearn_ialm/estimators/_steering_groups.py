@@ -189,8 +189,13 @@ def _group_by_group(problem, units, steering, solve, results, passes, budget, ro
 
 
 #: Solves of :func:`_cut_by_group` with each group's soft rate pinned where a threshold per
-#: group puts its predictions (each from the last one's predictions cut again).
-_PIN_ROUNDS = 3
+#: group puts its predictions (each from the last one's predictions cut again), and the
+#: solves in a row no nearer the bound than the nearest before them after which it stops.
+#: 60 groups of 20-50 rows (benchmarks.families.many_small_groups, data seeds 0-7), parity
+#: 0.05: at most 3 solves and a stop at the first no nearer, 2 of 8 fits converged; 6 and
+#: none, 5; 10 and 4, 7 (in 14-38 passes; the eighth ended after 105). Each miss is a row
+#: or two in a few groups, a different few from one solve to the next.
+_PIN_ROUNDS, _PIN_PATIENCE = 10, 4
 
 
 def _cut_by_group(problem, units, steering, solve, results, passes, budget, nearest, groups,
@@ -210,13 +215,13 @@ def _cut_by_group(problem, units, steering, solve, results, passes, budget, near
     a band of the bound's width in soft rates left the counts free: 100 groups of 20 rows,
     one-hot in ``X``, parity 0.1, the solve with each bound moved by the thresholds' gap
     between hard and soft rates missed by 0.4 (a gap of 0.5 on predictions) and the fit ended
-    at the thresholds themselves, not converged; pinned, the first solve misses by a row
-    (87 groups kept their count, 13 lost one or two), the second meets the bound. A solve
-    that misses is cut again and pinned there, up to ``_PIN_ROUNDS`` solves while each comes
-    nearer the bound; the first that meets it is returned. Else, with ``compromise``, the
-    point of the segment from the last solve towards its per-group thresholds where the
-    predictions meet the bound, flagged (``threshold_moved``, ``group_thresholds``): a
-    compromise, not converged.
+    at the thresholds themselves, not converged; pinned, the first solve misses by a row (a
+    gap of 0.15), the second meets the bound. A solve that misses is cut again and pinned
+    there, up to ``_PIN_ROUNDS`` solves, until ``_PIN_PATIENCE`` in a row come no nearer the
+    bound; the first that meets it is returned. Else, with ``compromise``, the point of the
+    segment from the last solve towards its per-group thresholds where the predictions meet
+    the bound, flagged (``threshold_moved``, ``group_thresholds``): a compromise, not
+    converged.
     """
     if groups is None or passes >= budget:
         return None, passes
@@ -225,7 +230,7 @@ def _cut_by_group(problem, units, steering, solve, results, passes, budget, near
         return None, passes
     x, z, _, result = nearest
     z = _rescored(problem, x, z)
-    miss = np.inf
+    miss, stale = np.inf, 0
     for _ in range(_PIN_ROUNDS):
         cut = group_cut(problem, units, groups, x, z, steering.base, layout)
         if cut is None or passes >= budget:
@@ -250,9 +255,10 @@ def _cut_by_group(problem, units, steering, solve, results, passes, budget, near
         if np.all(hard <= BOUND_EPS) and _beats_constant(problem, result):
             return _finish(problem, units, x, z, results, [result], 0.0, passes), passes
         _say(verbose, f"the pinned solve misses ({np.round(hard, 4).tolist()})")
-        if np.max(hard) >= miss:
-            break  # no nearer than the last: cut again, it repeats it (60 groups of 20-50 rows)
-        miss = float(np.max(hard))
+        stale = stale + 1 if np.max(hard) >= miss else 0
+        if stale == _PIN_PATIENCE:
+            break
+        miss = min(miss, float(np.max(hard)))
     if not compromise or x is nearest[0]:
         return None, passes
     cut = group_cut(problem, units, groups, x, z, steering.base, layout)
