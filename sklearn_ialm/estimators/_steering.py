@@ -44,7 +44,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..problems._numeric import BOUND_EPS
-from ._group_cuts import group_layout
 from ._hard_rates import HardRateFit, _finish, _held, _pass_share, _say, _Units
 from ._steering_bounds import (
     _CAP_SHARES,
@@ -57,7 +56,7 @@ from ._steering_bounds import (
     _shift_cap,
 )
 from ._steering_end import _between_sides
-from ._steering_groups import _beats_constant, _cut_by_group, _no_solve_met
+from ._steering_groups import _beats_constant, _cut_first, _no_solve_met
 
 __all__ = ["fit_hard_rates"]
 
@@ -125,17 +124,10 @@ def fit_hard_rates(
             return _finish(problem, units, result.x, scores, results, [result], 0.0, passes, means)
         if steering.infeasible is not None and steering.feasible is not None:
             break
-        missed = steering.feasible is None and steering.infeasible is not None
-        layout = group_layout(problem, units, groups, bound_tol) if rnd == 0 and missed else None
-        if layout is not None:
-            # Every group's rate moves by more than bound_tol a row: thresholds per group,
-            # then solves with the soft rates pinned there (100 groups of 20 rows, parity
-            # 0.1: converged in 15.5 passes, where five further solves with the bounds moved
-            # came no nearer and the fit ended unconverged after 34).
-            done, passes = _cut_by_group(
-                problem, units, steering, solve, results, passes, budget, steering.infeasible,
-                groups, verbose, compromise=False, layout=layout,
-            )  # fmt: skip
+        if rnd == 0:
+            done, passes = _cut_first(
+                problem, units, steering, solve, results, passes, budget, groups, verbose
+            )
             if done is not None:
                 return done
         step = steering.path_step(result, scores, hard, means) if path_steps else None

@@ -42,6 +42,24 @@ def _no_solve_met(problem, units, steering, solve, results, passes, budget, max_
     return None, passes
 
 
+def _cut_first(problem, units, steering, solve, results, passes, budget, groups, verbose):
+    """After a first solve that missed the bound, where one row moves every group's rate by
+    more than ``bound_tol`` (:func:`~._group_cuts.group_layout`): ``(fit, passes)`` of the
+    solves with the soft rates pinned at thresholds per group (:func:`_cut_by_group`), or
+    ``(None, passes)`` where there are none or none meets the bound. (100 groups of 20
+    rows, parity 0.1: converged in 15.5 passes, where five further solves with the bounds
+    moved came no nearer and the fit ended unconverged after 34.)"""
+    if steering.feasible is not None or steering.infeasible is None:
+        return None, passes
+    layout = group_layout(problem, units, groups, steering.bound_tol)
+    if layout is None:
+        return None, passes
+    return _cut_by_group(
+        problem, units, steering, solve, results, passes, budget, steering.infeasible, groups,
+        verbose, compromise=False, layout=layout,
+    )  # fmt: skip
+
+
 #: The share of each constraint's gap between its values on predictions and on soft
 #: predictions that one solve of :func:`_group_by_group` takes into its bound.
 _GAP_SHARE = 0.5
