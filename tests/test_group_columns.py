@@ -97,3 +97,29 @@ def test_no_group_cut_without_the_group_columns():
     # Two groups: left to the steering (its fits are the golden record's).
     two = (g_tr % 2).astype(int)
     assert _cut(np.column_stack([X_tr[:, :10], two]), y_tr, two, slice(None))[1] is None
+
+
+def test_a_hundred_groups_of_twenty_rows_converge_at_the_bound():
+    """100 groups of 20 rows one-hot in X (benchmarks.families.many_groups), DP 0.1: a rate
+    moves 0.05 a row. The fit converges (no warning, so no advice check) at the optimum of
+    the problem its last solve posed, with the bound met on its training predictions as
+    fairlearn measures them; the same model for the same random_state. It ended unconverged
+    after 125.5 data passes (29 of them the fit's, the rest the advice check's refits)."""
+    from benchmarks.families import many_groups
+
+    X, y, g, *_ = many_groups()
+    fits = []
+    for _ in range(2):
+        clf = FairLogisticClassifier(constraint="demographic_parity", bound=0.1, random_state=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            clf.fit(X, y, sensitive_features=g)
+        fits.append(clf)
+    said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert clf.converged_ and not said, said
+    assert clf.kkt_primal_residual_ <= clf.tol and clf.dual_residual_ <= clf.tol
+    gap = demographic_parity_difference(y, clf.predict(X), sensitive_features=g)
+    assert gap <= 0.1 + 1e-12 and clf.bound_met_
+    assert clf.n_data_passes_ <= 30
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    assert fits[0].intercept_ == fits[1].intercept_

@@ -132,7 +132,9 @@ def test_never_above_the_constant_models_log_loss():
     assert log_loss(y, clf.predict_proba(X)) < constant
     assert np.any(clf.coef_ != 0)
     pred = clf.predict(X)
-    assert fm.demographic_parity_difference(y, pred, sensitive_features=groups) <= 0.1
+    # A gap equal to the bound meets it (two rows of 20 at 0.1): fairlearn's difference of
+    # the two rates can round 3e-17 above it.
+    assert fm.demographic_parity_difference(y, pred, sensitive_features=groups) <= 0.1 + 1e-12
 
 
 def test_a_small_table_converges_where_it_stalled_at_a_noise_floor():

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ..problems._numeric import BOUND_EPS
 
-__all__ = ["group_cut"]
+__all__ = ["group_cut", "group_layout"]
 
 #: How far inside each bound the cut's rates are held (see :func:`group_cut`).
 INSIDE = 1e-9
@@ -29,24 +29,25 @@ INSIDE = 1e-9
 #: once; more candidate levels than fit this are thinned to evenly spaced quantiles.
 _SEARCH_CELLS = 2**22
 
+#: Entries of the constraint rows' columns read at once in the search for the group columns.
+_COLUMN_CELLS = 2**20
 
-def group_cut(problem, units, groups, x, scores, base):
+
+def group_cut(problem, units, groups, x, scores, base, layout=None):
     """``(x, scores)`` of the model ``x`` with one score offset per group of the parity band,
     folded into the coefficients of the group columns, that meets every bound on predictions
     (the constraint offsets ``base``); None where the problem is not such a band of three
     groups or more, a group has no column, or no offsets meet the bound.
 
     ``groups``: the group code of each constraint row; ``scores``: the constraint rows'
-    scores at ``x`` (an ndarray).
+    scores at ``x`` (an ndarray); ``layout``: :func:`group_layout`'s, where the caller has it.
     """
     if not isinstance(scores, np.ndarray) or groups is None or len(groups) != len(scores):
         return None  # (rows on a cluster: not cut)
-    parts = _own_parts(problem, units, groups)
-    if parts is None:
+    layout = group_layout(problem, units, groups) if layout is None else layout
+    if layout is None:
         return None
-    columns = _group_columns(problem, groups, list(parts))
-    if columns is None:
-        return None
+    parts, columns = layout
     # Rates that meet a bound exactly (a gap of 2/20 at 0.1) are met by a hair inside it:
     # fairlearn's difference of two such rates can round above the bound (1.0000000000000003e-1).
     base = base + INSIDE
@@ -60,6 +61,28 @@ def group_cut(problem, units, groups, x, scores, base):
     if not np.all(units.values(problem.rate_constraints(z, offset=base)) <= BOUND_EPS):
         return None  # (rounding: a row on its group's threshold)
     return moved, z
+
+
+def group_layout(problem, units, groups, bound_tol=None):
+    """``(parts, columns)`` of a parity band of three groups or more whose groups are columns
+    of the constraint rows (:func:`_own_parts`, :func:`_group_columns`), what each
+    :func:`group_cut` of the problem reads; None where it is not such a band. With
+    ``bound_tol``, None also where a row moves some group's constrained rate by
+    ``bound_tol`` or less: where one row moves every group's rate by more, the groups' counts
+    of positive predictions, not their soft rates, decide where the band ends, and moving
+    the surrogate's bounds lands within ``bound_tol`` by chance only."""
+    if groups is None or len(groups) != problem.n_constraint_samples:
+        return None
+    parts = _own_parts(problem, units, groups)
+    if parts is None:
+        return None
+    if bound_tol is not None:
+        for g, (_, own) in parts.items():
+            step = np.max(np.abs(own[groups == g]), axis=1) / len(groups)
+            if not np.min(step[step > 0], initial=np.inf) > bound_tol:  # (rows of weight 0)
+                return None
+    columns = _group_columns(problem, groups, list(parts))
+    return None if columns is None else (parts, columns)
 
 
 def _own_parts(problem, units, groups):
@@ -166,35 +189,57 @@ def _offset_for(z, m):
 
 def _group_columns(problem, groups, codes):
     """Per group code, ``(column, value on the group, value elsewhere)`` of a column of the
-    constraint rows that takes one value on the group's rows and another on every other row;
-    one group may have none (the intercept then carries its offset, see :func:`_fold`);
-    None where more have none."""
+    constraint rows that takes one value on the group's rows and another on every other row
+    (the first such column); one group may have none (the intercept then carries its
+    offset, see :func:`_fold`); None where more have none."""
     A, rows = getattr(problem.A_con, "A", None), getattr(problem.A_con, "rows", None)
     if sp.issparse(A):
         A = A.tocsc()
     elif not isinstance(A, np.ndarray):
         return None
-    sizes = {g: int(np.sum(groups == g)) for g in codes}
+    codes = list(codes)
+    member = np.full(len(groups), -1)  # each row's index in codes, -1 for none
+    for i, g in enumerate(codes):
+        member[groups == g] = i
+    sizes = np.bincount(member[member >= 0], minlength=len(codes))
     found = {}
-    for j in range(A.shape[1]):
-        v = A[:, j].toarray().ravel() if sp.issparse(A) else A[:, j]
-        v = v if rows is None else v[rows]
-        lo, hi = v.min(), v.max()
-        if lo == hi or not np.all((v == lo) | (v == hi)):
-            continue
-        for on, off in ((hi, lo), (lo, hi)):
-            at = v == on
-            g = int(groups[np.argmax(at)])
-            whole = g in sizes and np.sum(at) == sizes[g] and np.all(groups[at] == g)
-            if whole and g not in found:
-                found[g] = (j, float(on), float(off))
-                break
+    # Columns a block at a time: one column at a time, the slices of a CSC matrix took 0.1 s
+    # of a 0.26 s fit (100 groups of 20 rows, 110 columns).
+    step = max(1, _COLUMN_CELLS // max(len(groups), 1))
+    for start in range(0, A.shape[1], step):
+        cells = A[:, start : start + step]
+        cells = cells.toarray() if sp.issparse(cells) else np.asarray(cells)
+        cells = cells if rows is None else cells[rows]
+        ends = _one_group_columns(cells, member, sizes)
+        for j, choices in enumerate(ends, start=start):
+            for i, on, off in choices:
+                if codes[i] not in found:
+                    found[codes[i]] = (j, on, off)
+                    break
         if len(found) == len(codes):
             break
     missing = [g for g in codes if g not in found]
     if len(missing) > 1 or (missing and not _all_in(groups, codes, problem)):
         return None
     return found
+
+
+def _one_group_columns(cells, member, sizes):
+    """Per column of ``cells`` (constraint rows by columns), its ``(code index, value on the
+    group, value elsewhere)`` where it takes one value on exactly that group's rows and
+    another on every other row: with the higher value on the group first, then the lower."""
+    lo, hi = cells.min(axis=0), cells.max(axis=0)
+    two = (lo != hi) & np.all((cells == lo) | (cells == hi), axis=0)
+    out = [[] for _ in range(cells.shape[1])]
+    for on, off in ((hi, lo), (lo, hi)):
+        at = cells == on
+        first = member[np.argmax(at, axis=0)]  # the group of the first row at that value
+        count = at.sum(axis=0)
+        same = np.sum(at & (member[:, None] == first), axis=0)
+        whole = two & (first >= 0) & (count == sizes[first]) & (same == count)
+        for j in np.flatnonzero(whole):
+            out[j].append((int(first[j]), float(on[j]), float(off[j])))
+    return out
 
 
 def _all_in(groups, codes, problem):

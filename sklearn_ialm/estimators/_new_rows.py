@@ -47,12 +47,16 @@ class NewRowsWarning(UserWarning):
     """A default fit's bound is unlikely to carry to new rows (``new_rows_``)."""
 
 
-def _interval(k: float, n: float) -> tuple[float, float]:
-    """Clopper-Pearson interval of a rate of ``k`` in ``n`` at ``LEVEL`` (effective counts
-    may be fractional: the beta quantiles are defined for them)."""
+def _intervals(k, n):
+    """Clopper-Pearson intervals ``(low, high)`` (arrays) of rates of ``k`` in ``n`` at
+    ``LEVEL`` (effective counts may be fractional: the beta quantiles are defined for them).
+    One call of the quantile for every group: a call per group took a quarter of a fit of
+    100 groups of 20 rows."""
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
     a = (1 - LEVEL) / 2
-    lo = 0.0 if k <= 0 else float(beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k >= n else float(beta.ppf(1 - a, k + 1, n - k))
+    with np.errstate(invalid="ignore", divide="ignore"):  # (the ends at k = 0 and k = n)
+        lo = np.where(k <= 0, 0.0, beta.ppf(a, k, n - k + 1))
+        hi = np.where(k >= n, 1.0, beta.ppf(1 - a, k + 1, n - k))
     return lo, hi
 
 
@@ -130,14 +134,14 @@ def rate_counts(est, labels, rows, sizes, squares, hits):
 
 def _metric_interval(counts: dict) -> tuple[float, float, float]:
     """``(value, low, high)`` of a rate (one cell) or of a gap between groups' rates."""
-    ends = {g: _interval(k, n) for g, (k, n) in counts.items()}
-    rates = {g: k / n for g, (k, n) in counts.items()}
+    k, n = np.array(list(counts.values()), dtype=float).T
+    lows, highs = _intervals(k, n)
+    rates = k / n
     if len(counts) == 1:
-        (g,) = counts
-        return rates[g], *ends[g]
-    value = max(rates.values()) - min(rates.values())
-    high = max(e[1] for e in ends.values()) - min(e[0] for e in ends.values())
-    low = max(0.0, max(e[0] for e in ends.values()) - min(e[1] for e in ends.values()))
+        return float(rates[0]), float(lows[0]), float(highs[0])
+    value = float(rates.max() - rates.min())
+    high = float(highs.max() - lows.min())
+    low = max(0.0, float(lows.max() - highs.min()))
     return value, low, high
 
 

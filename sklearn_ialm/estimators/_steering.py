@@ -26,9 +26,12 @@ regula falsi between them): the first such solve that meets the bound is returne
 
 If none does and the groups are columns of ``X`` (three groups or more), the solve nearest
 the bound gets a threshold per group, in the group columns' coefficients, that meets the
-bound on predictions, and the surrogate is solved once more with its bounds where that model
-meets them (:func:`~._steering_groups._cut_by_group`): that solve if it meets the bound,
-else the segment from it towards the per-group thresholds, said to be a compromise.
+bound on predictions, and the surrogate is solved again with each group's soft rate pinned
+where that model has it (:func:`~._steering_groups._cut_by_group`, up to three such
+solves): the first that meets the bound, else the segment from the last towards its
+per-group thresholds, said to be a compromise. Where one row moves every group's rate by
+more than ``bound_tol`` (groups of a few dozen rows), those pinned solves come right after
+the first solve, before the bounds are moved together.
 
 If no solve meets the bound (within those solves or the budget), the segment towards
 the constant model (intercept only, every prediction the same class, which meets every
@@ -53,7 +56,7 @@ from ._steering_bounds import (
     _shift_cap,
 )
 from ._steering_end import _between_sides
-from ._steering_groups import _beats_constant, _no_solve_met
+from ._steering_groups import _beats_constant, _cut_first, _no_solve_met
 
 __all__ = ["fit_hard_rates"]
 
@@ -121,6 +124,12 @@ def fit_hard_rates(
             return _finish(problem, units, result.x, scores, results, [result], 0.0, passes, means)
         if steering.infeasible is not None and steering.feasible is not None:
             break
+        if rnd == 0:
+            done, passes = _cut_first(
+                problem, units, steering, solve, results, passes, budget, groups, verbose
+            )
+            if done is not None:
+                return done
         step = steering.path_step(result, scores, hard, means) if path_steps else None
         if step is None:
             if not steering.move_bounds(scores, hard, active, nearest):

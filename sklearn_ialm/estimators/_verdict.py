@@ -218,8 +218,9 @@ def _moved_model_text(est, fit) -> str:
     elif fit.group_thresholds:
         what = (
             "a threshold of each group's own (the group columns' coefficients) was set on "
-            "the solve nearest the bound, and a further solve was moved "
-            f"{fit.interpolated:.0%} of the way to it"
+            "the solve nearest the bound, the surrogate solved again with each group's soft "
+            "rate pinned where those thresholds put it, and the last such solve was moved "
+            f"{fit.interpolated:.0%} of the way to thresholds of its own"
         )
     else:
         what = (
