@@ -191,7 +191,7 @@ def _solve_and_steer(est, fitting):
     steered = fitting.notes["constrained"] and getattr(est, "rate", "hard") == "hard"
     if steered and context["kind"] == "fair":
         # The first solve to the re-solves' tolerance: the steering moves the soft bounds by
-        # the hard rates it reaches, within a band 50 times wider (where the model is built
+        # the hard rates it reaches, within a band as wide (where the model is built
         # from it, it is taken on to the finer one: see _polished). Asked ten times finer,
         # the first solve of digits (the group tied to the class halves, drawn by
         # default_rng(1), per-class bound 0.04) reached residuals 8e-6 and 4e-5 in 71
