@@ -38,9 +38,6 @@ _NEWTON_CONTRACTION = 0.25
 #: The data curvature is formed at every Newton step when it costs at most this share of an
 #: evaluation's arithmetic (``problem.curvature_cost``).
 _CHEAP_CURVATURE = 0.5
-#: A step whose slope at its end is of the other sign and at least this share of its slope at
-#: the start overshot the minimum along it (see :meth:`_AugmentedLagrangian.newton`).
-_OVERSHOOT = 0.5
 #: Most Newton iterations of one inner solve.
 _NEWTON_MAX_ITER = 50
 #: Most sides of the constraints' kinks tried for one Newton step (see
@@ -337,19 +334,6 @@ class _AugmentedLagrangian:
                 t, refresh = min(max(t_min, 0.1 * t), 0.5 * t), True
                 if t < _MIN_STEP:
                     return
-            ahead = float(out[1] @ step)
-            if ahead > -_OVERSHOOT * slope:
-                # The step ran far past the minimum along it (its slope there of the other
-                # sign, at least half the start's): the point where the two slopes put that
-                # minimum (a secant on the slope; one more read) is taken if no higher. On
-                # Adult by race x sex (ten groups' demographic parity, a re-solve at a moved
-                # bound) a direction of too little modelled curvature had the steps go back
-                # and forth across it, each 4 % shorter: 19 Newton steps, 36 reads, for one
-                # inner solve; 8 reads with this.
-                t_line = t * slope / (slope - ahead)
-                back = self.point(v + t_line * step, y, beta)
-                if back[0] <= out[0]:
-                    trial, out, t = v + t_line * step, back, t_line
             if self.trust_region:
                 self.radius = _next_radius(self.radius, t, float(np.linalg.norm(step)))
             refresh = (
