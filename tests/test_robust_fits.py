@@ -153,16 +153,17 @@ def test_a_small_table_converges_where_it_stalled_at_a_noise_floor():
 
 
 def test_a_budget_warning_names_the_finish_and_its_residuals():
-    """100 groups of 20 rows, each a column of X, at a parity gap of 0.3 and a budget of 7
-    passes (its first solve alone takes 8): the finish on all rows is still converging
+    """100 groups of 20 rows, each a column of X, at a parity gap of 0.3 and a budget of 6
+    passes (its first solve alone takes more; here the steering's pinned re-solves once
+    asked the solver for a budget of 0 and raised): the finish on all rows is still converging
     when the budget runs out; the warning says so, with the residuals it reached, and says
     what to raise, and converged_ agrees."""
     from benchmarks.families import many_groups
 
     X, y, groups, _, _, _ = many_groups()
-    kw = dict(constraint="demographic_parity", bound=0.3, random_state=0, max_passes=7)
+    kw = dict(constraint="demographic_parity", bound=0.3, random_state=0, max_passes=6)
     with pytest.warns(Warning) as caught:
         clf = FairLogisticClassifier(**kw).fit(X, y, sensitive_features=groups)
     said = " ".join(str(w.message) for w in caught)
     assert not clf.converged_
-    assert "Raise max_passes (now 7): the finish on all rows was still converging" in said
+    assert "Raise max_passes (now 6): the finish on all rows was still converging" in said

@@ -255,6 +255,8 @@ def _cut_by_group(problem, units, steering, solve, results, passes, budget, near
             break
         x_cut, z_cut = cut
         passes += _pass_share(problem)
+        if passes >= budget:
+            break  # (the cut's read spent the budget: a solve needs some left)
         _say(
             verbose,
             f"solve {len(results) + 1}: a threshold per group (in the group columns' "
