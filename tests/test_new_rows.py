@@ -247,14 +247,59 @@ def test_a_dask_fit_says_what_an_in_memory_fit_says(weighted):
 
 @pytest.mark.parametrize(
     "values",
-    [np.arange(-12, 30) % 17 - 3, np.array([True, False, True]), np.array(["b", "a", "b"])],
+    [
+        np.arange(-12, 30) % 17 - 3,
+        np.array([True, False, True]),
+        np.array(["b", "a", "b"]),
+        np.array([0.5, 10.0, 2.0, 0.5]),
+        np.array([[1, "x"], [10, "y"], [2, "y"], [1, "x"]], dtype=object),
+    ],
 )
 def test_group_codes_are_those_of_one_string_key_a_row(values):
-    # Integer groups are coded by their values (1e6 rows: 0.03 s, not 0.6): the same labels,
-    # in the keys' string order ("-1" < "10" < "2"), and the same codes.
+    # Groups are coded by their values as fit codes them (1e6 integer rows: 0.03 s, not 0.6),
+    # with only the distinct labels made strings: the same labels, in the keys' string order
+    # ("-1" < "10" < "2"), and the same codes; columns joined by "|".
     from sklearn_ialm.estimators._new_rows import _group_codes
 
     labels, codes = _group_codes(values)
-    expected = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+    rows = values if values.ndim > 1 else values.reshape(-1, 1)
+    keys = np.array(["|".join(str(v) for v in row) for row in rows])
+    expected = np.unique(keys, return_inverse=True)
     assert labels.tolist() == expected[0].tolist() and labels.dtype == expected[0].dtype
     assert_array_equal(codes, expected[1])
+
+
+@pytest.mark.parametrize("kind", ["fair", "np", "multiclass"])
+def test_the_new_rows_predict_pass_is_counted(kind, monkeypatch):
+    # new_rows_ predicts every training row once more after the report: that read is part
+    # of n_data_passes_, in the unit the docstrings give (fair: objective plus constraint
+    # rows, here 2 n for parity between two groups; Neyman-Pearson and the multinomial
+    # problem: the training rows). On main a23f81d it was not counted.
+    from sklearn_ialm.estimators import _new_rows
+
+    rng = np.random.default_rng(3)
+    n = 1500
+    X = rng.normal(size=(n, 4))
+    g = rng.integers(0, 2, n)
+    y = (X[:, 0] + g + rng.logistic(size=n) > 0.5).astype(int)
+    if kind == "multiclass":
+        y = y + (X[:, 1] > 0.5)
+    make = {
+        "fair": lambda: FairLogisticClassifier(bound=0.05, random_state=0),
+        "np": lambda: NeymanPearsonClassifier(max_fpr=0.1, random_state=0),
+        "multiclass": lambda: FairLogisticClassifier(bound=0.1, random_state=0),
+    }[kind]
+    kw = {} if kind == "np" else {"sensitive_features": g}
+    unit = 2 * n if kind == "fair" else n
+    predicted = []
+    cls = type(make())
+    real = cls.predict
+    monkeypatch.setattr(cls, "predict", lambda self, Z: predicted.append(len(Z)) or real(self, Z))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        counted = make().fit(X, y, **kw)
+        assert predicted == [n]
+        monkeypatch.setattr(_new_rows, "_assessed", lambda *a, **k: False)  # no check, no count
+        without = make().fit(X, y, **kw)
+    assert counted.new_rows_ is not None and getattr(without, "new_rows_", None) is None
+    assert counted.n_data_passes_ - without.n_data_passes_ == pytest.approx(n / unit)

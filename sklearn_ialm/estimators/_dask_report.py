@@ -18,7 +18,7 @@ def _expit(z):
     return expit(z)
 
 
-def _report_block(X, cell, w, coef, intercept, n_cells, ts, negatives, loss=None, signs=None):
+def report_block(X, cell, w, coef, intercept, n_cells, ts, negatives, loss=None, signs=None):
     """The training report's sums over a block, its scores formed as ``decision_function``
     forms them (float64 products).
 
@@ -70,7 +70,7 @@ def _rate_threshold(rows, coef, intercept, negatives, max_rate, first, *, grid=4
     n_cells = len(first[0])
     for _ in range(passes):
         ts = np.linspace(lo, hi, grid + 1)
-        above, total, cells = rows.reduce(_report_block, coef, intercept, n_cells, ts, mask)
+        above, total, cells = rows.reduce(report_block, coef, intercept, n_cells, ts, mask)
         ok = np.flatnonzero(above / total[0] <= max_rate * (1 + 1e-12))
         i = int(ok[0])  # the largest score itself has share 0
         if i == 0:
@@ -90,7 +90,7 @@ def _report_from_cells(est, X, problem, cells: _Cells, context, fit, n_passes):
     terms = None if fit is None else fit.objective_terms
     moved = terms is not None and terms[2]  # off the chosen solve's point: its own loss
     loss = (terms[0], np.where(y01c == 1, 1.0, -1.0)) if moved else ()
-    parts = rows.blockwise(_report_block, coef, intercept, len(sw_live), None, None, *loss)
+    parts = rows.blockwise(report_block, coef, intercept, len(sw_live), None, None, *loss)
     soft, hard = _sum_parts([p[:2] for p in parts])
     if moved:
         # (Weighted as the problem weighs its rows: the report's cell weights.)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import _num_samples
 
 from ..solver.threads import one_blas_thread
 from ._certified import ClopperPearson
@@ -75,6 +76,8 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
     work = est._working_copy()
     work._validate_params()  # (the route reads calibration)
     route = Route.of(work, X, y)
+    if not is_dask_collection(X):  # the new-rows check below predicts every row
+        work._new_rows_rows = _num_samples(X)
     with one_blas_thread(_stored_values(X)):
         route.guarantee.fit(work, X, y, sample_weight, fit_params, route)
         if not is_dask_collection(X):

@@ -47,6 +47,7 @@ from ._hard_rates import _say
 from ._multiclass_pose import _spec, _weights
 from ._multiclass_report import _class_rates, _warn_not_converged
 from ._multiclass_steering import _MAX_ROUNDS, _RESOLVE_FINISH_TOL, _np_offsets, _steer_soft_bounds
+from ._new_rows import rows_to_predict
 from ._solve import (
     _joined_history,
     _select,
@@ -247,7 +248,8 @@ def _solve_and_steer(est, fitting):
     est.class_offsets_ = offsets
     if hasattr(est, "max_class_error"):
         est.threshold_ = 0.0  # the class offsets are in intercept_
-    est.n_data_passes_ = float(passes)
+    # (With the classes known: the rows the new-rows check will predict after the fit.)
+    est.n_data_passes_ = float(passes + rows_to_predict(est, fitting.fit_params) / len(sw))
     est.n_samples_fit_ = int(fitting.X.shape[0])
     est.objective_ = objective
     fitting.notes["scores"] = scores

@@ -125,11 +125,11 @@ def _prior_shift(problem, scores, negatives, weights, max_rate):
         bins = np.bincount(at, weights=w, minlength=len(ts) + 1)
         above, total = np.cumsum(bins[::-1])[::-1][1:], w.sum()
     else:
-        from ._dask_report import _report_block
+        from ._dask_report import report_block
 
         _, v, b0 = scores.expr  # the scores of a point: X @ v + b0
         mask = np.asarray(negatives, dtype=float)
-        above, total, _ = problem.A_con.reduce(_report_block, v, b0, len(mask), ts, mask)
+        above, total, _ = problem.A_con.reduce(report_block, v, b0, len(mask), ts, mask)
         total = total[0]
     ok = np.flatnonzero(above / total <= max_rate * (1 + 1e-12))
     return float(ts[ok[0]]) if len(ok) else float(ts[-1])

@@ -19,9 +19,11 @@ import numpy as np
 from scipy.stats import beta
 
 from .._warnings import warn
+from ..problems._group_codes import unique_codes
+from ._groups import _column_codes
 from ._inputs import _label
 
-__all__ = ["NewRowsWarning", "assess_new_rows", "judge", "summed_cells"]
+__all__ = ["NewRowsWarning", "assess_new_rows", "judge", "rows_to_predict", "summed_cells"]
 
 #: The level of each rate's interval.
 LEVEL = 0.95
@@ -159,29 +161,26 @@ def _group_codes(sensitive):
     label's string; a row of several columns, their strings joined by "|") and each row's
     index into them, as ``np.unique`` of one key a row gives them.
 
-    A column of integers or booleans is coded by its values, and only its distinct values
-    made keys (then put in the keys' order): 1e6 rows took 0.6 s as a string a row, most of
-    a fit's report on CSR 1e6 x 1e4 rows (a pass there costs 0.05 s). Other labels: each
-    column is coded alone and the keys joined per distinct group, not per row (the joins of
-    Adult by race x sex's 32561 rows took 0.14 s, more than ``LogisticRegression``'s whole
-    fit there).
+    Each column is coded as fit codes it (:func:`~._groups._column_codes`: numbers counted,
+    other labels hashed) and only its distinct labels made strings; the keys are joined per
+    distinct group, not per row (1e6 integer groups took 0.6 s as a string a row, most of a
+    fit's report on CSR 1e6 x 1e4 rows; the joins of Adult by race x sex's 32561 rows took
+    0.14 s, more than ``LogisticRegression``'s whole fit there).
     """
     values = np.asarray(sensitive)
-    if values.ndim == 1 and values.dtype.kind in "biu":
-        distinct, codes = np.unique(values, return_inverse=True)
-        keys = np.asarray(distinct, dtype=object).astype(str)
-        order = np.argsort(keys)
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        return keys[order], rank[codes.ravel()]
-    values = np.asarray(sensitive, dtype=object)
+    if values.dtype.kind not in "biuf":
+        values = np.asarray(sensitive, dtype=object)
     columns = values.reshape(len(values), -1).T
     names, codes = [], np.zeros(len(values), dtype=np.intp)
     for column in columns:
-        uniques, inverse = np.unique(column.astype(str), return_inverse=True)
+        labels, inverse = _column_codes(column)
+        # As strings, in their order (labels equal as strings, e.g. 1 and 1.0, are one).
+        uniques, as_string = np.unique(labels.astype(object).astype(str), return_inverse=True)
         names.append(uniques)
-        codes = codes * len(uniques) + inverse.reshape(-1)
-    groups, codes = np.unique(codes, return_inverse=True)
+        codes = codes * len(uniques) + as_string.reshape(-1)[inverse]
+    if len(names) == 1:
+        return names[0], codes
+    groups, codes = unique_codes(codes)
     parts = []
     for uniques in reversed(names):  # (the last column is the lowest digit of the codes)
         groups, digit = np.divmod(groups, len(uniques))
@@ -196,14 +195,26 @@ def assess_new_rows(est, X, y, sensitive=None, sample_weight=None) -> dict | Non
     (:class:`NewRowsWarning`) where the training bound, met there, is unlikely to carry to
     new rows (a bound not met on the training rows is the fit's own warning's)."""
     est.new_rows_ = None
-    if not _supported(est):
+    if not _assessed(est, grouped=sensitive is not None):
         return None
-    neyman_pearson = not hasattr(est, "constraint")
-    if not neyman_pearson and sensitive is None:
-        return None  # no groups: the constraint is void
     pred = est.predict(X)
-    groups = None if neyman_pearson else _group_codes(sensitive)
+    groups = None if not hasattr(est, "constraint") else _group_codes(sensitive)
     return judge(est, _cells(est, np.asarray(y), pred, groups, sample_weight))
+
+
+def rows_to_predict(est, fit_params: dict | None) -> int:
+    """The rows :func:`assess_new_rows` will predict after this fit (0 where it will not),
+    for the fit's count of data passes, which its verdict quotes before the check runs:
+    ``fit`` sets them (``_new_rows_rows``) on an in-memory fit; read once. ``fit_params``:
+    the checked ones (a fair fit's group ``codes``, None without groups)."""
+    rows = est.__dict__.pop("_new_rows_rows", 0)
+    grouped = (fit_params or {}).get("codes") is not None
+    return rows if rows and _assessed(est, grouped) else 0
+
+
+def _assessed(est, grouped: bool) -> bool:
+    # Fairness without groups has no constraint to judge.
+    return _supported(est) and (not hasattr(est, "constraint") or grouped)
 
 
 def summed_cells(est, y01, rows, sums, square_sums, hits, codes=None, labels=None) -> list:

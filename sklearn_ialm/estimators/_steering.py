@@ -27,8 +27,9 @@ regula falsi between them): the first such solve that meets the bound is returne
 If none does and the groups are columns of ``X`` (three groups or more), the solve nearest
 the bound gets a threshold per group, in the group columns' coefficients, that meets the
 bound on predictions, and the surrogate is solved again with each group's soft rate pinned
-where that model has it (:func:`~._steering_groups._cut_by_group`, up to three such
-solves): the first that meets the bound, else the segment from the last towards its
+where that model has it (:func:`~._steering_groups._cut_by_group`, up to ten such
+solves, stopping after four in a row that come no nearer the bound): the first that meets
+the bound, else the segment from the last towards its
 per-group thresholds, said to be a compromise. Where one row moves every group's rate by
 more than ``bound_tol`` (groups of a few dozen rows), those pinned solves come right after
 the first solve, before the bounds are moved together.

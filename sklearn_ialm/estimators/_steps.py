@@ -35,6 +35,7 @@ from ._fitting import Fitting, check_labels_and_weights, without_zero_weight
 from ._inputs import _DTYPES, _check_labels, is_dask_collection
 from ._multiclass import Multinomial, is_multiclass
 from ._multiclass_pose import memory_problem
+from ._new_rows import rows_to_predict
 from ._scaling import _standardised, training_moments
 
 __all__ = ["InMemory", "Unguaranteed", "conclude", "refit_at", "steps"]
@@ -191,9 +192,11 @@ class InMemory:
         result, fit, n_passes = fitting.solved
         X = fitting.X
         # The report below scores every row of X once more (twice when no solve met the
-        # bound: the solve nearest it too, for the warning): part of the fit's work.
+        # bound: the solve nearest it too, for the warning), and the new-rows check predicts
+        # the rows fit was given: part of the fit's work.
         scorings = 1 + (fit is not None and fit.nearest is not None)
-        est.n_data_passes_ = float(n_passes + scorings * X.shape[0] / fitting.problem.n_samples)
+        rows = scorings * X.shape[0] + rows_to_predict(est, fitting.fit_params)
+        est.n_data_passes_ = float(n_passes + rows / fitting.problem.n_samples)
         est.n_samples_fit_ = int(X.shape[0])
         # The problem's per-row arrays (margins, weights, W) are not needed for the report,
         # which scores X again: freed first, they do not add to its n-vectors.

@@ -355,9 +355,9 @@ class FairLogisticClassifier(FairReport, FairHooks, FairPartialFit, BaseIALMClas
     n_data_passes_ : float
         Per-sample evaluations divided by the number of objective plus constraint rows.
         Every row the fit reads counts: the set-up, the minibatches, the stop tests, each
-        solve's check of the predictions and the final scoring of the training rows; and
-        where a fit that did not converge advises a bound, the refits that checked it
-        (the warning says how many).
+        solve's check of the predictions, the final scoring of the training rows, their
+        predictions for ``new_rows_``; and where a fit that did not converge advises a
+        bound, the refits that checked it (the warning says how many).
     history_ : dict of ndarray
         One entry per evaluation of the stopping rule, at least ``data_passes``,
         ``primal_residual``, ``dual_residual``, ``constraint`` (largest constraint value in
