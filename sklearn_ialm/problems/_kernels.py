@@ -149,22 +149,27 @@ def _gram_pass(dense, rows, v, b, weights, g):
 @_jit
 def _csr_gram_half(data, indices, indptr, r, scale, U, D, s):
     """The pairs ``b > a`` of each row's non-zeros (each times its column's ``scale``) into
-    ``U``, the squares into ``D`` (see :func:`csr_gram`)."""
-    row = np.empty(np.max(indptr[1:] - indptr[:-1]) if indptr.shape[0] > 1 else 0)
+    ``U``, the squares into ``D`` (see :func:`csr_gram`). Each row's scaled values and
+    its column indices are copied first, once per entry, not once per pair (the indices as
+    ``intp``: on Adult's 14 non-zeros a row, 8.0 -> 5.6 ms, the same sums in the same
+    order)."""
+    width = np.max(indptr[1:] - indptr[:-1]) if indptr.shape[0] > 1 else 0
+    row, col = np.empty(width), np.empty(width, dtype=np.intp)
     for i in range(indptr.shape[0] - 1):
         ri = r[i]
         if ri == 0.0:
             continue
-        lo, hi = indptr[i], indptr[i + 1]
-        for a in range(lo, hi):  # the scaled row, once per entry (not once per pair)
-            row[a - lo] = data[a] * scale[indices[a]]
-        for a in range(lo, hi):
-            va = ri * row[a - lo]
-            ja = indices[a]
+        lo, m = indptr[i], indptr[i + 1] - indptr[i]
+        for a in range(m):
+            row[a] = data[lo + a] * scale[indices[lo + a]]
+            col[a] = indices[lo + a]
+        for a in range(m):
+            va = ri * row[a]
+            ja = col[a]
             s[ja] += va
-            D[ja] += va * row[a - lo]
-            for b in range(a + 1, hi):
-                U[ja, indices[b]] += va * row[b - lo]
+            D[ja] += va * row[a]
+            for b in range(a + 1, m):
+                U[ja, col[b]] += va * row[b]
 
 
 def csr_gram(data, indices, indptr, r, d, scale=None):
@@ -287,6 +292,31 @@ def _csr_deviation_sums(data, indices, indptr, w, unit, mean, step, sums, nz_cou
                 part[j, 2] += wi
                 nz_count[j] += 1
         sums += part
+
+
+@_jit
+def _csr_pattern_products(data, indices, indptr, r, dp, pattern, g, M, msum):
+    """``g += sum_i r_i a_i``, ``M[c] += sum_{i: pattern_i = c} dp_i a_i`` and ``msum[c]``
+    the sum of those ``dp_i`` (see :func:`csr_pattern_products`)."""
+    for i in range(indptr.shape[0] - 1):
+        ri, wi, c = r[i], dp[i], pattern[i]
+        msum[c] += wi
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            g[j] += ri * data[k]
+            M[c, j] += wi * data[k]
+
+
+def csr_pattern_products(X, r, dp, pattern, n_patterns):
+    """``(X.T @ r, X.T @ E, E.sum(axis=0))`` with ``E[i, c] = dp_i`` where ``pattern_i = c``
+    (else 0), in one compiled read of CSR ``X`` (float64 values, see :func:`_compiled_csr`):
+    the backward product of an evaluation whose constraint weights take ``n_patterns``
+    distinct rows, two products a non-zero whatever the number of constraints (Adult by
+    race, equalized odds: 1.0 ms where scipy's product with 11 columns took 3.5 ms)."""
+    d = X.shape[1]
+    g, M, msum = np.zeros(d), np.zeros((n_patterns, d)), np.zeros(n_patterns)
+    _csr_pattern_products(X.data, X.indices, X.indptr, r, dp, pattern, g, M, msum)
+    return g, M, msum
 
 
 def _compiled_csr(X):
