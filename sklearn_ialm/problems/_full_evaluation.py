@@ -19,6 +19,8 @@ _EVALUATION_WEIGHTS = {}
 #: The most distinct rows of the constraint weights :meth:`_pattern_products` sums by:
 #: its sums are ``n_patterns x n_features`` (and a product with ``P``) beside one read.
 _MAX_PATTERNS = 256
+#: Rows per block of :func:`_distinct_rows`' check.
+_BLOCK_ROWS = 4096
 
 
 def _compiled_csr(A):
@@ -40,10 +42,13 @@ def _distinct_rows(C):
     _, first, pattern = np.unique(proj, return_index=True, return_inverse=True)
     if len(first) > _MAX_PATTERNS:
         return None
-    P, pattern = C[first], np.ravel(pattern).astype(np.intp)
-    if not all(np.array_equal(P[pattern, k], C[:, k]) for k in range(C.shape[1])):
-        return None
-    return pattern, np.ascontiguousarray(P)
+    P, pattern = np.ascontiguousarray(C[first]), np.ravel(pattern).astype(np.intp)
+    # (Block by block of rows: no copy of C, and rows read whole, not column by column.)
+    step = _BLOCK_ROWS
+    for start in range(0, len(C), step):
+        if not np.array_equal(P[pattern[start : start + step]], C[start : start + step]):
+            return None
+    return pattern, P
 
 
 class NumpyEvaluation:
