@@ -10,6 +10,7 @@ from scipy.special import expit
 
 from ..solver.finish import HessianOperator
 from . import _gram
+from ._full_evaluation import _compiled_csr
 from ._gram import _kernels_available, _weighted_gram
 from ._numeric import SAMPLE_SEED
 from .losses import Logistic, SigmoidLoss, TruncatedLogistic
@@ -148,12 +149,15 @@ class SecondOrder:
         A, n_o, n_c = self.A_obj.A, self.A_obj.n_rows, self.A_con.n_rows
         _, cotangent = self._evaluation_weights()
         cols, pos, sign = self._signed_columns()
+        # (With patterns, the constraints' columns of Q are not formed: see
+        # _pattern_products; ``dp`` is then an n-vector of its own.)
+        patterns = self._row_patterns() if _compiled_csr(A) else None
         z = self._score(A, x)
-        Q = np.empty((A.shape[0], 1 + len(cols)))
+        Q = np.empty((A.shape[0], 1 + (0 if patterns else len(cols))))
         m_obj = np.multiply(self.b, z, out=Q[:, 0])  # the objective's margins, in its column
         p = expit(z, out=z)
         c = (p @ self.W) / n_c + self.offset
-        dp = Q[:, 1]  # ``(1 - p) p / n_c``
+        dp = np.empty_like(p) if patterns else Q[:, 1]  # ``(1 - p) p / n_c``
         np.subtract(1.0, p, out=dp)
         dp *= p
         dp /= n_c
@@ -165,9 +169,12 @@ class SecondOrder:
         np.negative(expit(np.negative(r, out=r), out=r), out=r)
         np.multiply(r, self.bu, out=r)
         np.divide(r, n_o, out=r)
-        for k in range(cotangent.shape[1] - 1, -1, -1):  # (dp, the second column, read first)
-            np.multiply(cotangent[:, k], dp, out=Q[:, 1 + k])
-        G = self._grad(A, Q, 1.0)
+        if patterns:
+            G = self._pattern_products(A, r, dp, patterns)
+        else:
+            for k in range(cotangent.shape[1] - 1, -1, -1):  # (dp, the second column, first)
+                np.multiply(cotangent[:, k], dp, out=Q[:, 1 + k])
+            G = self._grad(A, Q, 1.0)
         return f0, G[:, 0], c, G[:, 1:].T[pos] * sign[:, None]
 
     def _without_dead(self, H):

@@ -419,15 +419,15 @@ def signed_columns(W):
     # (Uniform draws: the screen needs distinct projections only, and on 1e6 rows they take
     # 2 ms where normal ones took 10.)
     proj = np.abs(W.T @ np.random.default_rng(0).random(W.shape[0]))
+    equal = _equal_columns(W, proj)
     cols, pos, sign = [], [], []
     for k in range(W.shape[1]):
         # The candidates among the columns kept so far, in one comparison: a call per pair
         # took 20 s (0.6 s so) with 1000 groups of 20 rows (2000 columns, a million pairs).
         near = np.isclose(proj[k], proj[cols], rtol=1e-9, atol=0.0)
         for i in np.flatnonzero(near):
-            j = cols[i]
-            same = np.array_equal(W[:, k], W[:, j])
-            if same or np.array_equal(W[:, k], -W[:, j]):
+            same, opposite = equal[k, cols[i]]
+            if same or opposite:
                 pos.append(i)
                 sign.append(1.0 if same else -1.0)
                 break
@@ -436,6 +436,25 @@ def signed_columns(W):
             sign.append(1.0)
             cols.append(k)
     return np.array(cols, dtype=np.intp), np.array(pos, dtype=np.intp), np.array(sign)
+
+
+def _equal_columns(W, proj):
+    """``{(k, j): (W[:, k] == W[:, j], W[:, k] == -W[:, j])}`` for each pair ``j < k`` of
+    columns whose projections ``proj`` are close (:func:`signed_columns`' candidates), from
+    one read of ``W`` block by block of rows: compared column by column, each comparison
+    read all of ``W`` (its columns are strided), 14 ms of a fit on Adult's 53001 x 20."""
+    k, j = np.nonzero(np.isclose(proj[:, None], proj[None, :], rtol=1e-9, atol=0.0))
+    k, j = k[j < k], j[j < k]
+    same, opposite = np.ones(len(k), bool), np.ones(len(k), bool)
+    # (Each block transposed, so that a pair's columns are compared as contiguous rows;
+    # a block's pairs at most 64k entries.)
+    step = max(1, min(4096, (1 << 16) // max(len(k), 1)))
+    for start in range(0, W.shape[0] if len(k) else 0, step):
+        B = np.ascontiguousarray(W[start : start + step].T)
+        left, right = B[k], B[j]
+        same &= np.all(left == right, axis=1)
+        opposite &= np.all(left == -right, axis=1)
+    return {(a, b): (s, o) for a, b, s, o in zip(k, j, same, opposite, strict=True)}
 
 
 def full_pass(
