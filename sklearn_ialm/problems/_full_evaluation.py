@@ -175,7 +175,7 @@ class NumpyEvaluation:
         constraints: ``cotangent`` is ``P[pattern]`` (``patterns``, see :meth:`_row_patterns`),
         so that its columns' product is ``(A.T @ E) @ P`` with one non-zero ``dp_i`` a row of
         ``E`` (the Jacobian's 10 columns of Adult by race's equalized odds: an evaluation
-        took 11 ms, 7 of them in those columns)."""
+        took 11 ms, about 6 of them in those columns and their fill)."""
         from . import _kernels  # (numba loads at the first fit, not with the package)
 
         pattern, P = patterns
