@@ -95,3 +95,41 @@ def test_one_matrix_evaluation_is_the_general_one_bit_for_bit(seed):
     mu = 0.3 * np.arange(pb.n_constraints)
     v = rng.standard_normal(pb.n_params)
     assert (hessian(mu) @ v).tobytes() == (pb._hessian(x, mu) @ v).tobytes()
+
+
+@pytest.mark.parametrize("constraint", ["demographic_parity", "equalized_odds"])
+def test_pattern_products_give_the_columns_product(monkeypatch, constraint):
+    # The Jacobian from the constraint weights' distinct rows (one compiled read) against
+    # scipy's product with every column (no patterns): the same values to rounding.
+    from sklearn_ialm.problems import _full_evaluation
+
+    rng = np.random.default_rng(3)
+    X, _, y = _wide_rows(rng, 3000, 40, 6)
+    groups = rng.integers(0, 4, 3000)
+    pb = fairness_problem(X, y, X, groups, bound=0.02, constraint=constraint)
+    x = rng.standard_normal(pb.n_params) * 0.1
+    patterns = pb._row_patterns()
+    assert patterns is not None
+    assert_array_equal(patterns[1][patterns[0]], pb._evaluation_weights()[1])
+    lean = pb._numpy_evaluation(x, jacobian=True, products=False)
+    _full_evaluation._EVALUATION_WEIGHTS.clear()
+    monkeypatch.setattr(_full_evaluation, "_MAX_PATTERNS", 0)
+    assert pb._row_patterns() is None
+    full = pb._numpy_evaluation(x, jacobian=True, products=False)
+    _full_evaluation._EVALUATION_WEIGHTS.clear()
+    for a, b in zip(lean[:3] + lean[4:5], full[:3] + full[4:5], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_distinct_rows_tells_apart_rows_of_equal_projection():
+    from sklearn_ialm.problems._full_evaluation import _distinct_rows
+
+    C = np.repeat(np.eye(3), 4, axis=0)
+    pattern, P = _distinct_rows(C)
+    assert len(P) == 3
+    assert_array_equal(P[pattern], C)
+    # Rows that project alike but differ are never merged: a check, not the projection,
+    # decides.
+    C[5, 1] = np.nextafter(C[5, 1], 2.0)
+    out = _distinct_rows(C)
+    assert out is None or np.array_equal(out[1][out[0]], C)
