@@ -25,12 +25,15 @@ steering to the bound on predictions:
   bounds are moved by the hard violation (a secant on the last two solves) and the problem
   solved again from the last solution (at most :data:`_MAX_ROUNDS` solves, within the
   budget). A move stops short of asking for the empty set (:func:`_relaxation_room`), and a
-  bound that no longer binds goes back to the bound itself. Once a converged solve meets
-  the bound and another misses it, the model is the point of the segment between them
-  nearest the one that missed that meets it (the scores are linear in the parameters: no
-  read of the rows). If none meets the bound, the model is moved along the segment towards
-  the constant model (every row predicted the majority class, which meets every parity
-  bound) until it does, and the fit says so.
+  bound that no longer binds goes back to the bound itself; one met with room to spare is
+  loosened. Once a converged solve meets the bound and another misses it, the next soft
+  bounds lie between theirs (regula falsi on the worst hard value) until a solve meets
+  the bound within ``bound_tol`` or the two are as close as a solve can tell apart; the
+  model is then the point of the segment between the solve of least objective that met
+  the bound and the last that missed it, nearest the one that missed, that meets it (the
+  scores are linear in the parameters: no read of the rows). If none meets the bound, the
+  model is moved along the segment towards the constant model (every row predicted the
+  majority class, which meets every parity bound) until it does, and the fit says so.
 """
 
 from __future__ import annotations
