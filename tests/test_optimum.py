@@ -66,6 +66,23 @@ def test_a_loose_bound_is_logistic_regression_on_every_family(family):
     _check_is_logistic_regression(clf, caught, lr, transform, Xte, yte)
 
 
+def test_a_loose_bound_over_hundreds_of_groups_not_in_x_is_logistic_regression():
+    """Issue 49's many-groups shape (groups of 20 rows, not columns of X), smaller: the band
+    over 250 groups (500 constraints, whose KKT multiplier is solved in the residual) with
+    LogisticRegression's own gap + 0.1 gives its model. (Its own gap is 0.65 here: a bound
+    of 0.5, which looks loose, binds.)"""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(5000, 10, random_state=0)
+    g = np.repeat(np.arange(250), 20)
+    np.random.default_rng(1).shuffle(g)
+    lr, transform = optimum.logistic_regression_like(X, y)
+    own = _own_gap("demographic_parity", None, y, lr.predict(transform(X)), g)
+    clf = FairLogisticClassifier(bound=min(own + 0.1, 1.0), random_state=0)
+    caught = _fit_quietly(clf, X, y, g)
+    _check_is_logistic_regression(clf, caught, lr, transform, X, y)
+
+
 @pytest.mark.parametrize("form", ["difference", "ratio"])
 @pytest.mark.parametrize(
     "kind",

@@ -64,6 +64,21 @@ def test_optimal_dual_closed_form_matches_nnls():
         np.testing.assert_allclose(z, ref, atol=1e-10)
 
 
+def test_optimal_dual_over_many_inequalities_matches_nnls():
+    """Over many inequalities the multiplier comes from a problem in the residual
+    (``n_params`` unknowns): the same minimiser as NNLS over the multipliers, to rounding."""
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        p, m = rng.integers(2, 15), rng.integers(65, 300)
+        jac = rng.standard_normal((m, p)) * rng.choice([1e-3, 1.0, 10.0])
+        g0 = rng.standard_normal(p)
+        c = rng.standard_normal(m) * 10.0 ** rng.uniform(-3, 0, m)
+        z = optimal_dual(g0, jac, c, np.ones(m, bool))
+        ref, _ = nnls(np.vstack([jac.T, np.diag(c)]), -np.r_[g0, np.zeros(m)])
+        assert z.min() >= 0
+        np.testing.assert_allclose(z, ref, rtol=0, atol=1e-7 * max(np.abs(ref).max(), 1.0))
+
+
 def test_slack_residuals_by_hand():
     x = np.array([1.0, 2.0])
     grad = np.array([0.5, -0.5])

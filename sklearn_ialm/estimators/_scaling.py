@@ -227,6 +227,7 @@ def _standardised(problem, X, sample_weight, C, moments=None):
         levels=problem.levels,
         constraint_strata=problem.constraint_strata,
         dead_features=~live,
+        weight_groups=problem.weight_groups,
     )
 
 

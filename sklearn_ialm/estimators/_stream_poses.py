@@ -82,7 +82,7 @@ class _FairPose(_Pose):
         group, t = self.constrained(group, t)
         if len(self.protected):
             dummy = np.zeros((self.n_cells, 0))
-            W, offset, names, levels, _, _ = fairness_constraints(
+            W, offset, names, levels, _, _, _ = fairness_constraints(
                 dummy, label, dummy, group, list(self.protected), None, t, self.kind,
                 self.form, self.bound, scale, False,
             )  # fmt: skip

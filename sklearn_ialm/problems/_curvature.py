@@ -88,7 +88,9 @@ class SecondOrder:
         a pass over the rows.
         """
         m = self.n_constraints
-        compiled = self._full_evaluation_compiled(x)
+        compiled = self._grouped_evaluation(x)
+        if compiled is None:
+            compiled = self._full_evaluation_compiled(x)
         scores = None
         if compiled is not None:
             f0, grad, c, jac_t = compiled

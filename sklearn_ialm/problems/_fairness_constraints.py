@@ -11,6 +11,7 @@ import numpy as np
 
 from ._fairness_kinds import _PARITY_RATES, _SHORT, _is_one, _is_zero, _rate_terms
 from ._group_codes import _binary, _label, distinct, unique_codes
+from ._grouped_weights import WeightGroups
 
 #: Rows per block when ``W`` is filled: each group's per-row weights exist for one block at a
 #: time, so building ``W`` needs ``W`` and a few block-sized temporaries, not one n-vector per
@@ -128,7 +129,9 @@ def _parity_rows(groups, weights, protected, kind, form, bound, y):
 
 
 def _level_rows(groups, weights, kind, form, bound, y):
-    """``(columns, offsets, names, levels)`` of the parity constraints with a free level.
+    """``(columns, offsets, names, levels, groups_of_w)`` of the parity constraints with a
+    free level (``groups_of_w``: ``W``'s :class:`~._grouped_weights.WeightGroups` where the
+    band has one rate, else None).
 
     A largest gap ``max_g r_g - min_g r_g <= bound`` holds exactly when some level ``t``
     has ``t <= r_g <= t + bound`` for every group, and a smallest ratio ``min_g r_g /
@@ -172,6 +175,19 @@ def _level_rows(groups, weights, kind, form, bound, y):
     levels = np.zeros((len(offsets), len(_PARITY_RATES[kind])))
     for k, (j, v) in enumerate(coef):
         levels[k, j] = v
+    groups_of_w = None
+    if len(_PARITY_RATES[kind]) == 1:
+        # Each column is its group's rate against the overall one: W by its structure
+        # (see ._grouped_weights), the same numbers to rounding.
+        cond, _, s = _rate_terms(kind_rate := _PARITY_RATES[kind][0], y)
+        row_weight = n * weights * (1.0 if cond is None else cond) * s
+        groups_of_w = WeightGroups(
+            unique_codes(groups)[1],
+            np.broadcast_to(row_weight, (n,)).astype(float),
+            np.array([i for _, i, _, _ in spec]),
+            np.array([a / totals[kind_rate, i] for _, i, a, _ in spec]),
+            np.array([b / totals[kind_rate, None] for _, _, _, b in spec]),
+        )
 
     def columns(rows):
         w, grp = weights[rows], groups[rows]
@@ -185,7 +201,7 @@ def _level_rows(groups, weights, kind, form, bound, y):
             m = grp == labels[i] if cond is None else (grp == labels[i]) & cond
             yield a * (n * w * m * s / totals[rate, i]) + b * lin[rate, None]
 
-    return columns, offsets, names, levels
+    return columns, offsets, names, levels, groups_of_w
 
 
 def _balanced_rows(groups, W, min_copies=1):
@@ -246,16 +262,17 @@ def _constraint_labels(constraint, X, y, X_constraint, y_constraint, n_s):
 
 
 def _constraint_rows(groups, weights, present, protected, constraint, form, bound, y):
-    """``(columns, offsets, names, levels)`` of the constraint kind (see :func:`_fill_weights`
-    for ``columns``; ``levels`` is ``None`` but for bands with a free level)."""
+    """``(columns, offsets, names, levels, groups_of_w)`` of the constraint kind (see
+    :func:`_fill_weights` for ``columns``; ``levels`` and ``groups_of_w`` are ``None`` but
+    for bands with a free level, see :func:`_level_rows`)."""
     if constraint not in _PARITY_RATES:
-        return (*_share_rows(groups, weights, protected, constraint, bound), None)
+        return (*_share_rows(groups, weights, protected, constraint, bound), None, None)
     if len(present) >= 4 and set(protected) == present and (form, bound) != ("ratio", 0):
         # Every pair of groups: a free level keeps the constraints linear in k, 2k where
         # the pairs are k (k - 1) (as many at k = 3: the pairs are kept there, as they are
         # for a ratio of at least 0, which holds anyway).
         return _level_rows(groups, weights, constraint, form, bound, y)
-    return (*_parity_rows(groups, weights, protected, constraint, form, bound, y), None)
+    return (*_parity_rows(groups, weights, protected, constraint, form, bound, y), None, None)
 
 
 def _balanced_strata(groups, W, constraint, y, levels):
@@ -296,12 +313,12 @@ def _constraints(
     X, y, X_constraint, groups, protected, y_constraint, constraint_sample_weight,
     constraint, form, bound, constraint_scale, balance_groups,
 ):  # fmt: skip
-    """``(W, offset, names, levels, rows_constraint, strata)``: the arguments of
+    """``(W, offset, names, levels, rows_constraint, strata, groups_of_w)``: the arguments of
     :class:`LinearProblem` that :func:`fairness_problem` builds for the constraints."""
     n_s = X_constraint.shape[0]
     if protected is not None and len(protected) == 0:
         # No protected group: the unconstrained model (groups and labels are not read).
-        return np.zeros((n_s, 0)), np.zeros(0), [], None, None, None
+        return np.zeros((n_s, 0)), np.zeros(0), [], None, None, None, None
     groups, present, protected = _constraint_groups(groups, protected, n_s)
     cw = (
         np.ones(n_s)
@@ -309,14 +326,19 @@ def _constraints(
         else np.asarray(constraint_sample_weight, dtype=float)
     )
     yc = _constraint_labels(constraint, X, y, X_constraint, y_constraint, n_s)
-    columns, offsets, names, levels = _constraint_rows(
+    columns, offsets, names, levels, groups_of_w = _constraint_rows(
         groups, cw, present, protected, constraint, form, bound, yc
     )
     W = _fill_weights(n_s, columns, len(offsets), constraint_scale)
     rows_constraint = strata = None
     if balance_groups and constraint in _PARITY_RATES:
         rows_constraint, W, strata = _balanced_strata(groups, W, constraint, yc, levels)
+    if rows_constraint is not None:
+        groups_of_w = None  # (rows listed again, weighted back: another W)
+    elif groups_of_w is not None and constraint_scale != 1.0:
+        a, b = groups_of_w.col_a / constraint_scale, groups_of_w.col_b / constraint_scale
+        groups_of_w = groups_of_w._replace(col_a=a, col_b=b)
     offset = np.array(offsets) / constraint_scale
     if levels is not None:
         levels = levels / constraint_scale
-    return W, offset, names, levels, rows_constraint, strata
+    return W, offset, names, levels, rows_constraint, strata, groups_of_w

@@ -59,6 +59,8 @@ class RowSample:
         view.b, view.u = self.b[io], self.u[io]
         view.bu = _product(view.b, view.u)
         view.W = self.W[ic] if n_c else self.W
+        if n_c and self.weight_groups is not None:
+            view.weight_groups = self.weight_groups.rows(ic)
         FiniteSumProblem.__init__(view, len(io), len(ic) if n_c else 0)
         if self.constraint_strata is not None:
             view.stratify_constraints(np.asarray(self.constraint_strata)[ic])

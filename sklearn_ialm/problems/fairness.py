@@ -224,7 +224,7 @@ def fairness_problem(
     ['true_positive_rate_parity[0-1]<=', 'true_positive_rate_parity[1-0]<=']
     """
     form, bound = _check_arguments(constraint, form, loss, bound, constraint_scale)
-    W, offset, names, levels, rows_constraint, strata = _constraints(
+    W, offset, names, levels, rows_constraint, strata, groups_of_w = _constraints(
         X, y, X_constraint, groups, protected, y_constraint, constraint_sample_weight,
         constraint, form, bound, constraint_scale, balance_groups,
     )  # fmt: skip
@@ -245,6 +245,7 @@ def fairness_problem(
         levels=levels,
         rows_constraint=rows_constraint,
         constraint_strata=strata,
+        weight_groups=groups_of_w,
     )
     problem.paper_settings = _paper_settings(constraint, loss, truncation)
     return problem

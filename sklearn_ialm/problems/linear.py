@@ -32,6 +32,7 @@ from . import _gram
 from ._compiled_pass import CompiledPass, _Gathered
 from ._curvature import SecondOrder
 from ._full_evaluation import NumpyEvaluation
+from ._grouped_weights import GroupedEvaluation
 from ._pstorm_block import PStormBlock
 from ._row_sample import RowSample
 from ._rows import _mean_one, _product, _rmatvec, _rms_row_norm, _Rows, _SparseRows
@@ -43,6 +44,7 @@ __all__ = ["LinearProblem"]
 
 class LinearProblem(
     NumpyEvaluation,
+    GroupedEvaluation,
     RowSample,
     SecondOrder,
     SmoothnessBound,
@@ -97,6 +99,10 @@ class LinearProblem(
         finish's Newton steps leave them where they are. The rounding of their centred
         sums read as a gradient which the Newton steps took in full: a constant column got
         a weight of 2e-12.
+    weight_groups : WeightGroups, optional
+        ``W`` by its structure, each entry a row's group term plus an overall one (a band
+        over many groups, see :mod:`._grouped_weights`): evaluations of all rows read the
+        structure, ``O(n d + m d)``, not ``W``, ``O(n m)``.
 
     Examples
     --------
@@ -143,6 +149,7 @@ class LinearProblem(
         levels=None,
         constraint_strata=None,
         dead_features=None,
+        weight_groups=None,
     ):
         W = np.asarray(W, dtype=float)
         if W.ndim == 1:
@@ -165,6 +172,7 @@ class LinearProblem(
         self.bu = _product(self.b, self.u)
         self.loss = loss
         self.W = W
+        self.weight_groups = weight_groups
         self.offset = np.asarray(offset, dtype=float).reshape(W.shape[1])
         self.n_constraints = W.shape[1]
         self.inequality = np.broadcast_to(np.asarray(inequality, dtype=bool), (W.shape[1],))
@@ -431,6 +439,9 @@ class LinearProblem(
             return self._gathered_evaluation(x, batches)
         if batches is not None:
             return super().full_evaluation(x, rng, batches)
+        grouped = self._grouped_evaluation(x)
+        if grouped is not None:
+            return grouped
         compiled = self._full_evaluation_compiled(x)
         if compiled is not None:
             return compiled

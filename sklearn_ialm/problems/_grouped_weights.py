@@ -1,0 +1,72 @@
+"""Constraint weights of one band over many groups by their structure: each row's weight in
+constraint ``k`` is ``W[j, k] = s_j (a_k [code_j = group_k] + b_k)``, its group's term and the
+band's overall one (see :func:`._fairness_constraints._level_rows`). An evaluation of all rows
+then costs ``O(n d + m d)``, where the dense ``W`` costs ``O(n m)``: on 1000 groups of 20
+rows (2000 constraints) a pass read 320 MB of ``W``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy import sparse
+from scipy.special import expit
+
+
+class WeightGroups(NamedTuple):
+    """``W[j, k] = row_weight[j] * (col_a[k] * (codes[j] == col_group[k]) + col_b[k])``."""
+
+    codes: np.ndarray
+    row_weight: np.ndarray
+    col_group: np.ndarray
+    col_a: np.ndarray
+    col_b: np.ndarray
+
+    def rows(self, index):
+        """The structure of ``W[index]``."""
+        return self._replace(codes=self.codes[index], row_weight=self.row_weight[index])
+
+
+class GroupedEvaluation:
+    """The mixin of :class:`~.linear.LinearProblem` that evaluates all rows through
+    ``weight_groups`` (see the module docstring), where the objective and the constraints
+    read every row of one matrix."""
+
+    weight_groups: WeightGroups | None = None
+
+    def _grouped_evaluation(self, x):
+        """``(f0, grad, c, jac_t)`` of :meth:`full_evaluation` on all rows, or None where
+        the structure is not known or the rows are not one matrix read whole."""
+        Ao, Ac, wg = self.A_obj, self.A_con, self.weight_groups
+        if wg is None or not self.n_constraints or Ao.A is not Ac.A:
+            return None
+        if Ao.rows is not None or Ac.rows is not None:
+            return None
+        A, n = Ao.A, Ao.n_rows
+        z = self._score(A, x)
+        margins = self.b * z
+        f0 = float(np.mean(self.u * self.loss.value(margins)))
+        grad = self._grad(A, self.bu * self.loss.derivative(margins), n)
+        p = expit(z)
+        dp = p * (1.0 - p)
+        k = wg.col_group
+        size = int(max(k.max(), wg.codes.max())) + 1
+        sp, sdp = wg.row_weight * p, wg.row_weight * dp
+        # Per group and overall: the sums of the weighted predictions, and of the rows
+        # weighted by sigmoid' (one sparse product: each row is in one group).
+        c = wg.col_a * np.bincount(wg.codes, sp, size)[k] + wg.col_b * sp.sum()
+        c = c / n + self.offset
+        E = sparse.csr_matrix((sdp, (wg.codes, np.arange(n))), shape=(size, n))
+        G = E @ A
+        G = (G.toarray() if sparse.issparse(G) else np.asarray(G)).T
+        G = G[:, k] * wg.col_a + np.outer(A.T @ sdp, wg.col_b)
+        gsum = wg.col_a * np.bincount(wg.codes, sdp, size)[k] + wg.col_b * sdp.sum()
+
+        def jac_t(y):
+            y = np.asarray(y, dtype=float)
+            if y.ndim == 2:
+                return self._finish_grads(G @ y, gsum @ y, n)
+            return self._finish_grad(G @ y, float(gsum @ y), n)
+
+        return f0, grad, c, jac_t
