@@ -42,9 +42,14 @@ def test_evaluation_is_the_listed_rows_functions():
 
 
 def test_evaluation_reads_each_row_once(monkeypatch):
-    """No product spreads the listed rows' terms onto the matrix's rows: they are summed
-    once, before any evaluation."""
+    """No evaluation spreads the listed rows' terms onto the matrix's rows: their weights
+    are summed once (by one sparse product, cached for the problem's W) and every
+    evaluation reads the sums."""
     listed, _, x = _problems(seed=1)
+    V, _ = listed._evaluation_weights()  # the one sum, before the spreader is forbidden
+    rows, n = listed.A_con.rows, listed.A_con.A.shape[0]
+    summed = [np.bincount(rows, weights=w, minlength=n) for w in listed.W.T]
+    np.testing.assert_allclose(V, np.column_stack(summed), rtol=1e-13, atol=1e-15)
 
     def spread(self):
         pytest.fail("an evaluation spread the listed rows' terms")

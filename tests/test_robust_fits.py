@@ -44,7 +44,10 @@ def test_many_groups_pose_constraints_linear_in_the_number_of_groups():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         clf.fit(X, y, sensitive_features=groups)
-    assert clf.n_data_passes_ <= 10 + 2
+    # The budget's overrun: the reads after the solves (the report's scorings, 2 at most) and
+    # the new-rows check's predict of X, half a pass in this unit (objective plus
+    # constraint rows), counted since a23f81d.
+    assert clf.n_data_passes_ <= 10 + 2 + 0.5
     # The warnings name the bound's groups by their count, not as a list of a hundred.
     said = [str(w.message) for w in caught if "for groups" in str(w.message)]
     assert said and all("(100 groups)" in m and "50, 51" not in m for m in said), said
