@@ -391,3 +391,25 @@ def test_trust_region_keeps_a_positive_definite_step_within_the_radius():
     assert np.linalg.norm(step) <= radius * (1 + 1e-9)
     assert np.allclose(step, -Q @ ((Q.T @ g) / (lam + sigma)), rtol=1e-6)
     assert float(g @ step) < 0.0
+
+
+def test_equalized_odds_with_the_groups_in_x_takes_few_passes():
+    """The free levels of a band sit where they minimise the augmented Lagrangian at each
+    Newton point: Newton's steps in ``(x, tau)`` crossed the band's kinks back and forth, the
+    levels' gradient stuck above the inner tolerance while ``x``'s had converged. On this
+    generated case (four groups one-hot in X, 5000 rows, equalized odds 0.05) main at
+    47717cd took 47.8 passes; with the levels solved, 21.4 (Adult by race x sex,
+    demographic parity 0.05: 34.8 -> 26.1)."""
+    from sklearn_ialm import FairLogisticClassifier
+
+    rng = np.random.default_rng(0)
+    n, k = 5000, 4
+    g = rng.choice(k, size=n, p=np.r_[0.7, np.full(k - 1, 0.1)])
+    X = rng.standard_normal((n, 6))
+    score = X @ rng.standard_normal(6) + 1.5 * (g == 0) - 0.5
+    y = (score + rng.logistic(size=n) > 0).astype(int)
+    X = np.hstack([X, np.eye(k)[g]])
+    model = FairLogisticClassifier(constraint="equalized_odds", bound=0.05, random_state=0)
+    model.fit(X, y, sensitive_features=g)
+    assert model.converged_ and model.bound_met_
+    assert model.n_data_passes_ <= 30
