@@ -35,7 +35,7 @@ class HeldOutMeasurements:
         that met them, the segment to measure, the multiplier steps' gains): after a move of
         the bound (set_params between calls) they judged another bound."""
         self.best = self.best_accuracy = self.best_sums = self.reading = None
-        self.segment = self.segment_sums = self.above = None
+        self.segment = self.segment_sums = None
         self.gain = self.last_k = None
         self.weight_trace = []  # (Neyman-Pearson's secant measured the old target)
 
@@ -67,15 +67,9 @@ class HeldOutMeasurements:
                 self.best, self.best_accuracy, self.best_sums = point, accuracy, sums
                 best = self._accuracy(accuracy)
         self.published = candidate if self.best is None else self.best.copy()
-        if self.reading is not None and not self.reading[0]:
-            self.above = candidate
-        # The next outer iteration measures the segment from the best model to this one, or,
-        # when this one meets the bound too, to the last one measured over it: the bound is
-        # crossed between them.
-        meets = self.reading is not None and self.reading[0]
-        other = self.above if meets and self.above is not None else candidate
-        keep = self.best is not None and self.best is not other
-        self.segment = (self.best.copy(), other) if keep else None
+        # The next outer iteration measures the segment from the best model to this one.
+        keep = self.best is not None and self.best is not candidate
+        self.segment = (self.best.copy(), candidate) if keep else None
         self.segment_sums = None
 
     def _meets(self, sums):

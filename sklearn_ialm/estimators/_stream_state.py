@@ -110,7 +110,6 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
     best_sums: tuple | None = None  # its readings pooled: (cell weights, hard sums, rows)
     segment: tuple | None = None  # (best, last candidate): the points between are measured
     segment_sums: tuple | None = None  # (cell weights, hard sums per point, rows)
-    above: np.ndarray = None  # the last model measured over the bound
     reading: tuple | None = None  # (meets, sums) of the model measured at the outer end
     smooth_outer: int = -1  # the outer iteration whose first piece checked the bound
     smooth_share: np.ndarray = None  # the cells' shares when the smoothness bound was read
