@@ -16,7 +16,8 @@ constraints expectations over the rows to come), one batch at a time:
   :data:`PIECE_ROWS` rows; on each piece PStorm (:func:`~sklearn_ialm.solver.pstorm.pstorm`)
   runs one iteration per ``batch_size`` rows (the fraction carried to the next piece) on the
   augmented Lagrangian at the current ``(y, beta)``, with minibatches drawn from the piece. An
-  outer iteration of Algorithm 1 spans ``max(FIRST_OUTER_ROWS, OUTER_SHARE * rows seen)`` rows:
+  outer iteration of Algorithm 1 spans ``max(FIRST_OUTER_ROWS, OUTER_SHARE * rows seen)`` rows
+  (with fairness constraints, the rows seen since they were first posed):
   at its end the multipliers take Algorithm 1's step ``y + min(beta, 1 / ||k||) k`` with ``k``
   the constraint values measured on the rows of its second half, before the model learnt from
   them (the running constraint estimates), the slacks are projected (as the solver's stop test

@@ -39,7 +39,9 @@ class MultiplierStep:
         sums, self.measured = self.measured, None
         self.outer += 1
         self.rows_outer = 0
-        self.outer_rows = int(max(FIRST_OUTER_ROWS, OUTER_SHARE * self.n_seen))
+        # (A fairness stream counts from the rows on which its constraints were first posed.)
+        rows = self.n_seen if self.posed_weight is None else self.posed_rows
+        self.outer_rows = int(max(FIRST_OUTER_ROWS, OUTER_SHARE * rows))
         if sums is None or problem is None:
             return
         rows = sums[0]
