@@ -45,6 +45,7 @@ from ._dask_reads import (
 from ._gram import GRAM_MAX_PARAMS
 from ._numeric import BOUND_EPS
 from ._rows import _Rows
+from ._smoothness import _LazyBound
 from .linear import LinearProblem
 
 __all__ = ["DaskRows", "DaskLinearProblem", "DaskScores", "column_moments"]
@@ -147,8 +148,13 @@ feature_center
             feature_center = None
         self.feature_center = feature_center
         self.paper_settings = None
-        self.smoothness = self.smoothness_bound() if smoothness is None else tuple(smoothness)
         self._last_sums = None
+        if smoothness is None:
+            # Taken when first read, as in memory: only the stochastic phase reads it, so a
+            # solve without one (Neyman-Pearson's re-weighted solves) reads no row for it.
+            self._bound, self._owns_bound = _LazyBound(self), True
+        else:
+            self.smoothness = smoothness
 
     def _row_mean_one(self, U):
         """Cell factors ``U`` scaled so that the row weights ``w_j U[c_j]`` have mean one (from
@@ -430,11 +436,11 @@ feature_center
 
     def with_objective_weights(self, weights, *, overwrite=False):
         """The same problem with objective weights ``weights`` per unit of row weight, one per
-        cell (as :attr:`u` is); its smoothness bound is recomputed (one pass)."""
+        cell (as :attr:`u` is); its smoothness bound is its own (one pass, when read)."""
         other = copy.copy(self)
         other.u = self._row_mean_one(np.asarray(weights, dtype=float).reshape(len(self.B)))
         other.setup_evaluations = 0
-        other.smoothness = other.smoothness_bound()
+        other._bound, other._owns_bound = _LazyBound(other), True
         return other
 
     def column_moments(self, total):
