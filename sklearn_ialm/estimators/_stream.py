@@ -93,7 +93,15 @@ from ._stream_poses import (
     _Pose,
 )
 from ._stream_state import StreamState
-from ._stream_verdict import _share, cell_rates, count_recent, publish_recent, warn_if_missed
+from ._stream_verdict import (
+    _share,
+    cell_rates,
+    count_recent,
+    publish_recent,
+    warn_if_constant,
+    warn_if_missed,
+    warn_if_worse,
+)
 
 # (GroupCodec and the poses are imported by fair.py and by the pickles of earlier streams.)
 __all__ = ["GroupCodec", "StreamState", "partial_fit", "stream_method"]
@@ -209,6 +217,8 @@ def partial_fit(est, X, y, *, classes=None, sample_weight=None, groups=None, **f
         count_recent(state, X, codes, w, batch_groups)
     _publish(work, state)
     warn_if_missed(work, est.__dict__)
+    warn_if_constant(work, est.__dict__)
+    warn_if_worse(work, est.__dict__)
     est._publish(work)
     return est
 
