@@ -270,7 +270,7 @@ def test_a_best_model_read_over_the_bound_on_new_rows_is_no_longer_published():
     old, other = np.full(p, 1.0), np.full(p, 2.0)
     state.best, state.best_sums = old.copy(), _cell_sums(10_000, [0.4, 0.4])
     state.best_accuracy = np.full(4, 0.9)
-    state.reading = None
+    state.reading = state.pair = None  # (no segment between the stream's last candidates)
     state.segment = (old.copy(), other)
     # Over the last outer iteration: the best (t = 0) far over the bound (a gap of 0.2 on
     # 1e5 rows, 40 standard errors), the other end within it.

@@ -57,8 +57,8 @@ constraints expectations over the rows to come), one batch at a time:
   adapts to the hard rate's slope (:meth:`StreamState._hard_gain`).
 * **Never below the constant model.** Where the bound is dear, a short stream's multipliers
   swing across their value and the models measured swing from one side of the bound to the
-  other, some ranking the rows backwards. Until a model is measured to meet the bound, the
-  segment between the last two models measured is measured (a point between models on
+  other, some ranking the rows backwards. The segment between the last two models
+  measured is measured too, beside the one from the best (a point between models on
   either side of the bound meets it), and the constant model, which meets any bound on
   group rates, replaces a model it dominates on the rows that model was measured on, with
   a warning (:meth:`StreamState._publish_constant_if_dominated`). The recent rows read the

@@ -35,7 +35,7 @@ class HeldOutMeasurements:
         that met them, the segment to measure, the multiplier steps' gains): after a move of
         the bound (set_params between calls) they judged another bound."""
         self.best = self.best_accuracy = self.best_sums = self.reading = None
-        self.segment = self.segment_sums = self.previous = None
+        self.segment = self.segment_sums = self.previous = self.pair = self.pair_sums = None
         self.gain = self.last_k = None
         self.weight_trace = []  # (Neyman-Pearson's secant measured the old target)
 
@@ -47,7 +47,8 @@ class HeldOutMeasurements:
         the bound from one outer iteration to the next (the group tied to the score, 3e5
         rows: gaps from -0.28 to +0.23 at multipliers within 15 % of each other); the model
         kept is one whose rates were measured on rows it had not learnt from."""
-        readings = self._segment_readings()
+        readings = self._segment_readings(self.segment, self.segment_sums)
+        extra = self._segment_readings(self.pair, self.pair_sums)
         if self.best is not None and readings:
             # The segment's first point is the best, measured again on new rows: its verdict
             # is that of every reading of it, pooled, and not its first alone (a model read
@@ -58,6 +59,7 @@ class HeldOutMeasurements:
                 self.best_accuracy = _cell_accuracy(*self.best_sums[:2])
             else:
                 self.best_accuracy = None  # kept published until a model that meets is read
+        readings += extra
         if self.reading is not None:
             readings.append((candidate, *self.reading))
         best = self._accuracy(self.best_accuracy)
@@ -68,14 +70,18 @@ class HeldOutMeasurements:
                 best = self._accuracy(accuracy)
         self.published = candidate if self.best is None else self.best.copy()
         self._publish_constant_if_dominated(candidate)
-        # The next outer iteration measures the segment from the best model to this one;
-        # with no best yet, from the last candidate to this one (see _segment_readings).
+        # The next outer iteration measures the segment from the best model to this one,
+        # and the pair from the last candidate to this one (the segment, with no best yet):
+        # where the multipliers swing across their value the candidates fall on either
+        # side of the bound, and a point between them meets it (the group tied to the
+        # score, sd 2, 2e5 rows: fresh accuracy 0.502, the constant model, -> 0.558).
         keep = self.best is not None and self.best is not candidate
         self.segment = (self.best.copy(), candidate) if keep else None
-        if self.best is None and self.previous is not None:
-            self.segment = (self.previous, candidate)
-        self.previous = candidate
-        self.segment_sums = None
+        pair = None if self.previous is None else (self.previous, candidate)
+        if self.best is None:
+            self.segment, pair = pair, None
+        self.pair, self.previous = pair, candidate
+        self.segment_sums = self.pair_sums = None
 
     def _publish_constant_if_dominated(self, candidate):
         """Publish the constant model instead of the model just chosen when the constant
@@ -151,16 +157,16 @@ class HeldOutMeasurements:
             return -np.inf
         return float(np.nansum(share * cell_accuracy))
 
-    def _segment_readings(self):
+    def _segment_readings(self, segment, segment_sums):
         """``(model, meets, sums)`` of the points of the segment measured over the last
         outer iteration (its rows came after both ends were fixed). The scores are linear in
         the model, so a point between a model that meets the bound and a more accurate one
         that does not is measured by the same sums: where the bound is dear the models
         measured scatter widely about it (fresh gaps from 0.006 to 0.142 at one multiplier,
         1e6 rows), and the point of the segment at the bound is the better model."""
-        if self.segment is None or self.segment_sums is None:
+        if segment is None or segment_sums is None:
             return []
-        weight, hard, rows = self.segment_sums
+        weight, hard, rows = segment_sums
         own = self.pose.constraints(weight / rows)
         if own is None:
             return []
@@ -168,7 +174,7 @@ class HeldOutMeasurements:
         out = []
         for t, h in zip(SEGMENT, hard, strict=True):
             values = A @ h / rows + base + self.level_offset
-            point = (1.0 - t) * self.segment[0] + t * self.segment[1]
+            point = (1.0 - t) * segment[0] + t * segment[1]
             out.append((point, bool(np.all(values <= 0)), (weight, h, rows)))
         return out
 
@@ -191,7 +197,9 @@ class HeldOutMeasurements:
         if self.kind != "fair" and self.steer:
             self._track_threshold(self.scores(X, self.published), codes, w)
         if self.segment is not None:
-            self._measure_segment(X, w, cells)
+            self.segment_sums = self._measure_segment(X, w, cells, self.segment, self.segment_sums)
+        if self.pair is not None:
+            self.pair_sums = self._measure_segment(X, w, cells, self.pair, self.pair_sums)
         if not second:
             return
         scores = self.scores(X, self.current)
@@ -210,21 +218,19 @@ class HeldOutMeasurements:
             sums[1] = flagged * len(codes)
         self.measured = sums if self.measured is None else self.measured + sums
 
-    def _measure_segment(self, X, w, cells):
+    def _measure_segment(self, X, w, cells, segment, sums):
         """Per cell, the weight of the piece's rows and of the positive predictions of each
         point of :data:`SEGMENT` on the segment between the two models measured."""
-        ends = [self.scores(X, z) for z in self.segment]
+        ends = [self.scores(X, z) for z in segment]
         n = self.pose.n_cells
         weight = np.bincount(cells, weights=w, minlength=n)
         hard = np.array([
             np.bincount(cells, weights=w * ((1.0 - t) * ends[0] + t * ends[1] > 0), minlength=n)
             for t in SEGMENT
         ])  # fmt: skip
-        if self.segment_sums is None:
-            self.segment_sums = (weight, hard, float(len(cells)))
-        else:
-            old = self.segment_sums
-            self.segment_sums = (old[0] + weight, old[1] + hard, old[2] + len(cells))
+        if sums is None:
+            return weight, hard, float(len(cells))
+        return sums[0] + weight, sums[1] + hard, sums[2] + len(cells)
 
     def _track_threshold(self, scores, codes, w):
         """Neyman-Pearson's threshold: a running mean of each piece's quantile of the

@@ -111,6 +111,8 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
     segment: tuple | None = None  # (best, last candidate): the points between are measured
     segment_sums: tuple | None = None  # (cell weights, hard sums per point, rows)
     previous: np.ndarray = None  # the last candidate measured (a segment's end, no best yet)
+    pair: tuple | None = None  # (previous, last candidate), measured as the segment is
+    pair_sums: tuple | None = None
     reading: tuple | None = None  # (meets, sums) of the model measured at the outer end
     constant_reading: tuple | None = None  # a model the constant one replaced, measured
     smooth_outer: int = -1  # the outer iteration whose first piece checked the bound

@@ -39,6 +39,9 @@ RECENT_Z = 2.0
 #: accuracy 0.524 read 0.0028 over it (0.0011 on fresh rows), a model ranking the rows
 #: backwards (accuracy 0.434) 0.022.
 WORSE_TOL = 0.005
+#: ... and the recent rows are at least this many (the fewest rows a stream learns from at
+#: once: fewer are predicted by the null model, and a handful of rows' spread is no spread).
+WORSE_MIN = 1000
 
 
 def count_recent(state, X, codes, w, groups):
@@ -76,9 +79,10 @@ def _log_loss_excess(state, X, codes):
 def _worse_than_constant(state):
     """``(excess, margin, worse)``: the recent rows' mean log-loss of the published model
     over the constant model's, RECENT_Z standard errors of it (Kish's effective number of
-    rows), and whether it is worse beyond that margin and :data:`WORSE_TOL`."""
-    t, _, t2, _, d, d2 = state.recent.sum(axis=0).sum(axis=1)
-    if t <= 0:
+    rows), and whether it is worse beyond that margin and :data:`WORSE_TOL` (no verdict on
+    under :data:`WORSE_MIN` rows)."""
+    t, _, t2, count, d, d2 = state.recent.sum(axis=0).sum(axis=1)
+    if t <= 0 or count < WORSE_MIN:
         return 0.0, np.nan, False
     excess = d / t
     margin = RECENT_Z * np.sqrt(max(d2 / t - excess**2, 0.0) * t2 / t**2)
