@@ -80,9 +80,11 @@ def _worse_than_constant(state):
     """``(excess, margin, worse)``: the recent rows' mean log-loss of the published model
     over the constant model's, RECENT_Z standard errors of it (Kish's effective number of
     rows), and whether it is worse beyond that margin and :data:`WORSE_TOL` (no verdict on
-    under :data:`WORSE_MIN` rows)."""
+    under :data:`WORSE_MIN` rows, or before every class has come)."""
     t, _, t2, count, d, d2 = state.recent.sum(axis=0).sum(axis=1)
-    if t <= 0 or count < WORSE_MIN:
+    if t <= 0 or count < WORSE_MIN or np.any(state.class_totals <= 0):
+        # (A class not seen yet: the constant model's log-loss, 0 on the rows so far, is
+        # no model's; a stream starting with 3 batches of negatives was told worse.)
         return 0.0, np.nan, False
     excess = d / t
     margin = RECENT_Z * np.sqrt(max(d2 / t - excess**2, 0.0) * t2 / t**2)
