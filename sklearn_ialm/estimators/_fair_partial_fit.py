@@ -96,7 +96,11 @@ class FairPartialFit:
             ``bound_met_`` is False when they miss ``bound`` by more than that margin: the
             early models of a stream, which the running rates still count, no longer weigh
             on it. The call that finds the recent rows missing the bound says so in a
-            ``ConvergenceWarning``, once until they meet it again.
+            ``ConvergenceWarning``, once until they meet it again. So does the call that
+            finds the model no better than the constant model: measured on rows it had
+            not learnt from (the constant model, which meets the bound, is then
+            published), or by its log-loss on the recent rows (``bound_met_`` then reads
+            their metric without the sampling margin).
         """
         return self._partial_fit(
             X, y, classes, groups=groups, sensitive_features=sensitive_features,

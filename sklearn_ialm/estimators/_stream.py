@@ -55,6 +55,14 @@ constraints expectations over the rows to come), one batch at a time:
   rates of a model of small weights depend on the noise its mean keeps (see
   :meth:`StreamState._publishes_measured`). With a hard bound the multiplier step's gain
   adapts to the hard rate's slope (:meth:`StreamState._hard_gain`).
+* **Never below the constant model.** Where the bound is dear, a short stream's multipliers
+  swing across their value and the models measured swing from one side of the bound to the
+  other, some ranking the rows backwards. The segment between the last two models
+  measured is measured too, beside the one from the best (a point between models on
+  either side of the bound meets it), and the constant model, which meets any bound on
+  group rates, replaces a model it dominates on the rows that model was measured on, with
+  a warning (:meth:`StreamState._publish_constant_if_dominated`). The recent rows read the
+  published model's log-loss against the constant model's (:mod:`._stream_verdict`).
 
 **Feature scaling** is fixed from the first batch: the solver's coordinates (the columns'
 weighted moments of the first batch, as ``fit`` takes them from all rows), the smoothness
@@ -93,7 +101,15 @@ from ._stream_poses import (
     _Pose,
 )
 from ._stream_state import StreamState
-from ._stream_verdict import _share, cell_rates, count_recent, publish_recent, warn_if_missed
+from ._stream_verdict import (
+    _share,
+    cell_rates,
+    count_recent,
+    publish_recent,
+    warn_if_constant,
+    warn_if_missed,
+    warn_if_worse,
+)
 
 # (GroupCodec and the poses are imported by fair.py and by the pickles of earlier streams.)
 __all__ = ["GroupCodec", "StreamState", "partial_fit", "stream_method"]
@@ -209,6 +225,8 @@ def partial_fit(est, X, y, *, classes=None, sample_weight=None, groups=None, **f
         count_recent(state, X, codes, w, batch_groups)
     _publish(work, state)
     warn_if_missed(work, est.__dict__)
+    warn_if_constant(work, est.__dict__)
+    warn_if_worse(work, est.__dict__)
     est._publish(work)
     return est
 

@@ -35,7 +35,7 @@ class HeldOutMeasurements:
         that met them, the segment to measure, the multiplier steps' gains): after a move of
         the bound (set_params between calls) they judged another bound."""
         self.best = self.best_accuracy = self.best_sums = self.reading = None
-        self.segment = self.segment_sums = None
+        self.segment = self.segment_sums = self.previous = self.pair = self.pair_sums = None
         self.gain = self.last_k = None
         self.weight_trace = []  # (Neyman-Pearson's secant measured the old target)
 
@@ -47,7 +47,8 @@ class HeldOutMeasurements:
         the bound from one outer iteration to the next (the group tied to the score, 3e5
         rows: gaps from -0.28 to +0.23 at multipliers within 15 % of each other); the model
         kept is one whose rates were measured on rows it had not learnt from."""
-        readings = self._segment_readings()
+        readings = self._segment_readings(self.segment, self.segment_sums)
+        extra = self._segment_readings(self.pair, self.pair_sums)
         if self.best is not None and readings:
             # The segment's first point is the best, measured again on new rows: its verdict
             # is that of every reading of it, pooled, and not its first alone (a model read
@@ -58,6 +59,7 @@ class HeldOutMeasurements:
                 self.best_accuracy = _cell_accuracy(*self.best_sums[:2])
             else:
                 self.best_accuracy = None  # kept published until a model that meets is read
+        readings += extra
         if self.reading is not None:
             readings.append((candidate, *self.reading))
         best = self._accuracy(self.best_accuracy)
@@ -67,10 +69,65 @@ class HeldOutMeasurements:
                 self.best, self.best_accuracy, self.best_sums = point, accuracy, sums
                 best = self._accuracy(accuracy)
         self.published = candidate if self.best is None else self.best.copy()
-        # The next outer iteration measures the segment from the best model to this one.
+        self._publish_constant_if_dominated(candidate)
+        # The next outer iteration measures the segment from the best model to this one,
+        # and the pair from the last candidate to this one (the segment, with no best yet):
+        # where the multipliers swing across their value the candidates fall on either
+        # side of the bound, and a point between them meets it (the group tied to the
+        # score, sd 2, 2e5 rows: fresh accuracy 0.502, the constant model, -> 0.558).
         keep = self.best is not None and self.best is not candidate
         self.segment = (self.best.copy(), candidate) if keep else None
-        self.segment_sums = None
+        pair = None if self.previous is None else (self.previous, candidate)
+        if self.best is None:
+            self.segment, pair = pair, None
+        self.pair, self.previous = pair, candidate
+        self.segment_sums = self.pair_sums = None
+
+    def _publish_constant_if_dominated(self, candidate):
+        """Publish the constant model instead of the model just chosen when the constant
+        one dominates it on the rows it was measured on: it meets the bound (a constant
+        prediction has equal rates in every group) and the model chosen either misses the
+        bound at an accuracy not above the constant's, or meets it at an accuracy below the
+        constant's, both beyond :data:`POOLED_Z` standard errors. Where the bound is dear
+        the multipliers swing about their value on a short stream, and a model of a
+        multiplier past it ranks the rows backwards: on the group tied to the score (sd 2,
+        2e5 rows in batches of 1e4) main published such a model at the stream's end, fresh
+        accuracy 0.434 against the constant model's 0.502, with a gap of 0.065 over a bound
+        of 0.05 and no warning. ``constant_reading`` keeps what decided it (or None) for
+        the call's warning: both accuracies and the model's sums."""
+        self.constant_reading = None
+        if self.best is None:
+            reading = self.reading
+        else:
+            reading = (self._meets(self.best_sums), self.best_sums)
+        if reading is None:
+            return
+        meets, (weight, hard, rows) = reading
+        constant = self._constant_model(candidate)
+        constant_hard = weight * float(self._constant_positive(constant))
+        if not _meets_exactly(self, weight, constant_hard, rows):
+            return  # (max_fpr with a majority of positives: the constant misses too)
+        accuracy = self._accuracy(_cell_accuracy(weight, hard))
+        constant_accuracy = self._accuracy(_cell_accuracy(weight, constant_hard))
+        margin = POOLED_Z * 0.5 / np.sqrt(max(rows, 1.0))
+        below = accuracy < constant_accuracy - margin
+        tied = accuracy <= constant_accuracy + margin
+        if (meets and below) or (not meets and tied):
+            self.published = constant
+            self.constant_reading = (accuracy, constant_accuracy, weight, hard, rows)
+
+    def _constant_model(self, like):
+        """The constant model of the stream's classes so far (the log-odds of their
+        weights as intercept), in the solver's coordinates of ``like``."""
+        z = np.zeros_like(like)
+        share = self.class_totals / self.class_totals.sum()
+        if self.fit_intercept and 0 < share[1] < 1:
+            z[len(self.scale)] = np.log(share[1] / share[0])
+        return z
+
+    def _constant_positive(self, constant):
+        """Whether the constant model ``constant`` predicts the positive class."""
+        return bool(self.fit_intercept and constant[len(self.scale)] > self.threshold)
 
     def _meets(self, sums):
         """Whether the pooled readings ``(cell weights, hard sums, rows)`` of the best model
@@ -100,16 +157,16 @@ class HeldOutMeasurements:
             return -np.inf
         return float(np.nansum(share * cell_accuracy))
 
-    def _segment_readings(self):
+    def _segment_readings(self, segment, segment_sums):
         """``(model, meets, sums)`` of the points of the segment measured over the last
         outer iteration (its rows came after both ends were fixed). The scores are linear in
         the model, so a point between a model that meets the bound and a more accurate one
         that does not is measured by the same sums: where the bound is dear the models
         measured scatter widely about it (fresh gaps from 0.006 to 0.142 at one multiplier,
         1e6 rows), and the point of the segment at the bound is the better model."""
-        if self.segment is None or self.segment_sums is None:
+        if segment is None or segment_sums is None:
             return []
-        weight, hard, rows = self.segment_sums
+        weight, hard, rows = segment_sums
         own = self.pose.constraints(weight / rows)
         if own is None:
             return []
@@ -117,7 +174,7 @@ class HeldOutMeasurements:
         out = []
         for t, h in zip(SEGMENT, hard, strict=True):
             values = A @ h / rows + base + self.level_offset
-            point = (1.0 - t) * self.segment[0] + t * self.segment[1]
+            point = (1.0 - t) * segment[0] + t * segment[1]
             out.append((point, bool(np.all(values <= 0)), (weight, h, rows)))
         return out
 
@@ -140,7 +197,9 @@ class HeldOutMeasurements:
         if self.kind != "fair" and self.steer:
             self._track_threshold(self.scores(X, self.published), codes, w)
         if self.segment is not None:
-            self._measure_segment(X, w, cells)
+            self.segment_sums = self._measure_segment(X, w, cells, self.segment, self.segment_sums)
+        if self.pair is not None:
+            self.pair_sums = self._measure_segment(X, w, cells, self.pair, self.pair_sums)
         if not second:
             return
         scores = self.scores(X, self.current)
@@ -159,21 +218,19 @@ class HeldOutMeasurements:
             sums[1] = flagged * len(codes)
         self.measured = sums if self.measured is None else self.measured + sums
 
-    def _measure_segment(self, X, w, cells):
+    def _measure_segment(self, X, w, cells, segment, sums):
         """Per cell, the weight of the piece's rows and of the positive predictions of each
         point of :data:`SEGMENT` on the segment between the two models measured."""
-        ends = [self.scores(X, z) for z in self.segment]
+        ends = [self.scores(X, z) for z in segment]
         n = self.pose.n_cells
         weight = np.bincount(cells, weights=w, minlength=n)
         hard = np.array([
             np.bincount(cells, weights=w * ((1.0 - t) * ends[0] + t * ends[1] > 0), minlength=n)
             for t in SEGMENT
         ])  # fmt: skip
-        if self.segment_sums is None:
-            self.segment_sums = (weight, hard, float(len(cells)))
-        else:
-            old = self.segment_sums
-            self.segment_sums = (old[0] + weight, old[1] + hard, old[2] + len(cells))
+        if sums is None:
+            return weight, hard, float(len(cells))
+        return sums[0] + weight, sums[1] + hard, sums[2] + len(cells)
 
     def _track_threshold(self, scores, codes, w):
         """Neyman-Pearson's threshold: a running mean of each piece's quantile of the
@@ -199,6 +256,15 @@ def _cell_accuracy(weight, hard):
     with np.errstate(invalid="ignore", divide="ignore"):
         positive = np.where(weight > 0, hard / weight, np.nan)
     return np.where(label == 1, positive, 1.0 - positive)
+
+
+def _meets_exactly(state, weight, hard, rows):
+    """Whether predictions of hard sums ``hard`` per cell meet the constraints as posed."""
+    own = state.pose.constraints(weight / rows)
+    if own is None:
+        return False
+    A, base = own
+    return bool(np.all(A @ hard / rows + base + state.level_offset <= 1e-12))
 
 
 def _pooled(old, new):

@@ -110,7 +110,11 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
     best_sums: tuple | None = None  # its readings pooled: (cell weights, hard sums, rows)
     segment: tuple | None = None  # (best, last candidate): the points between are measured
     segment_sums: tuple | None = None  # (cell weights, hard sums per point, rows)
+    previous: np.ndarray = None  # the last candidate measured (a segment's end, no best yet)
+    pair: tuple | None = None  # (previous, last candidate), measured as the segment is
+    pair_sums: tuple | None = None
     reading: tuple | None = None  # (meets, sums) of the model measured at the outer end
+    constant_reading: tuple | None = None  # a model the constant one replaced, measured
     smooth_outer: int = -1  # the outer iteration whose first piece checked the bound
     smooth_share: np.ndarray = None  # the cells' shares when the smoothness bound was read
     smooth_rows: np.ndarray = None  # and the cells' shares of the rows it was read on
@@ -124,6 +128,7 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
     text_columns: list = field(default_factory=list)
     params: dict = field(default_factory=dict)  # the parameters of the first call (set_params)
     recent: np.ndarray = None  # the recent calls' cell sums (_stream_verdict)
+    worse: tuple = (0.0, np.nan, False)  # their log-loss over the constant model's
     held: list = field(default_factory=list)  # batches waiting for LEARN_ROWS rows
     held_rows: int = 0
     provisional: bool = False  # the coordinates are of a first batch under LEARN_ROWS rows
