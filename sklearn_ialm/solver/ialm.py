@@ -19,6 +19,7 @@ from ._ialm_search import _before_finish
 from ._ialm_setup import _generator, _Parts, _set_up
 from .history import HISTORY_COUNTS
 from .kkt import original_residuals, original_violation
+from .problem import jacobian_matrix
 from .settings import PRESETS, RunSettings, resolve_settings
 
 __all__ = ["HISTORY_COUNTS", "PRESETS", "IALMResult", "stoc_ialm"]
@@ -400,7 +401,7 @@ def _result(parts: _Parts, run: RunSettings, state: _LoopState) -> IALMResult:
     p, m, h = est.p, est.m, parts.problem.h
     xk, sk = verdict.z[:p].copy(), verdict.z[p:].copy()
     c = verdict.c
-    jac = np.vstack([verdict.jac_t(e) for e in np.eye(m)]) if m else np.zeros((0, p))
+    jac = jacobian_matrix(verdict.jac_t, m, p)
     ineq = np.asarray(est.ineq, dtype=bool)
     return IALMResult(
         x=xk,
