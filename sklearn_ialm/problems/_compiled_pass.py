@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._grouped_weights import SummedJacobian
 from ._rows import _NO_INDEX
 
 # The signed columns of each weight matrix, by its identity while it lives: the copies of a
@@ -110,14 +111,7 @@ class CompiledPass:
         grad = self._finish_grad(g, rsum, n_o)
         if not (self.n_constraints and n_c):
             return float(f) / n_o, grad, np.zeros(0), lambda v: np.zeros_like(x)
-
-        def jac_t(y):
-            y = np.asarray(y, dtype=float)
-            if y.ndim == 2:
-                return self._finish_grads(G @ y, gsum @ y, n_c)
-            return self._finish_grad(G @ y, float(gsum @ y), n_c)
-
-        return float(f) / n_o, grad, csum / n_c + self.offset, jac_t
+        return float(f) / n_o, grad, csum / n_c + self.offset, SummedJacobian(self, G, gsum, n_c)
 
     def _full_evaluation_compiled(self, x):
         """:meth:`full_evaluation` in one compiled pass over the rows, or None.

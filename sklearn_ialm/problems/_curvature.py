@@ -94,7 +94,7 @@ class SecondOrder:
         scores = None
         if compiled is not None:
             f0, grad, c, jac_t = compiled
-            J = jac_t(np.eye(m)).T if m else np.zeros((0, self.n_params))
+            J = jac_t.matrix() if m else np.zeros((0, self.n_params))
         else:
             operator = self.n_params > _gram.GRAM_MAX_PARAMS
             if operator and self._one_matrix_logistic():

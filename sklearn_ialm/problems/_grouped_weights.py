@@ -62,11 +62,24 @@ class GroupedEvaluation:
         G = (G.toarray() if sparse.issparse(G) else np.asarray(G)).T
         G = G[:, k] * wg.col_a + np.outer(A.T @ sdp, wg.col_b)
         gsum = wg.col_a * np.bincount(wg.codes, sdp, size)[k] + wg.col_b * sdp.sum()
+        return f0, grad, c, SummedJacobian(self, G, gsum, n)
 
-        def jac_t(y):
-            y = np.asarray(y, dtype=float)
-            if y.ndim == 2:
-                return self._finish_grads(G @ y, gsum @ y, n)
-            return self._finish_grad(G @ y, float(gsum @ y), n)
 
-        return f0, grad, c, jac_t
+class SummedJacobian:
+    """``jac_t`` (``y -> J^T y``) of an evaluation that summed ``J^T`` over the rows as
+    ``G`` (``(n_features, m)``) and ``gsum`` (the intercept's row) over ``n`` rows: the
+    problem's ``_finish_grad`` of ``(G @ y, gsum @ y)``. :meth:`matrix` is ``J`` itself
+    (what ``jac_t`` of each unit vector gives, without the products: each Newton step of a
+    band of 200 constraints multiplied ``G`` by a 200 x 200 unit matrix)."""
+
+    def __init__(self, problem, G, gsum, n):
+        self.problem, self.G, self.gsum, self.n = problem, G, gsum, n
+
+    def __call__(self, y):
+        y = np.asarray(y, dtype=float)
+        if y.ndim == 2:
+            return self.problem._finish_grads(self.G @ y, self.gsum @ y, self.n)
+        return self.problem._finish_grad(self.G @ y, float(self.gsum @ y), self.n)
+
+    def matrix(self):
+        return self.problem._finish_grads(self.G, self.gsum, self.n).T

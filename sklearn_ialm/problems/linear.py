@@ -312,9 +312,18 @@ class LinearProblem(
     def _finish_grads(self, G, rsums, n):
         """:meth:`_finish_grad` of each column of ``G`` with its entry of ``rsums``, as the
         columns of an ``(n_params, k)`` array."""
+        # The same operations on every column at once, entry by entry the same values (a
+        # column at a time, a Jacobian of 200 constraints took 5 ms of a 20 ms evaluation).
+        rsums = np.asarray(rsums, dtype=float)
+        if self.fit_intercept and self.feature_center is not None:
+            G = G - rsums * self.feature_center[:, None]
+        if self._scaled:
+            G = G * np.reshape(self._inv_scale, (-1, 1))  # (a scalar or one per feature)
         out = np.empty((self.n_params, G.shape[1]))
-        for k in range(G.shape[1]):
-            out[:, k] = self._finish_grad(G[:, k], float(rsums[k]), n)
+        out[: self.n_features] = G
+        if self.fit_intercept:
+            out[-1] = rsums
+        out /= n
         return out
 
     def _finish_grad(self, g, rsum, n):

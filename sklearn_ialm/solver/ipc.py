@@ -93,7 +93,7 @@ import numpy as np
 
 from ._ipc_rules import IPC_TUNED, _Oracle, _Settings
 from .kkt import original_residuals
-from .problem import check_problem
+from .problem import check_problem, jacobian_matrix
 from .prox import Box
 
 __all__ = ["IPC_TUNED", "IPCResult", "ipc"]
@@ -238,7 +238,7 @@ class _Monitor:
         problem = self.problem
         m, p, h = int(problem.n_constraints), int(problem.n_params), problem.h
         f0, grad, c, jac_t = problem.full_evaluation(xc, self.rng)
-        jac = np.vstack([jac_t(e) for e in np.eye(m)]) if m else np.zeros((0, p))
+        jac = jacobian_matrix(jac_t, m, p)
         if not all(np.all(np.isfinite(v)) for v in (xc, f0, grad, c, jac)):
             return None  # diverged: nothing is recorded
         pres, dres, z = original_residuals(xc, grad, jac, c, h, self.ineq)

@@ -222,12 +222,17 @@ def original_residuals(x, grad_g, jac, c, h, inequality):
     (0.0, 0.0, array([1.]))
     """
     inequality = np.asarray(inequality, dtype=bool)
-    viol = np.where(inequality, np.maximum(c, 0.0), np.abs(c))
-    pres = float(np.linalg.norm(viol))
+    pres = original_violation(c, inequality)
     z = optimal_dual(grad_g, jac, c, inequality)
     g = grad_g + (jac.T @ z if z.size else 0.0)
     dres = float(np.linalg.norm(h.dist_subdiff(x, g)))
     return pres, dres, z
+
+
+def original_violation(c, inequality):
+    """:func:`original_residuals`' primal residual ``||([c_I]_+, c_E)||`` (``inequality``
+    a boolean array)."""
+    return float(np.linalg.norm(np.where(inequality, np.maximum(c, 0.0), np.abs(c))))
 
 
 def _level_root(e, a, beta):

@@ -42,6 +42,35 @@ from .prox import NoProx, Prox
 
 __all__ = ["FiniteSumProblem", "FunctionProblem", "Problem", "SampledProblem"]
 
+
+class JacobianMatrix:
+    """``jac_t`` (``v -> J^T v``) of an evaluation that holds the Jacobian ``J`` itself:
+    :func:`jacobian_matrix` takes it without a product per constraint."""
+
+    def __init__(self, J):
+        self.J = J
+
+    def __call__(self, v):
+        return self.J.T @ v
+
+    def matrix(self):
+        return self.J
+
+
+def jacobian_matrix(jac_t, m, p):
+    """The ``(m, p)`` Jacobian behind ``jac_t`` (``jac_t(v) = J^T v``), C-ordered: its
+    ``matrix()`` where it has one (the same numbers: ``J^T e_k`` is ``J``'s row ``k``), else
+    ``m`` products (200 constraints: 600 calls of a fit of 0.1 s). (In the same order: the
+    KKT multipliers' least squares on 200 constraints moved by 0.3 % with ``J``'s
+    transpose.)"""
+    if not m:
+        return np.zeros((0, p))
+    matrix = getattr(jac_t, "matrix", None)
+    if matrix is not None:
+        return np.ascontiguousarray(matrix(), dtype=float)
+    return np.vstack([jac_t(e) for e in np.eye(m)])
+
+
 KINDS = ("objective", "constraint")
 
 #: What a solver reads of a problem (see the module docstring).
@@ -175,6 +204,18 @@ class Problem:
         vars(self).update({k: _realigned(v, memo) for k, v in (attrs or {}).items()})
         for k, v in (slots or {}).items():
             setattr(self, k, _realigned(v, memo))
+
+    def __copy__(self):
+        """``copy.copy``: a problem that shares this one's attributes as they are (the
+        realignment of :meth:`__setstate__` is for arrays that arrive pickled; through it,
+        a walk over every attribute, the steering's copies took 3 ms of a 0.1 s fit)."""
+        new = type(self).__new__(type(self))
+        state = self.__getstate__()
+        attrs, slots = state if isinstance(state, tuple) else (state, None)
+        vars(new).update(attrs or {})
+        for k, v in (slots or {}).items():
+            setattr(new, k, v)
+        return new
 
     # --- sampling -------------------------------------------------------------------------
     def sample(self, rng: np.random.Generator, size: int, kind: str) -> Any:

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import subsample as _subsample
 from .kkt import level_shift, slack_residuals
+from .problem import JacobianMatrix
 from .subsample import _SUBSAMPLE_CHUNKS, _SUBSAMPLE_MARGIN, Subsample, _mean_evaluation
 
 __all__ = ["StopTest", "Verdict", "check_schedule"]
@@ -148,7 +149,7 @@ class StopTest:
             f0, grad, c, J = evaluation
             J = np.asarray(J, dtype=float)
             # (Read by the finish and counted there: this test reads no row of its own.)
-            return (f0, grad, c, lambda v: J.T @ v), batches, chunks, 0.0
+            return (f0, grad, c, JacobianMatrix(J)), batches, chunks, 0.0
         if not full and sub is not None and sub.rows is not None:
             chunks, rows_read = sub.read(problem, self.rng, x, m)
             counter.check_evaluations += rows_read

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .problem import jacobian_matrix
+
 __all__ = ["Subsample"]
 
 #: ``check_sample="auto"``: stop tests read a random subsample of this many rows per kind
@@ -100,7 +102,7 @@ class Subsample:
 
     def restart(self, problem, x, f0, grad, c, jac_t, m, p):
         """A test on all rows at ``x``: the new reference, and the subsample starts small."""
-        jac = np.column_stack([jac_t(e) for e in np.eye(m)]) if m else np.zeros((p, 0))
+        jac = np.ascontiguousarray(jacobian_matrix(jac_t, m, p).T)
         offset = np.array(getattr(problem, "offset", 0.0), dtype=float)
         self.ref = (x.copy(), f0, grad, c, jac, offset)
         self.rows = self.start
