@@ -635,6 +635,37 @@ def _dp_gaps(y, pred, g):
     return per_class(selection_rate, y, pred, g, K=len(np.unique(y)))
 
 
+def test_a_side_of_the_kinks_tried_before_is_not_factorised_again(monkeypatch):
+    """Wine, the group "b" with chance 0.8 for class 0 and 0.4 for the others, per-class
+    bound 0.02: the finish's Newton steps choose the sides of the penalty's kinks by trials,
+    which here cycle (two sides tried twice on main 0783125); a side tried before within a
+    step is taken from its first trial, not formed and factorised again."""
+    from sklearn_ialm.solver._finish_lagrangian import _AugmentedLagrangian
+
+    X, y = load_wine(return_X_y=True)
+    chance = np.where(y == 0, 0.8, 0.4)
+    g = np.where(np.random.default_rng(0).random(len(y)) < chance, "b", "a")
+    X, _, y, _, g, _ = train_test_split(X, y, g, test_size=0.3, random_state=0, stratify=y)
+    X = StandardScaler().fit_transform(X)
+    sides, hessian, direction = [], _AugmentedLagrangian.hessian, _AugmentedLagrangian.direction
+
+    def spy_direction(self, *args, **kwargs):
+        sides.append([])
+        return direction(self, *args, **kwargs)
+
+    def spy_hessian(self, y, beta, w, Jv, refresh, active):
+        if sides:
+            sides[-1].append(active.tobytes())
+        return hessian(self, y, beta, w, Jv, refresh, active)
+
+    monkeypatch.setattr(_AugmentedLagrangian, "direction", spy_direction)
+    monkeypatch.setattr(_AugmentedLagrangian, "hessian", spy_hessian)
+    clf = FairLogisticClassifier(bound=0.02, random_state=0).fit(X, y, sensitive_features=g)
+    assert clf.converged_
+    assert any(len(tried) > 1 for tried in sides)
+    assert all(len(set(tried)) == len(tried) for tried in sides)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_wine_with_a_group_that_leans_to_the_label_at_every_bound(seed):
     """Issue 42's acceptance on wine: at 0.02, 0.05, 0.1 and 0.2 the fit converges within 300
