@@ -490,10 +490,7 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
         in batches of 5000, the first 3 of one group: its outer iterations of a quarter of
         every row seen gave the multipliers too few steps to settle, and the stream ended
         over the bound, at fresh gap 0.202 against fit's 0.056)."""
-        z = np.zeros_like(self.z)
-        share = self.class_totals / self.class_totals.sum()
-        if self.fit_intercept and 0 < share[1] < 1:
-            z[len(self.scale)] = np.log(share[1] / share[0])
+        z = self._constant_model(self.z)
         self.z = z
         self.d = None
         self.current = z.copy()
