@@ -15,8 +15,13 @@ from scipy.special import expit
 from ._hard_rates import rate_threshold
 
 #: The points ``t`` of the segment ``(1 - t) best + t candidate`` measured (see
-#: StreamState._segment_readings).
-SEGMENT = np.linspace(0.0, 1.0, 11)
+#: StreamState._segment_readings): every tenth, and finer near either end. Where the bound
+#: is dear the best is a model of small weights, and the candidate's scores outweigh its own
+#: a tenth of the way: on the group tied to the score (sd 2, 1e5 rows in batches of 5000) the
+#: fresh gap went from the best's 0.045 to 0.059 at t = 0.1 (accuracy 0.545 to 0.559), the
+#: points at the bound lay between, and the best stayed published, 0.013 under fit's accuracy.
+_NEAR_ENDS = np.array([0.01, 0.02, 0.035, 0.05, 0.075])
+SEGMENT = np.unique(np.r_[np.linspace(0.0, 1.0, 11), _NEAR_ENDS, 1.0 - _NEAR_ENDS])
 #: Neyman-Pearson: the threshold flags ``(1 - FPR_MARGIN) * max_fpr`` of the negatives, so
 #: that the running rate's spread keeps it under ``max_fpr``.
 FPR_MARGIN = 0.02
