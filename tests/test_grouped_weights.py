@@ -44,3 +44,29 @@ def test_two_rates_and_pairs_keep_the_dense_weights():
     pairs = fairness_problem(X, y, X, rng.integers(0, 2, 400), bound=0.1,
                              constraint="demographic_parity")  # fmt: skip
     assert eo.weight_groups is None and pairs.weight_groups is None
+
+
+def test_compiled_group_products_give_scipys_evaluation_bit_for_bit(monkeypatch):
+    """The grouped evaluation of CSR rows reads them once, compiled (``A.T r``, ``E A`` and
+    ``A.T dp``): the same bits as scipy's three products (each sums an entry's terms row
+    after row)."""
+    from sklearn_ialm.problems import _kernels
+
+    if not _kernels.available():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(2)
+    n = 1500
+    X = sp.random(n, 30, density=0.2, format="csr", random_state=3) * 4.0
+    y = (X @ rng.standard_normal(30) + rng.logistic(size=n) > 0).astype(int)
+    g = rng.integers(0, 40, n)
+    problem = fairness_problem(
+        X, y, X, g, bound=0.1, constraint="demographic_parity", loss="logistic",
+        fit_intercept=True, feature_scale="auto",
+    )  # fmt: skip
+    assert problem.weight_groups is not None and sp.issparse(problem.A_obj.A)
+    x = rng.standard_normal(problem.n_params) * 0.3
+    got = problem.second_order_evaluation(x)
+    monkeypatch.setattr(_kernels, "csr_group_products", lambda *args: None)
+    want = problem.second_order_evaluation(x)
+    for a, b in zip(got[:4], want[:4], strict=True):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()

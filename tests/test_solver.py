@@ -389,3 +389,43 @@ def test_fused_two_point_update_equals_two_single_evaluations(estimator):
         z0, yv, beta, batches, Counter()
     )
     np.testing.assert_allclose(fused, plain, rtol=1e-12, atol=1e-14)
+
+
+def test_level_root_reads_the_kinks_until_the_crossing_with_the_bits_of_all_at_once():
+    """``_level_root`` takes ``F`` at a few kinks at a time until it crosses 0: the same root
+    to the bit as ``F`` at every kink at once (numpy adds each column's rows in order)."""
+    from sklearn_ialm.solver import kkt
+
+    def all_at_once(e, a, beta):
+        def F(t):
+            return np.sum(e[:, None] * np.maximum(a[:, None] + beta * e[:, None] * t, 0.0),
+                          axis=0)  # fmt: skip
+
+        f0 = float(F(np.zeros(1))[0])
+        if f0 == 0.0:
+            return 0.0
+        kinks = -a / (beta * e)
+        side = kinks[kinks < 0] if f0 > 0 else kinks[kinks > 0]
+        pts = np.concatenate([[0.0], np.unique(side)])
+        pts = np.sort(pts)[::-1] if f0 > 0 else np.sort(pts)
+        vals = F(pts)
+        cross = np.flatnonzero(vals <= 0) if f0 > 0 else np.flatnonzero(vals >= 0)
+        if len(cross):
+            i = int(cross[0])
+            t0, t1, v0, v1 = pts[i - 1], pts[i], vals[i - 1], vals[i]
+            return float(t1 + (0.0 - v1) * (t0 - t1) / (v0 - v1)) if v0 != v1 else float(t1)
+        far = pts[-1]
+        on = a + beta * e * (far - np.sign(f0)) > 0
+        slope = beta * float(np.sum(e[on] ** 2))
+        return float(far - vals[-1] / slope) if slope > 0 else 0.0
+
+    rng = np.random.default_rng(0)
+    for trial in range(400):
+        m = int(rng.integers(1, 120))
+        e = rng.choice([-1.0, 1.0, 0.5, -2.0], size=m) * (rng.random(m) if trial % 2 else 1.0)
+        a = rng.standard_normal(m) * 10 ** rng.uniform(-6, 2)
+        if trial % 5 == 0:
+            a[: m // 2] = 0.0
+        beta = 10 ** rng.uniform(0, 4)
+        got, want = kkt._level_root(e, a, beta), all_at_once(e, a, beta)
+        assert np.float64(got).tobytes() == np.float64(want).tobytes(), trial

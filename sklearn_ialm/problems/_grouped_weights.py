@@ -47,7 +47,7 @@ class GroupedEvaluation:
         z = self._score(A, x)
         margins = self.b * z
         f0 = float(np.mean(self.u * self.loss.value(margins)))
-        grad = self._grad(A, self.bu * self.loss.derivative(margins), n)
+        r = self.bu * self.loss.derivative(margins)
         p = expit(z)
         dp = p * (1.0 - p)
         k = wg.col_group
@@ -57,12 +57,28 @@ class GroupedEvaluation:
         # weighted by sigmoid' (one sparse product: each row is in one group).
         c = wg.col_a * np.bincount(wg.codes, sp, size)[k] + wg.col_b * sp.sum()
         c = c / n + self.offset
-        E = sparse.csr_matrix((sdp, (wg.codes, np.arange(n))), shape=(size, n))
-        G = E @ A
-        G = (G.toarray() if sparse.issparse(G) else np.asarray(G)).T
-        G = G[:, k] * wg.col_a + np.outer(A.T @ sdp, wg.col_b)
+        products = _grouped_products(A, r, sdp, wg.codes, size)
+        if products is None:
+            grad = self._grad(A, r, n)
+            E = sparse.csr_matrix((sdp, (wg.codes, np.arange(n))), shape=(size, n))
+            G = E @ A
+            G, dsum = (G.toarray() if sparse.issparse(G) else np.asarray(G)), A.T @ sdp
+        else:
+            gr, G, dsum = products
+            grad = self._finish_grad(gr, r.sum() if self.fit_intercept else 0.0, n)
+        G = G.T[:, k] * wg.col_a + np.outer(dsum, wg.col_b)
         gsum = wg.col_a * np.bincount(wg.codes, sdp, size)[k] + wg.col_b * sdp.sum()
         return f0, grad, c, SummedJacobian(self, G, gsum, n)
+
+
+def _grouped_products(A, r, dp, codes, size):
+    """``(A.T @ r, E @ A, A.T @ dp)`` (``E[g, i] = dp_i`` on the rows of group ``g``) in one
+    compiled read of CSR ``A``, scipy's bits, or None (dense rows, or no numba)."""
+    if not sparse.issparse(A) or A.format != "csr":
+        return None
+    from . import _kernels  # (numba loads at the first fit, not with the package)
+
+    return _kernels.csr_group_products(A, r, dp, codes, size)
 
 
 class SummedJacobian:

@@ -27,6 +27,7 @@ __all__ = [
     "csr_absmax",
     "csr_deviation_sums",
     "csr_gram",
+    "csr_group_products",
     "csr_weighted_square_sums",
     "deviation_sums",
     "full_pass",
@@ -318,6 +319,35 @@ def csr_pattern_products(X, r, dp, pattern, n_patterns):
     g, M, msum = np.zeros(d), np.zeros((n_patterns, d)), np.zeros(n_patterns)
     _csr_pattern_products(X.data, X.indices, X.indptr, r, dp, pattern, g, M, msum)
     return g, M, msum
+
+
+@_jit_ieee
+def _csr_group_products(data, indices, indptr, r, dp, codes, g, G, dsum):
+    """``g += sum_i r_i a_i``, ``G[c] += sum_{i: codes_i = c} dp_i a_i`` and ``dsum += sum_i
+    dp_i a_i``, each entry's terms added in the order of the rows (see
+    :func:`csr_group_products`)."""
+    for i in range(indptr.shape[0] - 1):
+        ri, wi, c = r[i], dp[i], codes[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            j, x = indices[k], data[k]
+            g[j] += x * ri
+            G[c, j] += wi * x
+            dsum[j] += x * wi
+
+
+def csr_group_products(X, r, dp, codes, n_codes):
+    """``(X.T @ r, E @ X, X.T @ dp)`` with ``E[c, i] = dp_i`` where ``codes_i = c`` (else 0),
+    in one compiled read of CSR ``X``, the bits of scipy's three products (each sums an
+    entry's terms row after row, from zero); None without numba or for float32 values.
+    The evaluation of a band over many groups (see :mod:`._grouped_weights`): 100 groups
+    of 20 rows, 0.5 ms of scipy's products and the forming of ``E``, 14 times a fit."""
+    if not _compiled_csr(X):
+        return None
+    d = X.shape[1]
+    g, G, dsum = np.zeros(d), np.zeros((n_codes, d)), np.zeros(d)
+    r, dp = (np.ascontiguousarray(v, dtype=np.float64) for v in (r, dp))
+    _csr_group_products(X.data, X.indices, X.indptr, r, dp, codes, g, G, dsum)
+    return g, G, dsum
 
 
 def _compiled_csr(X):

@@ -254,10 +254,8 @@ def _level_root(e, a, beta):
     side = kinks[kinks < 0] if f0 > 0 else kinks[kinks > 0]
     pts = np.concatenate([[0.0], np.unique(side)])
     pts = np.sort(pts)[::-1] if f0 > 0 else np.sort(pts)  # walking away from 0
-    vals = F(pts)
-    cross = np.flatnonzero(vals <= 0) if f0 > 0 else np.flatnonzero(vals >= 0)
-    if len(cross):
-        i = int(cross[0])
+    i, vals = _first_crossing(F, pts, f0 > 0)
+    if i is not None:
         t0, t1, v0, v1 = pts[i - 1], pts[i], vals[i - 1], vals[i]
         return float(t1 + (0.0 - v1) * (t0 - t1) / (v0 - v1)) if v0 != v1 else float(t1)
     # Past the last kink F is linear with the slope of the terms on there.
@@ -265,6 +263,32 @@ def _level_root(e, a, beta):
     on = a + beta * e * (far - np.sign(f0)) > 0
     slope = beta * float(np.sum(e[on] ** 2))
     return float(far - vals[-1] / slope) if slope > 0 else 0.0
+
+
+#: Kinks at which :func:`_first_crossing` evaluates ``F`` at once.
+_KINK_BLOCK = 16
+
+
+def _first_crossing(F, pts, falling):
+    """``(i, vals)``: the first of the points ``pts`` where ``F`` reaches 0 (``<= 0`` where
+    ``falling``, else ``>= 0``; None where none does) and ``F`` at the points up to it (at
+    all where none does). ``F`` is taken at :data:`_KINK_BLOCK` points at a time, until the
+    crossing: the values are those of ``F(pts)`` at once (numpy adds the rows of each column
+    in order where the points are at least two, so no block is of one point unless ``pts``
+    is), and the root is mostly a kink or two from 0 (100 groups: 200 kinks a level, and
+    ``F`` at each a 200 x 200 array, 23 times a fit)."""
+    vals, start = [], 0
+    while start < len(pts):
+        stop = start + _KINK_BLOCK + (len(pts) - start == _KINK_BLOCK + 1)
+        vals.append(F(pts[start:stop]))
+        cross = np.flatnonzero(vals[-1] <= 0 if falling else vals[-1] >= 0)
+        if len(cross) and start + cross[0] == 0:
+            # (F(0) on rounding's other side of 0: the caller reads the last point too)
+            return 0, F(pts)
+        if len(cross):
+            return start + int(cross[0]), np.concatenate(vals)
+        start = stop
+    return None, np.concatenate(vals)
 
 
 def level_shift(levels, c, y, beta):
