@@ -392,32 +392,10 @@ def test_fused_two_point_update_equals_two_single_evaluations(estimator):
 
 
 def test_level_root_reads_the_kinks_until_the_crossing_with_the_bits_of_all_at_once():
-    """``_level_root`` takes ``F`` at a few kinks at a time until it crosses 0: the same root
-    to the bit as ``F`` at every kink at once (numpy adds each column's rows in order)."""
+    """``_level_root`` takes ``F`` at a few kinks at a time until it crosses 0
+    (``kkt._first_crossing``): the first crossing and the values read are those of ``F`` at
+    every kink at once, to the bit (numpy adds each column's rows in order)."""
     from sklearn_ialm.solver import kkt
-
-    def all_at_once(e, a, beta):
-        def F(t):
-            return np.sum(e[:, None] * np.maximum(a[:, None] + beta * e[:, None] * t, 0.0),
-                          axis=0)  # fmt: skip
-
-        f0 = float(F(np.zeros(1))[0])
-        if f0 == 0.0:
-            return 0.0
-        kinks = -a / (beta * e)
-        side = kinks[kinks < 0] if f0 > 0 else kinks[kinks > 0]
-        pts = np.concatenate([[0.0], np.unique(side)])
-        pts = np.sort(pts)[::-1] if f0 > 0 else np.sort(pts)
-        vals = F(pts)
-        cross = np.flatnonzero(vals <= 0) if f0 > 0 else np.flatnonzero(vals >= 0)
-        if len(cross):
-            i = int(cross[0])
-            t0, t1, v0, v1 = pts[i - 1], pts[i], vals[i - 1], vals[i]
-            return float(t1 + (0.0 - v1) * (t0 - t1) / (v0 - v1)) if v0 != v1 else float(t1)
-        far = pts[-1]
-        on = a + beta * e * (far - np.sign(f0)) > 0
-        slope = beta * float(np.sum(e[on] ** 2))
-        return float(far - vals[-1] / slope) if slope > 0 else 0.0
 
     rng = np.random.default_rng(0)
     for trial in range(400):
@@ -427,5 +405,17 @@ def test_level_root_reads_the_kinks_until_the_crossing_with_the_bits_of_all_at_o
         if trial % 5 == 0:
             a[: m // 2] = 0.0
         beta = 10 ** rng.uniform(0, 4)
-        got, want = kkt._level_root(e, a, beta), all_at_once(e, a, beta)
-        assert np.float64(got).tobytes() == np.float64(want).tobytes(), trial
+
+        def F(t, e=e, a=a, beta=beta):
+            return np.sum(e[:, None] * np.maximum(a[:, None] + beta * e[:, None] * t, 0.0),
+                          axis=0)  # fmt: skip
+
+        falling = trial % 3 != 0
+        pts = np.concatenate([[0.0], np.sort(rng.uniform(-50, 50, int(rng.integers(0, 80))))])
+        pts = pts[::-1] if falling else pts
+        every = F(pts)
+        cross = np.flatnonzero(every <= 0 if falling else every >= 0)
+        i, vals = kkt._first_crossing(F, pts, falling)
+        assert i == (int(cross[0]) if len(cross) else None), trial
+        n = len(pts) if i is None or i == 0 else i + 1
+        assert vals[:n].tobytes() == every[:n].tobytes(), trial
