@@ -187,3 +187,31 @@ def test_a_check_that_finds_no_bound_stops_at_its_budget_and_says_so():
     assert "bound=" not in text and "no bound it tried works" in text, text
     assert f"Bounds looser than {max(asked):.2f}" in text, text
     assert f"({len(asked)} refits, {40.0 * len(asked):.4g} data passes" in text, text
+
+
+def test_a_check_past_its_budget_advises_the_unconstrained_models_bound():
+    """Where the budget is spent before any refit converged, one refit at the loosest bound
+    reads the unconstrained model's own value, and one at that value rounded outwards
+    checks it: the advice is a bound seen to work, the bounds between it and the last
+    failure named as not tried (four groups of 80 rows, error-rate parity 0.02, advised
+    no bound on main 8317bd5: tests/test_invariants.py)."""
+    est = FairLogisticClassifier(constraint="demographic_parity", bound=0.02, max_passes=300)
+    est.n_data_passes_ = 60.0
+    asked = []
+
+    def refit(bound):
+        # A gap the unconstrained model reaches at 0.1931: bounds under it spend
+        # max_passes without converging, bounds at or over it leave the model as it is.
+        asked.append(round(bound, 2))
+        works = bound >= 0.1931
+        return {
+            "converged": works, "met": works, "hard": np.array([min(bound, 0.1931)]),
+            "reached": np.array([0.0625]), "passes": 10.0 if works else 300.0,
+            "spent": not works,
+        }  # fmt: skip
+
+    text = _checked_bound_text(est, {"bound": 0.02}, refit, np.array([0.0625]))
+    assert asked[-2:] == [0.99, 0.2], asked
+    assert _advised(text) == 0.2, text
+    assert "0.08-0.19 were not tried" in text, text
+    assert est.n_data_passes_ == 60.0 + sum(10.0 if b >= 0.1931 else 300.0 for b in asked)

@@ -211,6 +211,30 @@ def test_new_rows_covers_more_than_two_classes_per_class():
         assert said and "class" in str(said[0].message)
 
 
+def test_new_rows_of_multiclass_error_rate_parity_is_the_constrained_error_rate():
+    """With three classes, error-rate parity bounds one rate, ``pred != y`` per group:
+    the training value is that gap (fairlearn's, on the rows predicted right), with no
+    class named, and agrees with ``hard_constraint_values_`` (main 8317bd5 read each
+    class's one-vs-rest error rate: "the bound 0.1 is met on the training rows
+    (error_rate_parity gap (class 2) 0.173)")."""
+    rng = np.random.default_rng(1)
+    n = 600
+    y = rng.integers(0, 3, n)
+    X = rng.normal(size=(n, 2)) + np.eye(3)[y][:, :2] * 1.5
+    g = np.where(rng.random(n) < 0.3, "b", "a")
+    g[(y == 2) & (rng.random(n) < 0.5)] = "b"
+    clf = FairLogisticClassifier(constraint="error_rate_parity", bound=0.05, random_state=0)
+    said = _fit_recording(clf, X, y, sensitive_features=g)
+    right = clf.predict(X) == y
+    gap = demographic_parity_difference(right, right, sensitive_features=g)
+    assert clf.new_rows_["rate"] == "error"
+    assert clf.new_rows_["training_value"] == pytest.approx(gap, abs=1e-12)
+    assert clf.new_rows_["training_value"] == pytest.approx(
+        float(np.max(clf.hard_constraint_values_)), abs=1e-12
+    )
+    assert not any("(class" in str(w.message) for w in said)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 def test_a_dask_fit_says_what_an_in_memory_fit_says(weighted):
     """On main d3202f9 a fit on Dask arrays had no ``new_rows_`` and said nothing of new
