@@ -8,7 +8,7 @@ import pytest
 from fairlearn.metrics import demographic_parity_difference
 
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
-from sklearn_ialm.estimators._stream_measurements import SEGMENT
+from sklearn_ialm.estimators._stream_measurements import SEGMENT, _cell_accuracy
 
 _W = np.array([1.5, -1.0, 0.8, 0.5, 0.0])
 
@@ -375,3 +375,31 @@ def test_a_short_stream_ends_at_the_bound_as_fit_does():
     gap = demographic_parity_difference(y_new, made, sensitive_features=g_new)
     assert gap <= 0.05 + 0.01
     assert np.mean(made == y_new) >= np.mean(batch.predict(X_new) == y_new) - 0.01
+
+
+def test_a_best_model_just_over_the_bound_waits_for_a_model_as_accurate():
+    """A best model that its pooled readings put just over the bound is replaced by a model
+    read within the bound at about its accuracy, not by any such model: on main 8317bd5 the
+    only one then read within the bound was near constant (issue 49's family, the group tied
+    to the score with sd 3, 2e5 rows in batches of 1e4: fresh accuracy 0.577 -> 0.523,
+    fit's 0.582)."""
+    X, y, g = _rows(60_000, 0)
+    state = _feed(_fair_model(), X, y, g, 10_000)._stream
+    p = len(state.z)
+    old, other = np.full(p, 1.0), np.full(p, 2.0)
+    # The best (cells 2 * group + label): group 1 positive 0.056 more often than group 0, a
+    # gap 0.006 over the bound on 1.1e6 rows (6 standard errors), accuracy 0.70. The points
+    # t >= 0.5 of its segment meet the bound, near the constant model (accuracy 0.51).
+    over = state.pose.bound + 0.006
+    rates = np.array([0.3, 0.7, 0.3 + over, 0.7 + over])
+    near_constant = np.array([0.49, 0.51, 0.49, 0.51])
+    weight = np.full(4, 250_000.0)
+    state.best, state.best_sums = old.copy(), (weight, weight * rates, 1e6)
+    state.best_accuracy = _cell_accuracy(weight, weight * rates)
+    state.reading = state.pair = None
+    state.segment = (old.copy(), other)
+    hard = np.array([25_000.0 * (rates if t < 0.5 else near_constant) for t in SEGMENT])
+    state.segment_sums = (np.full(4, 25_000.0), hard, 100_000.0)
+    state._publish_candidate(other)
+    assert np.array_equal(state.published, old)
+    assert not state._meets(state.best_sums)  # (kept published, not as meeting the bound)
