@@ -1,7 +1,7 @@
 """Certificates on new rows: their coverage, their price, and real tables against the
 baselines at the same guarantee (issue 50). Writes ``certificates_new_rows.md``.
 
-Usage (from the root of a checkout; about seven minutes of CPU, ``--quick`` half a minute)::
+Usage (from the root of a checkout; about fourteen minutes of CPU, ``--quick`` well under one)::
 
     python -m benchmarks.certificates [--quick]
     python -m benchmarks.certificates --small-data [--reps 200]   # np_small_data.md
