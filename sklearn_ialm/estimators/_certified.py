@@ -40,7 +40,7 @@ __all__ = ["ClopperPearson"]
 #: refuses: a split where no model would pass about 9 times in 10 is too small to certify.
 _POWER = 0.9
 
-#: Fits that only tell the model's rates, before the one that is certified: the rates move
+#: Fits that only tell the model's rates, before the candidates that are certified: the rates move
 #: with the training bound, and a second trial fit brings the margin within a few thousandths
 #: of its fixed point, on the safe side (bank, age 71+, one split: 0.091 after one, 0.067
 #: after two, and the final model's rates call for 0.073).
