@@ -18,6 +18,7 @@ from scipy.stats import binom, norm
 
 from sklearn_ialm.estimators._certificate import fairness_certificate
 from sklearn_ialm.estimators._certificate_multiclass import multiclass_fairness_certificate
+from sklearn_ialm.estimators._certified_sequence import fixed_sequence
 from sklearn_ialm.estimators._prequential import prequential_certificate
 from sklearn_ialm.estimators._umbrella import umbrella_threshold
 
@@ -71,6 +72,49 @@ def test_binary_certificate_covers_the_population_gap(kind):
         naive += population > cert.estimate
     assert broken <= _limit(delta)
     assert naive > _limit(delta)  # the check can fail: the estimate alone breaks it often
+
+
+# -- a certified fit's candidates, tested in a fixed sequence ----------------------------------
+#: Candidates tight to loose, as (selection rate in group a, in group b): two within the bound,
+#: then twelve a little past it. Each predicts from its own uniform column of the row (its
+#: rule is fixed, its population rates exact), so the nulls pass or fail nearly independently.
+SEQUENCE = [(0.02, 0.0), (0.05, 0.0)] + [(0.105, 0.0)] * 12
+SEQUENCE_ROWS = {"a": 300, "b": 300}
+
+
+def _kept_gaps(rng, stop_at_failure, draws=DRAWS):
+    """The population gap of the model kept (nan when none is certified) over DRAWS draws of
+    the held-out rows (``draws`` of them): the loosest certified, testing in order up to the
+    first failure (:func:`fixed_sequence`) or, without stopping, every candidate."""
+    bound, delta, gaps = 0.1, 0.1, []
+    rates = np.array(SEQUENCE)
+    for _ in range(draws):
+        g = np.repeat(list(SEQUENCE_ROWS), list(SEQUENCE_ROWS.values()))
+        u = rng.random((len(SEQUENCE), len(g)))
+        preds = u < rates[:, (g == "b").astype(int)]
+
+        def passes(j, preds=preds, g=g):
+            cert = fairness_certificate(
+                preds[j], None, g, kind="demographic_parity", bound=bound, delta=delta
+            )
+            return cert.certified
+
+        order = range(len(SEQUENCE))
+        certified = (
+            fixed_sequence(order, passes) if stop_at_failure else [j for j in order if passes(j)]
+        )
+        gaps.append(rates[certified[-1], 0] - rates[certified[-1], 1] if certified else np.nan)
+    return np.array(gaps), bound, delta
+
+
+def test_fixed_sequence_keeps_the_guarantee_of_one_look():
+    gaps, bound, delta = _kept_gaps(np.random.default_rng(6), stop_at_failure=True)
+    assert np.sum(gaps > bound) <= _limit(delta)
+    assert np.mean(gaps == 0.05) > 0.8  # the loose candidate within the bound is reached
+    # The check can fail: tested on past a failure, every candidate past the bound has its
+    # own chance to pass, and one of the twelve often does.
+    gaps, bound, delta = _kept_gaps(np.random.default_rng(6), stop_at_failure=False)
+    assert np.sum(gaps > bound) > _limit(delta)
 
 
 # -- more than two classes: an arg-max of scores linear in s -----------------------------------

@@ -690,14 +690,24 @@ def _largest_passing_gap(n_hi, n_lo, centre, bound, delta, power):
 
 
 @pytest.mark.parametrize("bound", [0.05, 0.1])
-def test_certified_fit_trains_as_loose_as_passes_with_the_stated_power(bound):
-    """The training bound is the largest at which a model with the fit's rates passes the
-    certificate about 9 times in 10 (exact binomial enumeration at the calibration counts),
-    not the margin of the widest intervals (rates of 0.5), which trained Adult by sex at
-    0.008 for a bound of 0.05 while fairlearn's peers certified at 0.016-0.027."""
+def test_certified_fit_trains_as_loose_as_passes_with_the_stated_power(monkeypatch, bound):
+    """The candidate training bound set at power 0.9 is the largest at which a model with the
+    fit's rates passes the certificate about 9 times in 10 (exact binomial enumeration at
+    the calibration counts), not the margin of the widest intervals (rates of 0.5), which
+    trained Adult by sex at 0.008 for a bound of 0.05 while fairlearn's peers certified at
+    0.016-0.027."""
+    import sklearn_ialm.estimators._certified as certified_fit
     from sklearn_ialm import FairLogisticClassifier
     from sklearn_ialm.estimators._certified import _POWER
 
+    seen = {}
+
+    def candidates(bound_at, looser_up):
+        seen["bound_at"] = bound_at
+        return real(bound_at, looser_up)
+
+    real = certified_fit.candidate_bounds
+    monkeypatch.setattr(certified_fit, "candidate_bounds", candidates)
     X, y, group = _skewed_family()
     clf = FairLogisticClassifier(
         constraint="demographic_parity", bound=bound, calibration="clopper-pearson",
@@ -715,4 +725,47 @@ def test_certified_fit_trains_as_loose_as_passes_with_the_stated_power(bound):
     best = _largest_passing_gap(n[hi], n[lo], (rates[hi] + rates[lo]) / 2, bound, 0.05, _POWER)
     # Within a few thousandths (the normal approximation, the rates moving with the
     # training bound); the widest intervals' margin is 0.03-0.04 tighter here.
-    assert abs(clf.training_bound_ - best) <= 0.008, (clf.training_bound_, best, rates)
+    at_power = seen["bound_at"](_POWER)
+    assert abs(at_power - best) <= 0.008, (at_power, best, rates)
+
+
+# -- the candidates, certified in a fixed sequence (issue 50, item 2) --------------------------
+@pytest.mark.parametrize("fail_at", [None, 3, 1])
+def test_candidates_are_certified_in_order_up_to_the_first_failure(monkeypatch, fail_at):
+    """The fit tests its candidates tight to loose, stops at the first that fails (forced
+    here at the ``fail_at``-th look), and publishes the loosest certified model whole: its
+    predictions on the held-out rows give its certificate again. When the first fails, the
+    fit is the first candidate, not certified."""
+    import sklearn_ialm.estimators._certified as certified_fit
+    from sklearn_ialm import FairLogisticClassifier
+
+    real_cert, looks = certified_fit.fairness_certificate, []
+
+    def counted(*args, **kwargs):
+        looks.append(kwargs["bound"])
+        forced = {"bound": 0.0} if len(looks) == fail_at else {}
+        return real_cert(*args, **{**kwargs, **forced})
+
+    monkeypatch.setattr(certified_fit, "fairness_certificate", counted)
+    X, y, sex = _sex_data()
+    clf = FairLogisticClassifier(
+        constraint="demographic_parity", bound=0.1, calibration="clopper-pearson",
+        random_state=0,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # whether the fit warns is not what is tested here
+        clf.fit(X, y, sensitive_features=sex)
+    path = clf.certification_path_
+    bounds, values, passed = (list(column) for column in zip(*path, strict=True))
+    assert len(looks) == len(path) and bounds == sorted(set(bounds))
+    assert all(passed[:-1])  # nothing is tested past a failure
+    if fail_at is not None:
+        assert len(path) == fail_at and not passed[-1]
+    kept = max((i for i in range(len(path)) if passed[i]), default=0)
+    assert clf.training_bound_ == bounds[kept] and clf.certified_ == passed[kept]
+    held = clf.calibration_indices_
+    again = real_cert(
+        clf.predict(X[held]), None, sex[held], kind="demographic_parity", bound=0.1, delta=0.05
+    )
+    assert again.value == pytest.approx(values[kept]) == clf.certificate_.value
+    assert clf.n_data_passes_ > len(path) and clf.warm_start is False

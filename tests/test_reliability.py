@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
@@ -233,7 +233,9 @@ def test_a_refit_replaces_every_fitted_attribute():
 @pytest.mark.parametrize("class_weight", [{0: 1, 1: 5}, "balanced"])
 def test_a_certified_fit_weighs_its_training_rows_once(class_weight):
     """The certified fit is the plain fit of its training rows at its training bound: the
-    class weights applied once (they were applied twice: 25 for a weight of 5)."""
+    class weights applied once (they were applied twice: 25 for a weight of 5, which moves
+    the intercept by 1.6 here). Equal up to the solver's tolerance: the certified fit
+    reaches its model warm-started from the candidate before (3.5e-5 apart here)."""
     X, y, g = _data()
     certified = _quiet(_certified(class_weight=class_weight).fit, X, y, sensitive_features=g)
     weight = np.ones(len(y))
@@ -242,8 +244,8 @@ def test_a_certified_fit_weighs_its_training_rows_once(class_weight):
         bound=certified.training_bound_, class_weight=class_weight, random_state=0
     )
     _quiet(plain.fit, X, y, sensitive_features=g, sample_weight=weight)
-    assert_array_equal(certified.coef_, plain.coef_)
-    assert_array_equal(certified.intercept_, plain.intercept_)
+    assert_allclose(certified.coef_, plain.coef_, atol=1e-3)
+    assert_allclose(certified.intercept_, plain.intercept_, atol=1e-3)
 
 
 def test_a_pickle_leaves_the_estimator_as_it_was():

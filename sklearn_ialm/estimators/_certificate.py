@@ -3,7 +3,9 @@
 The fairness analogue of the NP umbrella rule (:mod:`._umbrella`) and of the Seldonian safety
 test: a model trained without the calibration rows is checked once on them, and it is either
 certified, ``P(population metric worse than the certified value) <= delta``, or the fit says
-that it could not certify.
+that it could not certify. (The certified fit checks a few such models in an order fixed
+before the check: :mod:`._certified_sequence` says why ``delta`` still covers the bound of
+the model it keeps.)
 
 The metrics are fairlearn's, on hard predictions: per protected group ``g`` and cell ``c``
 (the rows the rate is taken over) a rate ``r[c, g]``; the kinds and their cells are

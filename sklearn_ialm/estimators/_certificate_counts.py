@@ -144,7 +144,7 @@ def calibration_counts(
     """The calibration rows per group (and per class for the conditional kinds).
 
     Needs no predictions, so it can set the training bound (:func:`certification_margin`)
-    before the one look at the calibration predictions.
+    before any look at the calibration predictions.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """How much tighter than the bound to train so that the fairness certificate passes.
 
 The Seldonian candidate-selection step of the certified fit (:mod:`._certified`), computed
-from the calibration counts only, before the one look at the calibration predictions (see
+from the calibration counts only, before any look at the calibration predictions (see
 :func:`certification_margin`).
 """
 
@@ -79,7 +79,7 @@ def certification_margin(
     """How much tighter than ``bound`` to train so that the certificate passes.
 
     The Seldonian candidate-selection step: computed from the calibration counts only, before
-    the one look at the calibration predictions (the certificate conditions on the counts,
+    any look at the calibration predictions (the certificate conditions on the counts,
     so using them here keeps its guarantee). Train at ``bound - margin`` (difference) or
     ``bound + margin`` (ratio, minimum); a model whose population metric sits there passes the
     certificate with probability about ``power``.

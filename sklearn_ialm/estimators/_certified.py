@@ -1,10 +1,11 @@
 """The Clopper-Pearson guarantee of a fairness fit (``calibration="clopper-pearson"``).
 
 A guarantee around the fit's steps: the rows are validated once, a share of each group (and
-class, for the conditional kinds) is held out, the fit trains on the rest at a bound moved
-inside the user's by the margin the held-out counts and the model's rates (read by trial
-fits from the training rows' predictions) call for, and the held-out rows then certify the
-model (:func:`~._certificate.fairness_certificate`). Its account is one story:
+class, for the conditional kinds) is held out, the fit trains candidate models on the rest
+at bounds moved inside the user's by the margins the held-out counts and the model's rates
+(read by trial fits from the training rows' predictions) call for, and the held-out rows
+certify them (:func:`~._certificate.fairness_certificate`) in a fixed sequence, tight to
+loose, up to the first that fails (:mod:`._certified_sequence`). Its account is one story:
 what the training rows met against the training bound, and what the held-out rows certify
 against ``bound``.
 """
@@ -28,17 +29,18 @@ from ._certificate import (
     fairness_certificate,
 )
 from ._certified_multiclass import _inner_fit, fit_multiclass_certified, validated
+from ._certified_sequence import candidate_bounds, certify_in_sequence
 from ._groups import _group_key
 from ._solve import calibration_seed
 from ._verdict import NOT_MET
 
 __all__ = ["ClopperPearson"]
 
-#: The probability that a model trained at the moved bound passes the certificate: the
-#: margin is set so that about 9 fits in 10 are certified.
+#: The probability of passing at which the trial fits are placed and below which the fit
+#: refuses: a split where no model would pass about 9 times in 10 is too small to certify.
 _POWER = 0.9
 
-#: Fits that only tell the model's rates, before the one that is certified: the rates move
+#: Fits that only tell the model's rates, before the candidates that are certified: the rates move
 #: with the training bound, and a second trial fit brings the margin within a few thousandths
 #: of its fixed point, on the safe side (bank, age 71+, one split: 0.091 after one, 0.067
 #: after two, and the final model's rates call for 0.073).
@@ -87,8 +89,10 @@ def fit_certified(est, X, y, sample_weight, fit_params):
     # training rows' predictions are read, never the held-out rows'.
     train = np.setdiff1d(live, held)
     train_bound = _first_bound(kind, form, counts, est.delta, bound, y01, sw, live, protected)
+    spent = 0.0  # the passes of every fit, counted in n_data_passes_
     for _ in range(_TRIAL_FITS):
         fit(trial := train_bound)
+        spent += est.n_data_passes_
         pred = (est._score(X[train]) > 0).astype(int)
         rates = training_rates(kind, form, pred, y01[train], codes[train], counts.groups)
         train_bound = _training_bound(
@@ -99,16 +103,24 @@ def fit_certified(est, X, y, sample_weight, fit_params):
     if train_bound is None:
         _refuse(est, codes, labels, y01, live, seed, held, counts, rates, protected,
                 kind, form, bound)  # fmt: skip
-    # The fit certifies its model on the held-out rows before its verdict (as the umbrella
-    # rule sets its threshold within the fit): bound_met_ and converged_ are the
-    # certificate's, the training rows' reading is told beside it.
-    caught = fit(
-        train_bound,
-        functools.partial(
-            _certify, X=X, y01=y01, codes=codes, labels=labels, held=held,
-            protected=protected, kind=kind, form=form, bound=bound,
+    # The candidates, tight to loose, from the last trial fit's rates: all set before any
+    # held-out prediction is read (see _certified_sequence). Each fit certifies its model
+    # on the held-out rows before its verdict (as the umbrella rule sets its threshold
+    # within the fit): bound_met_ and converged_ are the certificate's, the training rows'
+    # reading is told beside it.
+    candidates = candidate_bounds(
+        lambda power: _training_bound(
+            kind, form, counts, est.delta, bound, rates, protected, trial, power=power
         ),
+        looser_up=form == "difference",
+    )
+    certify = functools.partial(
+        _certify, X=X, y01=y01, codes=codes, labels=labels, held=held,
+        protected=protected, kind=kind, form=form, bound=bound,
     )  # fmt: skip
+    caught, train_bound = certify_in_sequence(
+        est, fit, certify, candidates, spent=spent, held_share=len(held) / len(train)
+    )
     if feature_names is not None:
         est.feature_names_in_ = feature_names
     est.bound_ = bound

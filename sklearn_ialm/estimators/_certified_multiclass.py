@@ -3,10 +3,11 @@
 As :mod:`._certified` for two classes: the rows are validated once, ``calibration_size`` of
 each group's rows is held out (of each group and class for ``true_positive_rate_parity``,
 whose cells are single classes; see :mod:`._certificate_multiclass` for why the other kinds
-draw by group only), the multinomial model trains on the rest at a bound moved inside the
-user's by the margin the held-out counts and the model's rates call for, and the held-out
-rows certify it, per class and over all classes
-(:func:`~._certificate_multiclass.multiclass_fairness_certificate`).
+draw by group only), candidate multinomial models train on the rest at bounds moved inside
+the user's by the margins the held-out counts and the model's rates call for, and the
+held-out rows certify them, per class and over all classes
+(:func:`~._certificate_multiclass.multiclass_fairness_certificate`), in a fixed sequence up
+to the first that fails (:mod:`._certified_sequence`).
 """
 
 from __future__ import annotations
@@ -28,16 +29,17 @@ from ._certificate_multiclass import (
     multiclass_margin,
     multiclass_rates,
 )
+from ._certified_sequence import candidate_bounds, certify_in_sequence
 from ._solve import calibration_seed
 from ._steps import InMemory
 from ._verdict import NOT_MET
 
 __all__ = ["fit_multiclass_certified"]
 
-#: As the binary certificate: the margin is set so that about 9 fits in 10 are certified.
+#: As the binary certificate: the trial fits' power, below which the fit refuses.
 _POWER = 0.9
 
-#: As the binary certificate: fits that only tell the model's rates, before the certified one.
+#: As the binary certificate: fits that only tell the model's rates, before the candidates.
 _TRIAL_FITS = 2
 
 
@@ -96,9 +98,10 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
     protected = est._protected_codes(codes[live], labels, excluded=excluded)
     seed = calibration_seed(est.random_state)
 
-    def margin_at(size, bound, delta, rates=0.5, trial=None):
-        """``(held, margin)``: the rows held out at ``size`` and the margin they call for:
-        with the rates of a trial fit at ``trial``, every pair of every cell at its own gap
+    def margin_at(size, bound, delta, rates=0.5, trial=None, power=_POWER):
+        """``(held, margin)``: the rows held out at ``size`` and the margin they call for,
+        for a pass with probability ``power``: with the rates of a trial fit at ``trial``,
+        every pair of every cell at its own gap
         (:func:`~._certificate.difference_training_bound`); before one, every cell at the
         widest intervals (rates of 0.5)."""
         held = _hold_out(est, codes, y_codes, live, K, np.random.default_rng(seed), size)
@@ -106,11 +109,10 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
                                          kind=est.constraint)  # fmt: skip
         pair = _pairs(groups, protected)[0]
         if trial is None:
-            return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=_POWER)
+            return held, multiclass_margin(n, delta, bound=bound, pair=pair, power=power)
         at = rates if np.ndim(rates) == 0 else np.asarray(rates)[:, groups]
         train_bound = difference_training_bound(
-            n, at, pair, bound=bound, delta=delta, power=_POWER,
-            trial_bound=trial,
+            n, at, pair, bound=bound, delta=delta, power=power, trial_bound=trial,
         )  # fmt: skip
         return held, (np.inf if train_bound is None else bound - train_bound)
 
@@ -120,8 +122,9 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
     fit = functools.partial(
         _inner_fit, est, X, y, train_weight, sensitive_features=sensitive_features
     )
-    train_bound, margin, rates = _trial_fits(
-        est, fit, X, y_codes, codes, np.setdiff1d(live, held), margin_at, bound - margin
+    train = np.setdiff1d(live, held)
+    train_bound, margin, (rates, trial, spent) = _trial_fits(
+        est, fit, X, y_codes, codes, train, margin_at, bound - margin
     )
     if not (np.isfinite(margin) and train_bound >= 0):
         raise ValueError(
@@ -136,12 +139,20 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
                 est, functools.partial(margin_at, rates=0.5, trial=0.0), bound
             )  # fmt: skip
         )
-    caught = fit(
-        train_bound,
-        functools.partial(
-            _certify, X=X, y_codes=y_codes, codes=codes, labels=labels, held=held,
-            protected=protected, classes=classes, bound=bound,
-        ),
+
+    # The candidates, tight to loose, from the last trial fit's rates, tested in that order
+    # (see _certified_sequence).
+    def bound_at(power):
+        margin = margin_at(est.calibration_size, bound, est.delta, rates, trial, power)[1]
+        return bound - margin if np.isfinite(margin) and margin <= bound else None
+
+    certify = functools.partial(
+        _certify, X=X, y_codes=y_codes, codes=codes, labels=labels, held=held,
+        protected=protected, classes=classes, bound=bound,
+    )  # fmt: skip
+    caught, train_bound = certify_in_sequence(
+        est, fit, certify, candidate_bounds(bound_at, looser_up=True), spent=spent,
+        held_share=len(held) / len(train),
     )  # fmt: skip
     if feature_names is not None:
         est.feature_names_in_ = feature_names
@@ -158,14 +169,16 @@ def fit_multiclass_certified(est, X, y, sample_weight, fit_params):
 
 
 def _trial_fits(est, fit, X, y_codes, codes, train, margin_at, first):
-    """``(training bound, margin, rates)``: as for two classes (:mod:`._certified`), fits
-    that only tell the rates the model will have, from the training rows' predictions
-    (never the held-out rows'); the first trains at ``first``, the margin of the widest
-    intervals (at half the bound when even those leave no room)."""
+    """``(training bound, margin, (rates, trial bound, passes))``: as for two classes
+    (:mod:`._certified`), fits that only tell the rates the model will have, from the
+    training rows' predictions (never the held-out rows'); the first trains at ``first``,
+    the margin of the widest intervals (at half the bound when even those leave no room)."""
     bound = est._check_bound()
     train_bound = first if first >= 0 else bound / 2
+    spent = 0.0
     for _ in range(_TRIAL_FITS):
         fit(trial := train_bound)
+        spent += est.n_data_passes_
         scores = est._score(X[train])
         K = scores.shape[1]
         rates = multiclass_rates(est.constraint, np.argmax(scores, axis=1), y_codes[train],
@@ -174,7 +187,7 @@ def _trial_fits(est, fit, X, y_codes, codes, train, margin_at, first):
         train_bound = bound - margin
         if not (np.isfinite(margin) and train_bound >= 0):
             break
-    return train_bound, margin, (rates, trial)
+    return train_bound, margin, (rates, trial, spent)
 
 
 def _inner_fit(est, X, y, train_weight, train_bound, certification=None, *, sensitive_features):

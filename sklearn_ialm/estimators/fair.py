@@ -105,12 +105,15 @@ class FairLogisticClassifier(FairReport, FairHooks, FairPartialFit, BaseIALMClas
     calibration : {None, "clopper-pearson"}, default=None
         ``"clopper-pearson"``: a certificate that the bound holds on new data. A share
         ``calibration_size`` of the rows (of each group, and class for the conditional
-        kinds) is held out; the model is trained on the rest inside the bound, by the margin
-        that the held-out counts and the model's rates (two trial fits on the training
-        rows) call for, so that it certifies about 9 times in 10; then exact binomial
-        (Clopper-Pearson) limits of
-        the held-out rates give a worst case of the metric that holds with probability
-        ``1 - delta`` over the draw of the data. The fit is certified (``certified_``) when
+        kinds) is held out; candidate models are trained on the rest inside the bound, by
+        margins that the held-out counts and the model's rates (two trial fits on the
+        training rows) call for, from one that certifies about 99 times in 100 to one that
+        certifies about 2 times in 10. Exact binomial (Clopper-Pearson) limits of each
+        candidate's held-out rates give a worst case of its metric; the candidates are
+        tested tight to loose, the first that fails ends the sequence, and the loosest
+        certified is kept (fixed-sequence testing: the population metric of the model kept
+        is worse than ``bound`` with probability at most ``delta`` over the draw of the
+        data, as with a single look). The fit is certified (``certified_``) when
         that worst case meets ``bound``, and says so with a warning when it does not; the
         warning also gives the training rows' metric against ``training_bound_``, and a fit
         that is certified does not warn that the training bound was missed (the held-out
@@ -131,8 +134,9 @@ class FairLogisticClassifier(FairReport, FairHooks, FairPartialFit, BaseIALMClas
         *sequence* of the stream's models, not the final one. Not on dask input (a
         ``ValueError``: the hold-out needs the rows in memory).
     delta : float in (0, 1), default=0.05
-        With a calibration: the tolerated probability that the population metric is worse
-        than the certified value ``certificate_.value``.
+        With a calibration: the tolerated probability that the population metric of the
+        model kept is worse than ``bound``. ``certificate_.value`` is that model's worst
+        case at ``delta``, as one look at it alone would certify it.
     calibration_size : float in (0, 1), default=0.3
         With a calibration: the share of the rows held out. More rows give tighter limits
         (a training bound closer to ``bound``); fewer leave more to train on.
@@ -330,7 +334,12 @@ class FairLogisticClassifier(FairReport, FairHooks, FairPartialFit, BaseIALMClas
     certified_ : bool
         With a calibration: whether ``certificate_.value`` meets ``bound``.
     training_bound_ : float
-        With a calibration: the bound the model was trained at.
+        With a calibration: the bound the model kept was trained at.
+    certification_path_ : list of (float, float, bool)
+        With a calibration: each candidate tested on the held-out rows, in order (tight to
+        loose): its training bound, its certified value and whether it was certified. Every
+        entry but the last is certified; the model kept is the last certified (the first
+        when none is).
     calibration_indices_ : ndarray
         With a calibration: the held-out rows of the ``X`` given to :meth:`fit`.
     n_rounds_ : int
@@ -357,7 +366,8 @@ class FairLogisticClassifier(FairReport, FairHooks, FairPartialFit, BaseIALMClas
         Every row the fit reads counts: the set-up, the minibatches, the stop tests, each
         solve's check of the predictions, the final scoring of the training rows, their
         predictions for ``new_rows_``; and where a fit that did not converge advises a
-        bound, the refits that checked it (the warning says how many).
+        bound, the refits that checked it (the warning says how many). With a calibration,
+        every fit's: the trial fits, each candidate's and its held-out predictions.
     history_ : dict of ndarray
         One entry per evaluation of the stopping rule, at least ``data_passes``,
         ``primal_residual``, ``dual_residual``, ``constraint`` (largest constraint value in
