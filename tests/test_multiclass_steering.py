@@ -201,6 +201,7 @@ def test_a_steering_whose_moves_stall_is_rescued_off_the_constant_model(monkeypa
     monkeypatch.setattr(_multiclass_steering, "_move_bounds", lambda *args, **kwargs: None)
     X, y, g, *_ = _tied(load_wine, "halves")
     clf = FairLogisticClassifier(bound=0.03, random_state=0).fit(X, y, sensitive_features=g)
+    assert clf.n_rounds_ > _multiclass_steering._MAX_ROUNDS  # (a rescue on top of the rounds)
     assert clf.converged_ and clf.n_data_passes_ <= 100, clf.n_data_passes_
     assert _worst_gap(y, clf.predict(X), g) <= 0.03 + 1e-12
     constant = DummyClassifier(strategy="prior").fit(X, y)
