@@ -38,12 +38,14 @@ def _solve_matrix(H, b, radius=None, flip=None):
     """``H^-1 b`` (``b`` a vector or columns), see :func:`_newton_step`.
 
     ``flip()``, where given, is ``2 V diag(lam) V^T`` of the negative eigenpairs of the
-    leading block of ``H`` that holds its indefinite part (the data curvature, whose
-    penalty terms are positive semidefinite): subtracted, it flips their sign, and the
-    matrix is factorised by Cholesky. The flip is one partial eigendecomposition per data
-    curvature, shared by every step that reuses it, where the absolute values took a full
-    one per step (digits with a group tied to the label, per-class bound 0.02: 42 of 650 x
-    650, 61 % of the fit's CPU).
+    leading block of ``H`` that holds all of its indefiniteness (the data curvature; the
+    penalty's terms added to it are positive semidefinite): subtracted, it flips their
+    sign, and that matrix is factorised by Cholesky. It serves where ``H`` is indefinite,
+    and also where ``H``'s own step is longer than the radius (the shift then starts from
+    the flipped matrix). The flip is one partial eigendecomposition per data curvature,
+    shared by every step that reuses it, where the absolute values took a full one per
+    step (digits with a group tied to one class, per-class bound 0.02: 42 of 650 x 650,
+    61 % of the fit's CPU).
     """
     try:
         out = cho_solve(cho_factor(H), b)
