@@ -393,6 +393,42 @@ def test_trust_region_keeps_a_positive_definite_step_within_the_radius():
     assert float(g @ step) < 0.0
 
 
+def test_a_flipped_data_block_gives_the_shifted_cholesky_step_of_that_length():
+    """The multi-class finish's step where its Hessian ``H = D + P`` is indefinite (``D``
+    the data block with negative eigenvalues, ``P`` the penalty's positive semidefinite
+    terms, beside a levels block): ``-(H - F + sigma I)^-1 g`` with ``F = 2 V diag(lam) V^T``
+    of ``D``'s negative eigenpairs (so ``D - F = |D|``), ``sigma = 0`` where the step fits
+    the radius, else the ``sigma`` of a step of that length (scipy's brentq); a descent
+    direction either way. Without the flip, the step takes ``H``'s absolute eigenvalues."""
+    from scipy.optimize import brentq
+
+    from sklearn_ialm.solver._newton_steps import _newton_step
+
+    rng = np.random.default_rng(2)
+    Q = np.linalg.qr(rng.normal(size=(6, 6)))[0]
+    lam = np.array([-0.3, -1e-3, 1e-2, 0.5, 1.0, 2.0])
+    J = rng.normal(size=(2, 8))
+    H = J.T @ J + 1e-3 * np.eye(8)
+    H[:6, :6] += Q @ np.diag(lam) @ Q.T
+    g = rng.normal(size=8)
+    F = 2.0 * (Q[:, :2] * lam[:2]) @ Q[:, :2].T
+    M = H.copy()
+    M[:6, :6] -= F
+    lm, Qm = np.linalg.eigh(M)
+    assert lm.min() > 0.0
+    free = -np.linalg.solve(M, g)
+    assert np.allclose(_newton_step(H, g, flip=lambda: F), free)
+    radius = 0.05 * np.linalg.norm(free)
+    length = lambda s: np.linalg.norm((Qm.T @ g) / (lm + s)) - radius  # noqa: E731
+    sigma = brentq(length, 0.0, np.linalg.norm(g) / radius)
+    step = _newton_step(H, g, radius=radius, flip=lambda: F)
+    assert np.linalg.norm(step) <= radius * (1 + 1e-9)
+    assert np.allclose(step, -Qm @ ((Qm.T @ g) / (lm + sigma)), rtol=1e-6)
+    assert float(g @ step) < 0.0 and float(g @ free) < 0.0
+    lh, Qh = np.linalg.eigh(H)
+    assert np.allclose(_newton_step(H, g), -Qh @ ((Qh.T @ g) / np.abs(lh)))
+
+
 @pytest.mark.parametrize("n_groups", [4, 6])
 def test_equalized_odds_with_the_groups_in_x_takes_few_passes(n_groups):
     """Equalized odds 0.05 on 5000 generated rows, the groups one-hot in X: converged, the

@@ -31,9 +31,12 @@ steering to the bound on predictions:
   the bound within ``bound_tol`` or the two are as close as a solve can tell apart; the
   model is then the point of the segment between the solve of least objective that met
   the bound and the last that missed it, nearest the one that missed, that meets it (the
-  scores are linear in the parameters: no read of the rows). If none meets the bound, the
-  model is moved along the segment towards the constant model (every row predicted the
-  majority class, which meets every parity bound) until it does, and the fit says so.
+  scores are linear in the parameters: no read of the rows). Where the solves are spent
+  and none met the bound, up to three more start from the one that missed it by the least,
+  at its soft bounds each tightened by a margin (doubled at each miss). If none meets the
+  bound, the model is moved along the segment towards the constant model (every row
+  predicted the majority class, which meets every parity bound) until it does, and the fit
+  says so.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ Newton's method (or L-BFGS-B).
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import eigh
 from scipy.optimize import minimize
 
 from ._newton_steps import HessianOperator, _newton_step, _solve_matrix, _woodbury_inverse
@@ -61,6 +62,7 @@ class _AugmentedLagrangian:
         self._second = None  # (x's bytes, the problem's second-order evaluation at x)
         self._curvature = None  # the data terms of the Hessian (see hessian)
         self._curvature_at = None  # the x (its bytes) where they were formed
+        self._flip = None  # the flip of their negative eigenvalues (see _data_flip)
         self.best_jacobian = None  # Jv at best (a Newton solve's)
         self.best_evaluation = None  # the problem's (f0, grad, c, J) at best (the same)
         self.fresh_curvature = False  # whether the data curvature is formed at every step
@@ -177,6 +179,7 @@ class _AugmentedLagrangian:
             self._curvature = None  # (let go first: its row weights are an n-vector)
             self._curvature = self._second[1][4](mu)
             self._curvature_at = self._second[0]
+            self._flip = None
         data, p, q = self._curvature, self.p, Jv.shape[1] - self.p
         # h is NoProx or Ridge: its gradient is linear, its Hessian the diagonal of ones'.
         diag_h = self.h_grad(np.ones(p))
@@ -193,6 +196,23 @@ class _AugmentedLagrangian:
             return out
 
         return HessianOperator(p + q, matvec, precondition=self._preconditioner(data, diag_h, Ja))
+
+    def _flip_of(self, H):
+        """:meth:`_data_flip` for the dense Hessians of the problems with a trust region
+        (multi-class: their 650 x 650 eigendecompositions were most of a digits fit), else
+        None (the full eigendecomposition of small matrices)."""
+        return self._data_flip if self.trust_region and isinstance(H, np.ndarray) else None
+
+    def _data_flip(self):
+        """``2 V diag(lam) V^T`` of the negative eigenpairs ``(lam, V)`` of the data terms of
+        the Hessian (with ``h``'s), formed once per data curvature (see
+        :func:`~._newton_steps._solve_matrix`): the penalty's terms are positive
+        semidefinite, so the data terms hold all of the Hessian's indefiniteness."""
+        if self._flip is None:
+            D = self._curvature + np.diag(self.h_grad(np.ones(self.p)))
+            lam, V = eigh(D, subset_by_value=(-np.inf, 0.0), driver="evr", check_finite=False)
+            self._flip = (V * (2.0 * lam)) @ V.T
+        return self._flip
 
     def _preconditioner(self, data, diag_h, Ja):
         """:func:`_woodbury_inverse` of the penalty ``Ja^T Ja`` and a scalar for the rest of the
@@ -265,7 +285,7 @@ class _AugmentedLagrangian:
             return None
         H = self.hessian(y, beta, w, Jv, False, active)
         JA = Jv[active]
-        X = _solve_matrix(H, np.column_stack([JA.T, g]))
+        X = _solve_matrix(H, np.column_stack([JA.T, g]), flip=self._flip_of(H))
         # The inner solve ends at a gradient g, not at zero: the step's primal part is
         # -H^-1 (g + J^T dy), which moves c by -J H^-1 g as well (an SQP step).
         step = np.linalg.lstsq(JA @ X[:, :-1], c[active] - JA @ X[:, -1], rcond=1e-12)[0]
@@ -302,7 +322,7 @@ class _AugmentedLagrangian:
             if key not in trials:
                 H = self.hessian(y, beta, w, Jv, refresh and i == 0, active)
                 rhs = smooth + Jv[active].T @ a[active]
-                trials[key] = _newton_step(H, rhs, floor, self.radius)
+                trials[key] = _newton_step(H, rhs, floor, self.radius, self._flip_of(H))
             trial = trials[key]
             if step is not None and float(g @ trial) >= 0.0:
                 break  # not a descent direction of the function itself: keep the last
