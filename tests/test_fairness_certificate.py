@@ -516,7 +516,9 @@ def test_too_few_calibration_rows_names_settings_that_would_work():
         assert trial.training_bound_ >= 0.0
 
 
-def test_certificate_names_the_users_groups():
+def _certified_on_sex_data():
+    """A certified demographic-parity fit (bound 0.1) on :func:`_sex_data`, its warnings
+    silenced (whether the fit warns is not what its callers test)."""
     from sklearn_ialm import FairLogisticClassifier
 
     X, y, sex = _sex_data()
@@ -525,8 +527,12 @@ def test_certificate_names_the_users_groups():
         random_state=0,
     )  # fmt: skip
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # whether the fit warns is not what is tested here
-        clf.fit(X, y, sensitive_features=sex)
+        warnings.simplefilter("ignore")
+        return clf.fit(X, y, sensitive_features=sex)
+
+
+def test_certificate_names_the_users_groups():
+    clf = _certified_on_sex_data()
     assert clf.certificate_.groups.tolist() == ["Female", "Male"]
     message = clf.certificate_.message
     assert "'Female'" in message and "'Male'" in message and "group 0" not in message
@@ -737,7 +743,6 @@ def test_candidates_are_certified_in_order_up_to_the_first_failure(monkeypatch, 
     predictions on the held-out rows give its certificate again. When the first fails, the
     fit is the first candidate, not certified."""
     import sklearn_ialm.estimators._certified as certified_fit
-    from sklearn_ialm import FairLogisticClassifier
 
     real_cert, looks = certified_fit.fairness_certificate, []
 
@@ -747,14 +752,8 @@ def test_candidates_are_certified_in_order_up_to_the_first_failure(monkeypatch, 
         return real_cert(*args, **{**kwargs, **forced})
 
     monkeypatch.setattr(certified_fit, "fairness_certificate", counted)
-    X, y, sex = _sex_data()
-    clf = FairLogisticClassifier(
-        constraint="demographic_parity", bound=0.1, calibration="clopper-pearson",
-        random_state=0,
-    )  # fmt: skip
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # whether the fit warns is not what is tested here
-        clf.fit(X, y, sensitive_features=sex)
+    X, _, sex = _sex_data()
+    clf = _certified_on_sex_data()
     path = clf.certification_path_
     bounds, values, passed = (list(column) for column in zip(*path, strict=True))
     assert len(looks) == len(path) and bounds == sorted(set(bounds))
