@@ -141,6 +141,12 @@ SECTIONS = {
         _commands("benchmarks.memory --quick"),
         ("memory.md",),
     ),
+    "invariants": Section(
+        "the invariants of randomised families at length (hypothesis's long profile)",
+        _commands("benchmarks.invariants --examples 150 --seed 2026"),
+        _commands("benchmarks.invariants --examples 2"),
+        ("invariants.md",),
+    ),
     "certificates": Section(
         "certificates on new rows: coverage, price, real tables against the peers (guide)",
         (("benchmarks.certificates",),),

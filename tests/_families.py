@@ -37,6 +37,9 @@ Profiles (settings of every ``@given`` of the invariants, chosen by ``HYPOTHESIS
 
       HYPOTHESIS_PROFILE=long OMP_NUM_THREADS=1 python -m pytest tests/test_invariants.py
 
+  ``python -m benchmarks.invariants`` runs it from a fixed seed and writes the outcome of
+  each invariant, with any falsifying example, to ``benchmarks/results/invariants.md``.
+
 ``python -m tests._families`` prints a few families and the rows they draw.
 """
 

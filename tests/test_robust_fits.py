@@ -11,6 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ialm import FairLogisticClassifier
 from sklearn_ialm.datasets import load_a9a
+from sklearn_ialm.estimators._verdict import _CHECK_PASSES
 from sklearn_ialm.problems import fairness_problem
 
 _FAIRLEARN = {
@@ -46,8 +47,11 @@ def test_many_groups_pose_constraints_linear_in_the_number_of_groups():
         clf.fit(X, y, sensitive_features=groups)
     # The budget's overrun: the reads after the solves (the report's scorings, 2 at most) and
     # the new-rows check's predict of X, half a pass in this unit (objective plus
-    # constraint rows), counted since a23f81d.
-    assert clf.n_data_passes_ <= 10 + 2 + 0.5
+    # constraint rows), counted since a23f81d; and, the budget having run out with the
+    # surrogate's bound at its tightest, the advice's refits: the check's budget
+    # (_CHECK_PASSES times max_passes) and its last resort's two refits (each within
+    # max_passes).
+    assert clf.n_data_passes_ <= 10 + 2 + 0.5 + (_CHECK_PASSES + 2) * 10
     # The warnings name the bound's groups by their count, not as a list of a hundred.
     said = [str(w.message) for w in caught if "for groups" in str(w.message)]
     assert said and all("(100 groups)" in m and "50, 51" not in m for m in said), said
