@@ -3,7 +3,8 @@
 examples of each (``tests/_families.py`` says what the families vary and what holds).
 
 Each invariant draws ``--examples`` families from ``--seed``; the same seed and code draw
-the same families. Writes ``invariants.md``: each invariant's outcome and seconds and, where
+the same families, after any failing ones that hypothesis's database (``.hypothesis/``)
+kept from earlier runs. Writes ``invariants.md``: each invariant's outcome and seconds and, where
 one failed, hypothesis's falsifying example (a ``Family(...)`` to paste into an
 ``@example``). Needs the test extra (pytest, hypothesis, fairlearn, dask).
 
