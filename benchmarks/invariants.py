@@ -3,7 +3,8 @@
 examples of each (``tests/_families.py`` says what the families vary and what holds).
 
 Each invariant draws ``--examples`` families from ``--seed``; the same seed and code draw
-the same families. Writes ``invariants.md``: each invariant's outcome and seconds and, where
+the same families, after any failing ones that hypothesis's database (``.hypothesis/``)
+kept from earlier runs. Writes ``invariants.md``: each invariant's outcome and seconds and, where
 one failed, hypothesis's falsifying example (a ``Family(...)`` to paste into an
 ``@example``). Needs the test extra (pytest, hypothesis, fairlearn, dask).
 
@@ -65,11 +66,21 @@ def _row(case) -> dict:
 
 
 def _falsifying(text: str) -> str:
-    """Hypothesis's ``Falsifying example: ...`` call, on one line (else the error's last line)."""
-    found = re.search(r"Falsifying example: (.*?)\n\n", text, flags=re.S)
+    """Hypothesis's failing call (``Falsifying example: ...`` or, in later versions,
+    ``Failing test case: ...``) on one line, its comments dropped; else the error's last line."""
+    said = [
+        re.sub(r"\s+#.*$", "", line[1:].strip()) for line in text.splitlines() if line[:1] == "E"
+    ]
+    joined = " ".join(said)
+    found = re.search(r"(?:Falsifying example|Failing test case): ", joined)
     if found is None:
         return text.strip().splitlines()[-1] if text.strip() else ""
-    return " ".join(found.group(1).split())
+    call, depth = joined[found.end() :], 0
+    for i, char in enumerate(call):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == ")" and depth == 0:
+            return call[: i + 1].replace("( ", "(").replace(", )", ")")
+    return call
 
 
 def main(argv: list[str] | None = None) -> None:

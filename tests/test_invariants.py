@@ -318,6 +318,28 @@ def test_binary_objective_is_monotone_in_the_bound(family, kind, bounds):
     check_monotone(family, kind, bounds, {})
 
 
+# Found by `python -m benchmarks.invariants --examples 150 --seed 2026` (session 26): a group
+# of 8 rows, whose selection rate moves 0.125 a row. At bound 0.02 the steering loosens
+# its surrogate and ends with one of the 8 selected (objective 0.449, the unconstrained
+# model's 0.449); at 0.05 its surrogate at the bound misses by 0.001 on predictions, the
+# tightened one selects none of the 8, and the segment between them holds the bound only
+# there (0.484). The relation between the surrogate's bound and the gap on predictions is
+# not monotone on so few rows; the steering follows one side of it.
+@pytest.mark.xfail(strict=True, reason="issue 49 item 7: DP 0.05 ends at 0.484, 0.02 at 0.449")
+@given(
+    family=st.just(
+        Family(
+            n_rows=300, group_shares=(0.026667, 0.973333), tie="independent", noise_sd=0.5,
+            positive_share=0.2, n_features=2, seed=1,
+        )
+    ),
+    kind=st.just("demographic_parity"),
+    bounds=st.just([0.02, 0.05]),
+)  # fmt: skip
+def test_binary_objective_is_monotone_with_a_group_of_eight_rows(family, kind, bounds):
+    check_monotone(family, kind, bounds, {})
+
+
 @given(
     family=_MULTICLASS,
     kind=st.sampled_from(KINDS),
