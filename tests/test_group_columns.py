@@ -185,3 +185,35 @@ def test_row_medians_are_numpys():
         np.testing.assert_array_equal(_row_medians(R), np.median(R, axis=1))
         Z = rng.integers(0, 3, (300, m)).astype(float)
         np.testing.assert_array_equal(_row_medians(Z), np.median(Z, axis=1))
+
+
+@pytest.mark.parametrize("form", ["difference", "ratio"])
+@pytest.mark.parametrize(
+    "kind", ["demographic_parity", "true_positive_rate_parity", "error_rate_parity"]
+)
+def test_band_parts_from_the_structure_are_those_of_every_entry(kind, form):
+    """A band's own parts read from its structure (a few entries a row) are those of every
+    entry read (rows of weight 0, a constraint scale); where ``W`` is not the structure's,
+    every entry is read."""
+    from sklearn_ialm.estimators._band_parts import structured_owners
+    from sklearn_ialm.estimators._group_cuts import _band_weights, _own_parts
+
+    rng = np.random.default_rng(0)
+    n = 900
+    X, y = rng.standard_normal((n, 3)), rng.integers(0, 2, n)
+    g = rng.integers(0, 30, n)
+    sw = rng.uniform(0.5, 2.0, n)
+    sw[rng.random(n) < 0.05] = 0.0
+    problem = fairness_problem(
+        X, y, X, g, bound=0.1 if form == "difference" else 0.8, constraint=kind, form=form,
+        fit_intercept=True, constraint_sample_weight=sw, constraint_scale=0.5,
+    )  # fmt: skip
+    weights = _band_weights(problem, _Units(problem))
+    W, _, lev, tiny = weights
+    assert structured_owners(problem, W, lev, tiny, g) is not None
+    got, want = _own_parts(weights, g, problem), _own_parts(weights, g)
+    assert got.codes == want.codes
+    for a, b in zip(got[1:], want[1:], strict=True):
+        np.testing.assert_array_equal(a, b)
+    problem.W[0, 5] += 1.0  # not the structure's weights: read whole
+    assert structured_owners(problem, W, lev, tiny, g) is None

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..problems._numeric import BOUND_EPS
+from ._band_parts import structured_owners
 
 __all__ = ["group_cut", "group_layout"]
 
@@ -81,7 +82,7 @@ def group_layout(problem, units, groups, bound_tol=None):
     weights, groups = _band_weights(problem, units), np.asarray(groups)
     if weights is None or (bound_tol is not None and _largest_within(weights, groups, bound_tol)):
         return None
-    band = _own_parts(weights, groups)
+    band = _own_parts(weights, groups, problem)
     if band is None:
         return None
     if bound_tol is not None:
@@ -125,10 +126,11 @@ def _band_weights(problem, units):
 
 def _row_parts(W, lev):
     """Each row's band weights over their levels' coefficients, less the row's median:
-    what is a group's own (the median is the part common to every group)."""
+    what is a group's own (the median is the part common to every group); and the medians."""
     R = W / lev
-    R -= _row_medians(R)[:, None]
-    return R
+    med = _row_medians(R)
+    R -= med[:, None]
+    return R, med
 
 
 def _largest_within(weights, groups, bound_tol):
@@ -142,26 +144,24 @@ def _largest_within(weights, groups, bound_tol):
     W, _, lev, tiny = weights
     codes, counts = np.unique(groups, return_counts=True)
     rows = np.flatnonzero(groups == codes[np.argmax(counts)])[:_PROBE_ROWS]
-    R = _row_parts(W[rows], lev)
+    R, _ = _row_parts(W[rows], lev)
     step = np.max(np.abs(R * lev), axis=1) / len(groups)
     return bool(np.any(np.any(np.abs(R) > tiny, axis=1) & (step <= bound_tol)))
 
 
-def _own_parts(weights, groups):
+def _own_parts(weights, groups, problem=None):
     """The :class:`_Band` of the band's groups (:func:`_band_weights`): each band
     constraint's weights less the part common to every group (a multiple of its level's
     coefficient, the overall rate, which the free level absorbs), on its group's rows; None
     where the band is not of three groups or more with a group of its own per
-    constraint."""
+    constraint. (Read from the structure of ``problem``'s band where it has one, see
+    :mod:`._band_parts`.)"""
     W, cols, lev, tiny = weights
-    R = _row_parts(W, lev)
-    own = np.abs(R) > tiny
-    # Each column's own rows are of one group, that of its first own row (np.unique column
-    # by column took 14 ms of a 0.2 s fit: 100 groups, 200 columns).
-    first = np.argmax(own, axis=0)
-    code = groups[first]
-    if not np.all(own[first, np.arange(len(cols))]) or np.any(own & (groups[:, None] != code)):
+    found = None if problem is None else structured_owners(problem, W, lev, tiny, groups)
+    found = _owners(weights, groups) if found is None else found
+    if found is None:
         return None
+    code, med = found
     parts = {}
     for c, g in enumerate(code.tolist()):
         parts.setdefault(int(g), []).append(c)
@@ -175,9 +175,26 @@ def _own_parts(weights, groups):
     sizes = np.array([len(r) for r in rows])
     rows = np.concatenate(rows)
     gid = np.repeat(np.arange(len(parts)), sizes)
-    # (The own weights: R[:, c] * lev[c], as the constraint has them.)
-    own = np.where(slot[gid], R[rows[:, None], index[gid]] * lev[index[gid]], 0.0)
+    # (The own weights: R[:, c] * lev[c], as the constraint has them, R = W / lev - med.)
+    at = index[gid]
+    own = np.where(slot[gid], (W[rows[:, None], at] / lev[at] - med[rows, None]) * lev[at], 0.0)
     return _Band(list(parts), cols[index], slot, rows, sizes, own)
+
+
+def _owners(weights, groups):
+    """``(code, med)``: each band column's group, that of its own rows (``|W / lev - med|
+    > tiny``, ``med`` the row's median of ``W / lev``), read from every entry; None where a
+    column has no own row or own rows of two groups."""
+    W, cols, lev, tiny = weights
+    R, med = _row_parts(W, lev)
+    own = np.abs(R) > tiny
+    # Each column's own rows are of one group, that of its first own row (np.unique column
+    # by column took 14 ms of a 0.2 s fit: 100 groups, 200 columns).
+    first = np.argmax(own, axis=0)
+    code = groups[first]
+    if not np.all(own[first, np.arange(len(cols))]) or np.any(own & (groups[:, None] != code)):
+        return None
+    return code, med
 
 
 def _row_medians(R):
