@@ -123,3 +123,97 @@ def test_a_hundred_groups_of_twenty_rows_converge_at_the_bound():
     assert clf.n_data_passes_ <= 30
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
     assert fits[0].intercept_ == fits[1].intercept_
+
+
+def test_group_columns_read_from_stored_entries_as_from_every_entry():
+    """CSR rows give the group columns the dense rows give (the stored entries are read,
+    and a column is read whole where its rows at 0 could be a group's): one-hot columns at
+    any scale and sign, explicit zeros, a complement's indicator, a union of two groups, a
+    group outside the band, a column of two values, dense and empty columns."""
+    from types import SimpleNamespace
+
+    import scipy.sparse as sp
+
+    from sklearn_ialm.estimators._group_cuts import _group_columns
+
+    rng = np.random.default_rng(0)
+    g = rng.permutation(np.repeat(np.arange(6), [5, 8, 3, 9, 6, 4]))
+    on = lambda k, v=1.0: np.where(g == k, v, 0.0)  # noqa: E731
+    columns = [
+        rng.standard_normal(len(g)),  # dense
+        np.zeros(len(g)),  # empty
+        on(5),  # a group outside the band's codes
+        on(0) + on(1),  # two groups
+        np.where(g == 2, 2.0, np.where(g == 0, 3.0, 0.0)),  # two values
+        on(1, 2.5),
+        on(1, -4.0),  # a second column of group 1: the first is kept
+        on(2, -1.5),
+        np.where(g == 3, 0.0, 1.0),  # 0 on group 3, 1 elsewhere
+        on(4, 1e-3),
+        on(0, 7.0),
+    ]
+    dense = np.column_stack(columns)
+    stored = sp.csr_matrix(dense)
+    stored[np.flatnonzero(g == 4)[:2], 2] = 0.0  # explicit zeros where group 5 is 0 anyway
+    assert stored.nnz > np.count_nonzero(dense)
+    for codes in ([0, 1, 2, 3, 4], [4, 2, 0], [1, 3]):
+        got = [
+            _group_columns(
+                SimpleNamespace(A_con=SimpleNamespace(A=A, rows=None), fit_intercept=True),
+                g,
+                codes,
+            )
+            for A in (dense, stored)
+        ]
+        assert got[0] == got[1], codes
+    assert got[0] == {1: (5, 2.5, 0.0), 3: (8, 0.0, 1.0)}
+
+
+def test_row_medians_are_numpys():
+    """A value held by more than half of a row is taken as its median without a partition:
+    the numbers are ``np.median``'s, rows of odd and even length and rows of zeros."""
+    from sklearn_ialm.estimators._group_cuts import _row_medians
+
+    rng = np.random.default_rng(0)
+    for m in (7, 8, 200, 201):
+        R = np.repeat(rng.standard_normal((500, 1)), m, axis=1)
+        R[np.arange(500), rng.integers(0, m, 500)] += 1.0
+        R[np.arange(500), rng.integers(0, m, 500)] -= 2.0
+        R[:50] = rng.standard_normal((50, m))
+        R[50:60] = 0.0
+        R[50:60, 0] = -0.0
+        np.testing.assert_array_equal(_row_medians(R), np.median(R, axis=1))
+        Z = rng.integers(0, 3, (300, m)).astype(float)
+        np.testing.assert_array_equal(_row_medians(Z), np.median(Z, axis=1))
+
+
+@pytest.mark.parametrize("form", ["difference", "ratio"])
+@pytest.mark.parametrize(
+    "kind", ["demographic_parity", "true_positive_rate_parity", "error_rate_parity"]
+)
+def test_band_parts_from_the_structure_are_those_of_every_entry(kind, form):
+    """A band's own parts read from its structure (a few entries a row) are those of every
+    entry read (rows of weight 0, a constraint scale); where ``W`` is not the structure's,
+    every entry is read."""
+    from sklearn_ialm.estimators._band_parts import structured_owners
+    from sklearn_ialm.estimators._group_cuts import _band_weights, _own_parts
+
+    rng = np.random.default_rng(0)
+    n = 900
+    X, y = rng.standard_normal((n, 3)), rng.integers(0, 2, n)
+    g = rng.integers(0, 30, n)
+    sw = rng.uniform(0.5, 2.0, n)
+    sw[rng.random(n) < 0.05] = 0.0
+    problem = fairness_problem(
+        X, y, X, g, bound=0.1 if form == "difference" else 0.8, constraint=kind, form=form,
+        fit_intercept=True, constraint_sample_weight=sw, constraint_scale=0.5,
+    )  # fmt: skip
+    weights = _band_weights(problem, _Units(problem))
+    W, _, lev, tiny = weights
+    assert structured_owners(problem, W, lev, tiny, g) is not None
+    got, want = _own_parts(weights, g, problem), _own_parts(weights, g)
+    assert got.codes == want.codes
+    for a, b in zip(got[1:], want[1:], strict=True):
+        np.testing.assert_array_equal(a, b)
+    problem.W[0, 5] += 1.0  # not the structure's weights: read whole
+    assert structured_owners(problem, W, lev, tiny, g) is None

@@ -70,3 +70,41 @@ def test_compiled_group_products_give_scipys_evaluation_bit_for_bit(monkeypatch)
     want = problem.second_order_evaluation(x)
     for a, b in zip(got[:4], want[:4], strict=True):
         assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+@pytest.mark.parametrize("form", ["difference", "ratio"])
+@pytest.mark.parametrize(
+    "kind",
+    ["demographic_parity", "true_positive_rate_parity", "equalized_odds", "error_rate_parity"],
+)
+def test_band_weights_are_those_of_a_column_at_a_time(kind, form, monkeypatch):
+    """``W`` of a band, filled a block of rows at a time with every column at once, holds
+    the numbers of its columns' formula taken one column at a time, signed zeros included
+    (rows of weight 0, and rows outside a rate's class)."""
+    from sklearn_ialm.problems import _fairness_constraints as fc
+    from sklearn_ialm.problems._fairness_kinds import _PARITY_RATES, _rate_terms
+
+    monkeypatch.setattr(fc, "_BLOCK_ROWS", 700)
+    rng = np.random.default_rng(0)
+    n, bound = 2000, 0.1 if form == "difference" else 0.8
+    g, y = rng.integers(0, 9, n), rng.random(n) < 0.4
+    w = rng.uniform(0.1, 3.0, n)
+    w[rng.random(n) < 0.1] = 0.0
+    columns, offsets, _, _, _ = fc._level_rows(g, w, kind, form, bound, y)
+    W = fc._fill_weights(n, columns, len(offsets), 1.0)
+    kappa = 1.0 if form == "difference" else 2.0 / (1.0 + bound)
+    sides = (
+        [(1.0, -1.0), (-1.0, 1.0)]
+        if form == "difference"
+        else [(1.0, -kappa), (-1.0, bound * kappa)]
+    )
+    want = []
+    for rate in _PARITY_RATES[kind]:
+        cond, _, s = _rate_terms(rate, y)
+        rows = 1.0 if cond is None else cond
+        lin = n * w * rows * s / np.sum(w * (np.ones(n, bool) if cond is None else cond))
+        for k in range(9):
+            m = g == k if cond is None else (g == k) & cond
+            for a, b in sides:
+                want.append(a * (n * w * m * s / float(w @ m)) + b * lin)
+    np.testing.assert_array_equal(W.view(np.int64), np.column_stack(want).view(np.int64))

@@ -86,6 +86,7 @@ _PRIVATE_FIT_STATE = frozenset(
     "_stream",  # partial_fit's state: a fit starts afresh without it
     "_bound_met_rows",  # the training rows' verdict of a calibrated fit (see _binary.Binary)
     "_feature_moments",  # the training columns' (mean, std), see _scaling.far_columns
+    "_kkt_dual",  # the solve's optimal dual, solved when first read (kkt_dual_residual_)
 }
 
 
@@ -299,6 +300,12 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
             )
             return x0, None, None
         return x0, multipliers, slack
+
+    @property
+    def kkt_dual_residual_(self) -> float:
+        """The stationarity of the original problem at the returned point, with its optimal
+        multiplier (see the class's attributes); solved when first read."""
+        return float(self._kkt_dual.solved()[0])
 
     # -- fit -------------------------------------------------------------------------------------
     def _fit(self, X, y, sample_weight=None, **fit_params):

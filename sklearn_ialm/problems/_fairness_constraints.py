@@ -22,13 +22,18 @@ _BLOCK_ROWS = 1 << 16
 def _fill_weights(n, columns, m, scale):
     """The ``(n, m)`` matrix ``W`` whose rows ``rows`` are ``columns(rows) / scale``.
 
-    ``columns(rows)`` gives the ``m`` columns on a slice of rows; every entry is computed by
-    the same elementwise operations as on all rows at once, so the blocks change no value.
+    ``columns(rows)`` gives the ``m`` columns on a slice of rows, one at a time or as one
+    ``(rows, m)`` array; every entry is computed by the same elementwise operations as on
+    all rows at once, so the blocks change no value.
     """
     W = np.empty((n, m))
     for start in range(0, n, _BLOCK_ROWS):
         rows = slice(start, start + _BLOCK_ROWS)
-        for k, col in enumerate(columns(rows)):
+        block = columns(rows)
+        if isinstance(block, np.ndarray):
+            W[rows] = block if scale == 1.0 else block / scale
+            continue
+        for k, col in enumerate(block):
             W[rows, k] = col if scale == 1.0 else col / scale  # (x / 1 is x)
     return W
 
@@ -144,7 +149,11 @@ def _level_rows(groups, weights, kind, form, bound, y):
     minimises over ``tau`` (see :func:`~sklearn_ialm.solver.stoc_ialm`).
     """
     n = len(groups)
-    labels = distinct(groups)
+    labels, codes = unique_codes(groups)
+    # Each group's rows as a column (contiguous: each product below is the dot product of
+    # the group's own mask, a comparison and a product per group and rate took 5 ms of a
+    # 0.1 s fit of 100 groups of 20 rows).
+    member = np.asfortranarray(codes[:, None] == np.arange(len(labels)))
     offsets, names, coef, spec = [], [], [], []
     kappa = 1.0 if form == "difference" else 2.0 / (1.0 + bound)
     totals = {}
@@ -155,11 +164,13 @@ def _level_rows(groups, weights, kind, form, bound, y):
         totals[rate, None] = w_all
         const_all = float(np.sum(weights * rows_all * c)) / w_all
         tag = kind if len(_PARITY_RATES[kind]) == 1 else f"{kind}.{_SHORT[rate]}"
+        masks = member if cond is None else np.asfortranarray(member & cond[:, None])
         for i, g in enumerate(labels):
-            m = (groups == g) & rows_all
+            m = masks[:, i]
             wg = _group_total(weights, m, g, rate, kind)
             totals[rate, i] = wg
-            const_g = float(np.sum(weights * m * c)) / wg
+            # (c = 0, as for every rate but the error rate: a sum of zeros, not a pass.)
+            const_g = 0.0 if _is_zero(c) else float(np.sum(weights * m * c)) / wg
             if form == "difference":
                 # r_g - r - bound/2 - tau <= 0 and r - r_g - bound/2 + tau <= 0
                 spec += [(rate, i, 1.0, -1.0), (rate, i, -1.0, 1.0)]
@@ -172,6 +183,7 @@ def _level_rows(groups, weights, kind, form, bound, y):
                 offsets += [const_g - kappa * const_all, bound * kappa * const_all - const_g]
                 names += [f"{tag}[{g}/level]<=", f"{tag}[{g}/level]>="]
                 coef += [(j, -1.0), (j, bound)]
+    del member, masks
     levels = np.zeros((len(offsets), len(_PARITY_RATES[kind])))
     for k, (j, v) in enumerate(coef):
         levels[k, j] = v
@@ -182,26 +194,55 @@ def _level_rows(groups, weights, kind, form, bound, y):
         cond, _, s = _rate_terms(kind_rate := _PARITY_RATES[kind][0], y)
         row_weight = n * weights * (1.0 if cond is None else cond) * s
         groups_of_w = WeightGroups(
-            unique_codes(groups)[1],
+            codes,
             np.broadcast_to(row_weight, (n,)).astype(float),
             np.array([i for _, i, _, _ in spec]),
             np.array([a / totals[kind_rate, i] for _, i, a, _ in spec]),
             np.array([b / totals[kind_rate, None] for _, _, _, b in spec]),
         )
+    return _band_columns(weights, codes, y, n, spec, totals), offsets, names, levels, groups_of_w
+
+
+def _band_columns(weights, codes, y, n, spec, totals):
+    """``columns`` of :func:`_level_rows` (see :func:`_fill_weights`): on a slice of rows,
+    every column at once, each entry by the operations of a column at a time (``a * (n *
+    w * m * s / total_g) + b * lin``, ``lin = n * w * rows * s / total``, left to right), so
+    the same numbers, signed zeros included. Off its group's columns (``m`` 0) a row's
+    entry is ``b * lin``, ``a`` times a zero added to it; on them, two per row and rate, it
+    is computed. (A column at a time, 200 columns of 2000 rows took 5 ms of a 0.1 s fit.)
+    """
+    a = np.array([a for _, _, a, _ in spec])
+    b = np.array([b for _, _, _, b in spec])
+    total = np.array([totals[rate, i] for rate, i, _, _ in spec])
+    # Each rate's columns are one run of spec, two per group (see _level_rows).
+    rates = list(dict.fromkeys(rate for rate, _, _, _ in spec))
+    own_cols = {r: np.array([k for k, sp in enumerate(spec) if sp[0] == r]) for r in rates}
+    own_cols = {r: (slice(k[0], k[-1] + 1), k.reshape(-1, 2)) for r, k in own_cols.items()}
 
     def columns(rows):
-        w, grp = weights[rows], groups[rows]
-        lin = {}
-        for rate in _PARITY_RATES[kind]:
+        w, grp = weights[rows], codes[rows]
+        nw = n * w
+        block = np.empty((len(w), len(spec)))
+        for rate in rates:
             cond, _, s = _rate_terms(rate, None if y is None else y[rows])
-            rows_all = 1.0 if cond is None else cond
-            lin[rate, None] = n * w * rows_all * s / totals[rate, None]
-        for rate, i, a, b in spec:
-            cond, _, s = _rate_terms(rate, None if y is None else y[rows])
-            m = grp == labels[i] if cond is None else (grp == labels[i]) & cond
-            yield a * (n * w * m * s / totals[rate, i]) + b * lin[rate, None]
+            lin = n * w * (1.0 if cond is None else cond) * s / totals[rate, None]
+            run, pairs = own_cols[rate]
+            np.multiply(b[run], lin[:, None], out=block[:, run])
+            zero = np.flatnonzero(lin == 0)
+            if len(zero):
+                # a * 0 + b * 0 on these rows: a zero whose sign is that of the two zeros.
+                z = nw[zero] * False if _is_one(s) else nw[zero] * False * s[zero]
+                signs = np.signbit(z) * 2 + np.signbit(lin[zero])
+                for sign in np.unique(signs):
+                    j = np.flatnonzero(signs == sign)
+                    block[zero[j], run] = a[run] * z[j[0]] + b[run] * lin[zero[j[0]]]
+            mine = np.arange(len(w)) if cond is None else np.flatnonzero(cond)
+            own = nw[mine] if _is_one(s) else nw[mine] * s[mine]  # (x * True is x)
+            for k in pairs[grp[mine]].T:
+                block[mine, k] = a[k] * (own / total[k]) + b[k] * lin[mine]
+        return block
 
-    return columns, offsets, names, levels, groups_of_w
+    return columns
 
 
 def _balanced_rows(groups, W, min_copies=1):

@@ -49,7 +49,10 @@ def _pair_metric(rates, labels, protected, form):
     rate among the others, and the value is that of the best pair, bit for bit.
     """
     k = len(labels)
-    mine = np.array([label in protected for label in labels], dtype=bool)
+    # (A set of the protected labels: a scan of them per label took 1 ms of a report of
+    # 100 groups, 10 ms in all of a fit's reports.)
+    wanted = set(np.asarray(protected).tolist())
+    mine = np.array([label in wanted for label in labels.tolist()], dtype=bool)
     if k < 2 or not mine.any():
         return np.nan
     order = np.argsort(rates, kind="stable")
@@ -185,7 +188,8 @@ class MetricRows:
     def metric_of_counts(self, kind, form, counts, protected) -> float:
         """:meth:`metric` from the :meth:`counts` of the predictions."""
         labels, w, group_weight = self.labels, self.weights, self.group_weight
-        missing = [g for g in protected if g not in labels]
+        present = set(labels.tolist())
+        missing = [g for g in protected if g not in present]
         if missing:
             raise ValueError(f"protected: group {_label(missing[0])!r} has no rows in groups.")
         if kind in ("positive_share", "disparate_impact"):
