@@ -52,6 +52,9 @@ __all__ = ["MultinomialProblem", "Rate", "cell_codes"]
 _HESSIAN_MAX_PARAMS = 2048
 #: Numbers of one block of rows' weighted copy in :func:`pair_grams` (16 MB).
 _GRAM_BLOCK_NUMBERS = 1 << 21
+#: The most columns ``d + 1`` of dense rows whose Gram matrices come from their outer
+#: products' triangles (:func:`_triangle_grams`): a block of 16 MB holds 61 rows there.
+_TRIANGLE_MAX_COLS = 256
 
 
 class Rate:
@@ -110,8 +113,12 @@ def curvature_product(P, u, omega, v, Zd):
 
 def pair_grams(X, S):
     """``sum_i S_ij [a_i, 1] [a_i, 1]^T`` for every column ``j`` of ``S`` (n, m): ``(m, d + 1,
-    d + 1)``, a product per column (dense rows in blocks of about 16 MB)."""
+    d + 1)``. Dense rows of at most ``_TRIANGLE_MAX_COLS`` columns: one product of ``S`` with
+    the rows' outer products (:func:`_triangle_grams`); else a product per column (dense rows
+    in blocks of about 16 MB)."""
     n, d = X.shape
+    if not sp.issparse(X) and d + 1 <= _TRIANGLE_MAX_COLS:
+        return _triangle_grams(X, S)
     out = np.zeros((S.shape[1], d + 1, d + 1))
     step = n if sp.issparse(X) else max(1, _GRAM_BLOCK_NUMBERS // (d + 1))
     for start in range(0, n, step):
@@ -123,6 +130,36 @@ def pair_grams(X, S):
             out[j, d, d] += R[:, j].sum()
     out[:, d, :d] = out[:, :d, d]
     return out
+
+
+def _triangle_grams(X, S):
+    """:func:`pair_grams` of dense rows: the upper triangles of the rows' outer products
+    ``[a_i, 1] [a_i, 1]^T`` (a block of rows at a time, about 16 MB), times ``S``.
+
+    One product for every column of ``S``, over half of each Gram matrix: on digits (1257 x
+    64, ten classes: 55 Gram matrices) 13 ms where a weighted copy of the rows and a product
+    per column took 35 ms.
+    """
+    n, d = X.shape
+    cols = d + 1
+    upper = np.triu_indices(cols)
+    out = np.zeros((S.shape[1], len(upper[0])))
+    step = max(1, _GRAM_BLOCK_NUMBERS // len(upper[0]))
+    Q = np.empty((len(upper[0]), min(step, n)))
+    for start in range(0, n, step):
+        At = np.ones((cols, min(step, n - start)))
+        At[:d] = X[start : start + step].T
+        rows = Q[:, : At.shape[1]]
+        at = 0
+        for j in range(cols):
+            # (the triangle's row j: a_j times a_j..a_d, np.triu_indices's order)
+            np.multiply(At[j], At[j:], out=rows[at : at + cols - j])
+            at += cols - j
+        out += S[start : start + step].T @ rows.T
+    grams = np.empty((S.shape[1], cols, cols))
+    grams[:, upper[0], upper[1]] = out
+    grams[:, upper[1], upper[0]] = out
+    return grams
 
 
 def _last_kept(hessian):

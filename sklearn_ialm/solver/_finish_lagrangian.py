@@ -186,8 +186,10 @@ class _AugmentedLagrangian:
         Ja = np.sqrt(beta) * Jv[active]
         if isinstance(data, np.ndarray):
             H = np.zeros((p + q, p + q))
-            H[:p, :p] = data + np.diag(diag_h)
-            return H + Ja.T @ Ja
+            H[:p, :p] = data
+            H[np.arange(p), np.arange(p)] += diag_h
+            H += Ja.T @ Ja
+            return H
 
         def matvec(s):
             self.charge(1)  # a product with the data's Hessian reads every row
