@@ -404,8 +404,12 @@ class MultinomialProblem(FiniteSumProblem):
         G = (om[:, None, None] * P[:, :, None] * (Ms - Q[:, None, :])).reshape(n, self.K * m)
         gW = np.asarray(safe_sparse_dot(G.T, self.X, dense_output=True)).reshape(self.K, m, -1)
         gb = G.sum(axis=0).reshape(self.K, m)
-        J = [self._back_sums(gW[:, j], gb[:, j]) for j in range(m)]
-        return c, np.array(J)
+        # (:meth:`_back_sums` of every constraint at once)
+        J = np.zeros((m, self.K, self.cols))
+        J[:, :, : self.d] = (gW.transpose(1, 0, 2) - gb.T[:, :, None] * self.center) / self.scale
+        if self.fit_intercept:
+            J[:, :, self.d] = gb.T
+        return c, J.reshape(m, self.n_params)
 
     def _curvature_inputs(self, mu):
         """``(u, omega, v)`` of :func:`pair_weights` for multipliers ``mu``."""
