@@ -440,7 +440,7 @@ class MultinomialProblem(FiniteSumProblem):
         scale``, formed at the first Hessian and kept until :meth:`release_triangles` where
         they take at most ``_TRIANGLES_KEPT_BYTES`` (dense rows of at most
         ``_TRIANGLE_MAX_COLS`` columns), else None (formed at each Hessian, of the rows as
-        given). A steered fit on digits forms 20 to 30 Hessians: each took 26 ms, 11 ms with
+        given). A steered fit on digits forms 20 to 30 Hessians: each took 23 ms, 15 ms with
         them (and no change of units, a product of each Gram matrix with two others)."""
         if self._kept_triangles:
             return self._kept_triangles[0]
