@@ -168,6 +168,34 @@ def test_second_order_evaluation_matches_finite_differences(sparse, fit_intercep
     np.testing.assert_allclose(products, fd, atol=1e-7 * np.abs(fd).max())
 
 
+def test_the_ways_to_the_pair_gram_matrices_agree(monkeypatch):
+    """The Hessian's pair Gram matrices: from the rows' outer products kept in the solver's
+    units (a dense problem's default), formed a block of rows at a time as given, or a
+    product per class pair (CSR rows, wide rows): the same matrices to rounding. The kept
+    products are let go by ``release_triangles`` (a fit calls it after its solves)."""
+    problem, X, *_ = _small_problem()
+    rng = np.random.default_rng(1)
+    x = rng.normal(scale=0.5, size=problem.n_params)
+    mu = rng.uniform(0.0, 3.0, size=problem.n_constraints)
+    kept = problem.second_order_evaluation(x)[4](mu)
+    assert len(problem._kept_triangles) == 1
+    problem.release_triangles()
+    assert not problem._kept_triangles
+    monkeypatch.setattr(multinomial, "_TRIANGLES_KEPT_BYTES", 0)
+    blocks = problem.second_order_evaluation(x)[4](mu)
+    monkeypatch.setattr(multinomial, "_TRIANGLE_MAX_COLS", 0)
+    pairs = problem.second_order_evaluation(x)[4](mu)
+    assert not problem._kept_triangles
+    scale = np.abs(pairs).max()
+    np.testing.assert_allclose(kept, pairs, rtol=0, atol=1e-13 * scale)
+    np.testing.assert_allclose(blocks, pairs, rtol=0, atol=1e-13 * scale)
+    S = rng.normal(size=(len(X), 6))
+    monkeypatch.setattr(multinomial, "_GRAM_BLOCK_NUMBERS", 200)  # (several blocks of rows)
+    per_column = multinomial.pair_grams(X, S)
+    monkeypatch.setattr(multinomial, "_TRIANGLE_MAX_COLS", 256)
+    np.testing.assert_allclose(multinomial.pair_grams(X, S), per_column, rtol=1e-13, atol=1e-13)
+
+
 def test_newton_finish_reaches_the_slsqp_optimum():
     """The finish alone (no stochastic phase), by Newton steps on the multinomial problem,
     ends at an independent solve's optimum of the same smoothed problem, in fewer passes than

@@ -233,6 +233,7 @@ def _solve_and_steer(est, fitting):
         x, results, chosen, passes, toward_constant = _steer_soft_bounds(
             est, problem, results, kwargs, [seeds[best]], passes, x_const, band, base, rounds
         )
+    problem.release_triangles()  # (no Hessian after the solves)
     scores = problem.scores(x)
     if context["kind"] == "np":
         found = _np_offsets(problem, scores, sw, context["bounds"])

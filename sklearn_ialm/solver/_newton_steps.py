@@ -57,7 +57,8 @@ def _solve_matrix(H, b, radius=None, flip=None):
     except np.linalg.LinAlgError:
         pass
     if flip is not None:
-        M = 0.5 * (H + H.T)
+        M = H + H.T
+        M *= 0.5
         F = flip()
         M[: len(F), : len(F)] -= F
         try:
@@ -99,14 +100,15 @@ def _shifted_solve(M, factor, b, radius):
     out = cho_solve(factor, b, check_finite=False)
     if radius is None or np.ndim(b) != 1 or np.linalg.norm(out) <= radius:
         return out
-    sigma, eye = 0.0, np.eye(len(M))
+    sigma, shifted, diagonal = 0.0, M.copy(), np.arange(len(M))
     for _ in range(_SHIFT_MAX_ITER):
         norm = np.linalg.norm(out)
         if abs(norm - radius) <= _SHIFT_RTOL * radius:
             break
         q = solve_triangular(factor[0], out, lower=True, check_finite=False)
         sigma += (norm / np.linalg.norm(q)) ** 2 * (norm - radius) / radius
-        factor = cho_factor(M + sigma * eye, lower=True, check_finite=False)
+        shifted[diagonal, diagonal] = M[diagonal, diagonal] + sigma
+        factor = cho_factor(shifted, lower=True, check_finite=False)
         out = cho_solve(factor, b, check_finite=False)
     return out * min(1.0, radius / np.linalg.norm(out))
 
