@@ -108,3 +108,28 @@ def test_band_weights_are_those_of_a_column_at_a_time(kind, form, monkeypatch):
             for a, b in sides:
                 want.append(a * (n * w * m * s / float(w @ m)) + b * lin)
     np.testing.assert_array_equal(W.view(np.int64), np.column_stack(want).view(np.int64))
+
+
+@pytest.mark.parametrize("kind", ["demographic_parity", "equalized_odds", "error_rate_parity"])
+def test_group_masks_one_at_a_time_pose_the_same_band(kind, monkeypatch):
+    # Past _MASK_CELLS the groups' masks are formed one at a time, not as one matrix (1e6
+    # rows of 100 groups would hold 100 MB): the same constraints, to the bit.
+    from sklearn_ialm.problems import _fairness_constraints
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((600, 4))
+    y = (X[:, 0] + rng.standard_normal(600) > 0).astype(int)
+    groups = rng.integers(0, 12, size=600)
+    w = rng.uniform(0.5, 2.0, size=600)
+
+    def posed():
+        p = fairness_problem(
+            X, y, X, groups, bound=0.1, constraint=kind, constraint_sample_weight=w
+        )
+        return p.W, p.offset
+
+    W, offset = posed()
+    monkeypatch.setattr(_fairness_constraints, "_MASK_CELLS", 0)
+    W0, offset0 = posed()
+    np.testing.assert_array_equal(W0, W)
+    np.testing.assert_array_equal(offset0, offset)

@@ -17,6 +17,9 @@ from ._grouped_weights import WeightGroups
 #: time, so building ``W`` needs ``W`` and a few block-sized temporaries, not one n-vector per
 #: group and constraint (at a million rows each is 8 MB).
 _BLOCK_ROWS = 1 << 16
+#: The most cells (rows times groups) of the groups' masks that :func:`_group_masks` forms
+#: as one matrix (16 MB of booleans); more are formed one group at a time.
+_MASK_CELLS = 1 << 24
 
 
 def _fill_weights(n, columns, m, scale):
@@ -150,10 +153,6 @@ def _level_rows(groups, weights, kind, form, bound, y):
     """
     n = len(groups)
     labels, codes = unique_codes(groups)
-    # Each group's rows as a column (contiguous: each product below is the dot product of
-    # the group's own mask, a comparison and a product per group and rate took 5 ms of a
-    # 0.1 s fit of 100 groups of 20 rows).
-    member = np.asfortranarray(codes[:, None] == np.arange(len(labels)))
     offsets, names, coef, spec = [], [], [], []
     kappa = 1.0 if form == "difference" else 2.0 / (1.0 + bound)
     totals = {}
@@ -164,9 +163,9 @@ def _level_rows(groups, weights, kind, form, bound, y):
         totals[rate, None] = w_all
         const_all = float(np.sum(weights * rows_all * c)) / w_all
         tag = kind if len(_PARITY_RATES[kind]) == 1 else f"{kind}.{_SHORT[rate]}"
-        masks = member if cond is None else np.asfortranarray(member & cond[:, None])
-        for i, g in enumerate(labels):
-            m = masks[:, i]
+        for (i, g), m in zip(
+            enumerate(labels), _group_masks(codes, len(labels), cond), strict=True
+        ):
             wg = _group_total(weights, m, g, rate, kind)
             totals[rate, i] = wg
             # (c = 0, as for every rate but the error rate: a sum of zeros, not a pass.)
@@ -183,7 +182,6 @@ def _level_rows(groups, weights, kind, form, bound, y):
                 offsets += [const_g - kappa * const_all, bound * kappa * const_all - const_g]
                 names += [f"{tag}[{g}/level]<=", f"{tag}[{g}/level]>="]
                 coef += [(j, -1.0), (j, bound)]
-    del member, masks
     levels = np.zeros((len(offsets), len(_PARITY_RATES[kind])))
     for k, (j, v) in enumerate(coef):
         levels[k, j] = v
@@ -201,6 +199,23 @@ def _level_rows(groups, weights, kind, form, bound, y):
             np.array([b / totals[kind_rate, None] for _, _, _, b in spec]),
         )
     return _band_columns(weights, codes, y, n, spec, totals), offsets, names, levels, groups_of_w
+
+
+def _group_masks(codes, n_groups, cond):
+    """Each group's rows (those of ``cond`` too, where given) as a contiguous boolean
+    vector, group by group: the columns of one Fortran-ordered matrix where it holds at
+    most ``_MASK_CELLS`` cells (a comparison and a product per group and rate took 5 ms of
+    a 0.1 s fit of 100 groups of 20 rows), else one vector at a time (1e6 rows of 100
+    groups would hold 100 MB at once). The same masks either way."""
+    n = len(codes)
+    if n * n_groups > _MASK_CELLS:
+        for i in range(n_groups):
+            yield codes == i if cond is None else (codes == i) & cond
+        return
+    masks = np.asfortranarray(codes[:, None] == np.arange(n_groups))
+    if cond is not None:
+        masks &= cond[:, None]
+    yield from masks.T
 
 
 def _band_columns(weights, codes, y, n, spec, totals):
