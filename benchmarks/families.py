@@ -436,12 +436,13 @@ def multiclass_lean(name):
     return scaler.transform(X), y, g, scaler.transform(Xt), yt, gt
 
 
-def multiclass_ties(name, tie):
-    """Digits or wine (``name``), a stratified 70/30 split (``random_state=0``) standardised
-    on the training rows: ``(X, X_test, y, y_test, g, g_test)``. The group (not in X) is "b"
-    with chance 0.7 for the upper half of the classes and 0.3 for the lower (``tie="halves"``:
-    digits 5-9 against 0-4), 0.8 for class 0 and 0.4 for the others (``"one"``), or 0.5
-    (``"random"``), drawn by ``np.random.default_rng(0)``: issue 49's multi-class sweep."""
+def multiclass_ties(name, tie, draw=0):
+    """Digits or wine (``name``), a stratified 70/30 split (``random_state=draw``)
+    standardised on the training rows: ``(X, X_test, y, y_test, g, g_test)``. The group (not
+    in X) is "b" with chance 0.7 for the upper half of the classes and 0.3 for the lower
+    (``tie="halves"``: digits 5-9 against 0-4), 0.8 for class 0 and 0.4 for the others
+    (``"one"``), or 0.5 (``"random"``), drawn by ``np.random.default_rng(draw)``: issue 49's
+    multi-class sweep."""
     X, y = (load_digits if name == "digits" else load_wine)(return_X_y=True)
     K = len(np.unique(y))
     chance = {
@@ -449,9 +450,9 @@ def multiclass_ties(name, tie):
         "one": np.where(y == 0, 0.8, 0.4),
         "random": np.full(len(y), 0.5),
     }[tie]
-    g = np.where(np.random.default_rng(0).random(len(y)) < chance, "b", "a")
+    g = np.where(np.random.default_rng(draw).random(len(y)) < chance, "b", "a")
     X, X_test, y, y_test, g, g_test = train_test_split(
-        X, y, g, test_size=0.3, random_state=0, stratify=y
+        X, y, g, test_size=0.3, random_state=draw, stratify=y
     )
     scaler = StandardScaler().fit(X)
     return scaler.transform(X), scaler.transform(X_test), y, y_test, g, g_test

@@ -48,11 +48,12 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from threadpoolctl import threadpool_limits
 
 from ..problems._group_codes import unique_codes
+from ._class_offsets import _np_offsets
 from ._class_params import check_two_class_params
 from ._hard_rates import _say
 from ._multiclass_pose import _spec, _weights
 from ._multiclass_report import _class_rates, _warn_not_converged
-from ._multiclass_steering import _MAX_ROUNDS, _RESOLVE_FINISH_TOL, _np_offsets, _steer_soft_bounds
+from ._multiclass_steering import _MAX_ROUNDS, _RESOLVE_FINISH_TOL, _steer_soft_bounds
 from ._new_rows import rows_to_predict
 from ._solve import (
     _joined_history,
@@ -151,7 +152,7 @@ class Multinomial:
 
     def verdict(self, est, fitting) -> tuple[bool, bool]:
         """``(bound_met_, converged_)``."""
-        result, toward_constant = fitting.solved
+        result, moved = fitting.solved
         context = fitting.context
         if context["kind"] == "np":
             bounds = np.array(list(context["bounds"].values()))
@@ -164,7 +165,7 @@ class Multinomial:
             met = bool(result.kkt_primal_residual <= est.tol)
         held = est._guarantee_holds()  # a calibrated fit's verdict is its guarantee
         met = met if held is None else held
-        return met, bool(result.converged and met and toward_constant is None)
+        return met, bool(result.converged and met and moved is None)
 
     def tell(self, est, fitting) -> None:
         if not est.converged_:
@@ -174,8 +175,8 @@ class Multinomial:
 
 def _solve_and_steer(est, fitting):
     """Every seed's solve, the steering's re-solves and the class offsets; sets the fitted
-    attributes. ``(the solve whose verdict is the fit's, the share of the way to the
-    constant model or None)``."""
+    attributes. ``(the solve whose verdict is the fit's, how the model was moved from the
+    solves or None)`` (see ``_multiclass_steering._moved``)."""
     problem, context = fitting.problem, fitting.context
     codes, sw, classes = fitting.labels, fitting.weights, fitting.classes
     K = len(classes)
@@ -221,7 +222,7 @@ def _solve_and_steer(est, fitting):
     results = [runs[best]]
     passes = float(sum(r.n_data_passes for r in runs))
     x, chosen = results[0].x, results[0]
-    offsets, toward_constant = np.zeros(K), None
+    offsets, moved = np.zeros(K), None
     if steered:
         if context["kind"] == "np":
             # One re-solve, where predict misses a bound: the soft bound at the soft error
@@ -230,7 +231,7 @@ def _solve_and_steer(est, fitting):
         else:
             band, x_const = est.bound_tol, _null_point(problem, codes, sw, K)
             rounds = _MAX_ROUNDS
-        x, results, chosen, passes, toward_constant = _steer_soft_bounds(
+        x, results, chosen, passes, moved = _steer_soft_bounds(
             est, problem, results, kwargs, [seeds[best]], passes, x_const, band, base, rounds
         )
     problem.release_triangles()  # (no Hessian after the solves)
@@ -260,4 +261,4 @@ def _solve_and_steer(est, fitting):
     est.n_samples_fit_ = int(fitting.X.shape[0])
     est.objective_ = objective
     fitting.notes["scores"] = scores
-    return chosen, toward_constant
+    return chosen, moved

@@ -59,10 +59,11 @@ def _class_rates(est, problem, scores, codes, sw, names, context):
     est.excluded_groups_ = labels[excluded] if labels is not None else np.array([])
 
 
-def _warn_not_converged(est, result, toward_constant, context=None, refit=None):
+def _warn_not_converged(est, result, moved, context=None, refit=None):
     """The account of a multi-class fit that did not converge: what stopped it, what it
-    reached, whether the model was moved towards the constant model, and a fairness bound
-    that works, checked by refitting at it (``refit``, :func:`._verdict._checked_bound`)."""
+    reached, how the model was moved where no solve met the bound (``moved``, see
+    ``_multiclass_steering._moved``), and a fairness bound that works, checked by refitting
+    at it (``refit``, :func:`._verdict._checked_bound`)."""
     met = est.bound_met_
     name = type(est).__name__
     reason = result.message
@@ -70,7 +71,7 @@ def _warn_not_converged(est, result, toward_constant, context=None, refit=None):
     if result.converged:  # the solver's message ("converged: ...") is not the fit's verdict
         reason = (
             "no solve met the bound on predictions"
-            if toward_constant is not None
+            if moved is not None
             else "the guarantee on new data does not hold"
             if guarantee
             else "the solver converged but the bound on predictions is not met"
@@ -85,12 +86,8 @@ def _warn_not_converged(est, result, toward_constant, context=None, refit=None):
         f"Rates on the training predictions: {np.round(est.hard_constraint_values_, 4).tolist()}"
         f", soft {np.round(est.constraint_values_, 4).tolist()}."
     )
-    if toward_constant is not None:
-        parts.append(
-            "No solve met the bound on predictions, so the model was moved towards the "
-            f"constant model ({toward_constant:.0%} of the way)"
-            + (": the bound holds at a cost in accuracy." if met else ", and still misses it.")
-        )
+    if moved is not None:
+        parts.append(_moved_text(moved, met))
     # (Read before the advice check below adds its refits' passes to n_data_passes_.)
     budget_spent = est.n_data_passes_ >= est.max_passes - 1
     if not met and guarantee:
@@ -110,6 +107,20 @@ def _warn_not_converged(est, result, toward_constant, context=None, refit=None):
     if budget_spent:
         parts.append(_more_passes(est))
     warn(" ".join(parts), ConvergenceWarning)
+
+
+def _moved_text(moved, met) -> str:
+    """How a model was moved where no solve met the bound on predictions."""
+    how, value = moved
+    if how == "constant":
+        what = f"the model was moved towards the constant model ({value:.0%} of the way)"
+    else:
+        what = (
+            "the class offsets of the solve nearest it were moved by "
+            f"{np.round(value, 4).tolist()} (added to intercept_)"
+        )
+    held = ": the bound holds at a cost in accuracy." if met else ", and still misses it."
+    return f"No solve met the bound on predictions, so {what}{held}"
 
 
 def _more_passes(est) -> str:

@@ -1,7 +1,7 @@
 """The steering of a fit on more than two classes to its bound on predictions (see
 :mod:`._multiclass`): re-solves at soft bounds moved by the hard violation
-(:func:`_steer_soft_bounds`), the segment between solves, and Neyman-Pearson's class offsets
-(:func:`_np_offsets`).
+(:func:`_steer_soft_bounds`) and the segment between solves (the class offsets:
+:mod:`._class_offsets`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from scipy.special import softmax
 
 from ..problems._numeric import BOUND_EPS
 from . import _solve as solving  # every run through _solve.py's _solve: one seam
+from ._class_offsets import _fair_offsets
 from ._hard_rates import _say
 
 #: The most solves of a fairness fit's steering (the first included).
@@ -24,7 +25,7 @@ _SECANT_MAX = 4.0
 #: Bisections of a move of the soft bounds that would leave no room (see _move_bounds).
 _ROOM_BISECTIONS = 12
 #: The most solves of :func:`_rescue_bounds`, on top of the rounds.
-_RESCUES = 3
+_RESCUES = 5
 #: The least share of the bracket's width between a step of _narrow_bracket and either
 #: end: each step narrows it by a fifth at least.
 _BRACKET_SHARE = 0.2
@@ -43,44 +44,6 @@ _BRACKET_SHARE = 0.2
 #: rounds ran out and ended on the segment to the constant model. The model is a solve's
 #: (or the first solve's, polished to 1e-3 of tol).
 _RESOLVE_FINISH_TOL = 0.5
-
-
-def _np_offsets(problem, scores, sw, bounds, max_sweeps=50):
-    """Per-class score offsets that meet every class-error bound on the training rows, or
-    None if the sweeps find none.
-
-    Each bounded class's offset is raised in turn to the least value that meets its bound
-    given the others' (a weighted quantile of its rows' margins); none is lowered (a class
-    whose training error is under its bound keeps the solve's scores: lowering them to spend
-    the bound on digits cost 0.7 points of test accuracy for nothing on the training rows).
-    Raising one class's offset only raises the others' errors, so the sweeps end at the
-    least offsets that meet every bound when some do; bounds on classes that offsets alone
-    cannot tell apart raise each other's offsets without end (None).
-    """
-    delta = np.zeros(scores.shape[1])
-    y = problem.y
-    for _ in range(max_sweeps):
-        moved = False
-        for k, alpha in bounds.items():
-            rows = y == k
-            z = scores[rows] + delta
-            # Class k wins a row where its score is above every other (a tie goes to the
-            # first class of the arg-max: counted as an error here whichever it is).
-            margin = np.delete(z, k, axis=1).max(axis=1) - z[:, k]
-            w = sw[rows] / sw[rows].sum()
-            order = np.argsort(-margin, kind="stable")
-            # The rows of the largest margins stay errors while their weight fits in alpha.
-            allowed = int(np.searchsorted(np.cumsum(w[order]), alpha + 1e-12, side="right"))
-            if allowed >= len(order):
-                continue
-            need = margin[order[allowed]]
-            step = need + 1e-9 * max(1.0, abs(need))
-            if step > 0:
-                delta[k] += step
-                moved = True
-        if not moved:
-            return delta
-    return None
 
 
 def _relaxation_room(problem, offset):
@@ -134,10 +97,10 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
     (:func:`_narrow_bracket`) until the bracket is as narrow as a solve can tell apart. The
     rounds and the budget end the search too (see the module docstring).
 
-    Returns ``(x, results, chosen, passes, toward_constant)``: the model, every solve, the
-    solve whose verdict is the fit's, the passes so far and the share of the way to the
-    constant model ``x_const`` (None: not moved). ``x_const`` None: no segment is searched
-    (Neyman-Pearson's class offsets meet the bound instead).
+    Returns ``(x, results, chosen, passes, moved)``: the model, every solve, the solve whose
+    verdict is the fit's, the passes so far and how a model that no solve met the bound
+    with was moved (None: not moved; see :func:`_moved`). ``x_const`` None: no segment is
+    searched (Neyman-Pearson's class offsets meet the bound instead).
     """
     # (solve, its scores, its soft bounds, its hard values): the converged solve of least
     # objective that met the bound, the last converged one that missed it, and the one
@@ -205,11 +168,31 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
         return x, results, met[0], passes, None
     if x_const is None or _meets(problem, scores, base):
         return last.x, results, last, passes, None
+    return _moved(problem, results, passes, x_const, base, last, scores, nearest)
+
+
+def _moved(problem, results, passes, x_const, base, last, scores, nearest):
+    """Where no solve met the bound on predictions: of the last solve moved towards the
+    constant model ``x_const`` (the least share of the way that meets the bound) and the
+    solve nearest the bound with its class offsets moved (:func:`._fair_offsets`), the model
+    of least training objective; ``moved`` says which: ``("constant", share)`` or
+    ``("offsets", offsets)`` (the last solve itself, ``None``, where neither meets it).
+    """
     passes += 1.0
     t = _segment(problem, base, scores, problem.scores(x_const))
-    if t is None:
+    found = [] if t is None else [((1 - t) * last.x + t * x_const, last, ("constant", t))]
+    if nearest is not None and problem.fit_intercept:
+        delta = _fair_offsets(problem, nearest[1], base)
+        if delta is not None:
+            coef, intercept = problem.coef(nearest[0].x)
+            found.append((problem.point(coef, intercept + delta), nearest[0], ("offsets", delta)))
+    if not found:
         return last.x, results, last, passes, None
-    return (1 - t) * last.x + t * x_const, results, last, passes, t
+    if len(found) > 1:  # (a read of the rows each)
+        passes += len(found)
+        found.sort(key=lambda f: _objective(problem, f[0]))
+    x, chosen, moved = found[0]
+    return x, results, chosen, passes, moved
 
 
 def _rescue_bounds(est, problem, nearest, rescues, tol, passes):
@@ -269,6 +252,11 @@ def _narrow_bracket(est, problem, met, missed, tol, passes):
         f"{est.max_passes:g} passes spent)",
     )
     return True
+
+
+def _objective(problem, x):
+    """The training objective at ``x`` (a read of the rows)."""
+    return problem.objective_value(x, slice(None)) + problem.h.value(x)
 
 
 def _polished(est, problem, kwargs, seed, passes, results, entry):
