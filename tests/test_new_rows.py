@@ -293,12 +293,17 @@ def test_group_codes_are_those_of_one_string_key_a_row(values):
     assert_array_equal(codes, expected[1])
 
 
+@pytest.mark.parametrize("layout", ["same", "fortran"])
 @pytest.mark.parametrize("kind", ["fair", "np", "multiclass"])
-def test_the_new_rows_predict_pass_is_counted(kind, monkeypatch):
-    # new_rows_ predicts every training row once more after the report: that read is part
-    # of n_data_passes_, in the unit the docstrings give (fair: objective plus constraint
-    # rows, here 2 n for parity between two groups; Neyman-Pearson and the multinomial
-    # problem: the training rows). On main a23f81d it was not counted.
+def test_the_new_rows_check_counts_the_rows_it_predicts(kind, layout, monkeypatch):
+    # The check reads the rows fit was given where the report did not score that very
+    # array (an F-ordered X, which fit validates into a C copy; more than two classes,
+    # whose report scores in standard units): then it predicts them, once, and that read is
+    # part of n_data_passes_, in the unit the docstrings give (fair: objective plus
+    # constraint rows, here 2 n for parity between two groups; Neyman-Pearson and the
+    # multinomial problem: the training rows). Else it takes the report's predictions:
+    # no call of predict or decision_function, no pass counted (on main 86948de it
+    # predicted every row again, and counted it).
     from sklearn_ialm.estimators import _new_rows
 
     rng = np.random.default_rng(3)
@@ -315,15 +320,23 @@ def test_the_new_rows_predict_pass_is_counted(kind, monkeypatch):
     }[kind]
     kw = {} if kind == "np" else {"sensitive_features": g}
     unit = 2 * n if kind == "fair" else n
-    predicted = []
+    given = X if layout == "same" else np.asfortranarray(X)
+    reads = kind == "multiclass" or layout == "fortran"
+    calls = []
     cls = type(make())
-    real = cls.predict
-    monkeypatch.setattr(cls, "predict", lambda self, Z: predicted.append(len(Z)) or real(self, Z))
+    for name in ("predict", "decision_function"):
+        real = getattr(cls, name)
+        monkeypatch.setattr(
+            cls,
+            name,
+            lambda self, Z, name=name, real=real: calls.append((name, len(Z))) or real(self, Z),
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        counted = make().fit(X, y, **kw)
-        assert predicted == [n]
+        counted = make().fit(given, y, **kw)
+        assert calls[:1] == ([("predict", n)] if reads else [])
         monkeypatch.setattr(_new_rows, "_assessed", lambda *a, **k: False)  # no check, no count
-        without = make().fit(X, y, **kw)
+        without = make().fit(given, y, **kw)
     assert counted.new_rows_ is not None and getattr(without, "new_rows_", None) is None
-    assert counted.n_data_passes_ - without.n_data_passes_ == pytest.approx(n / unit)
+    assert counted.n_data_passes_ - without.n_data_passes_ == pytest.approx(n / unit * reads)
+    assert not any("new_rows" in k and k != "new_rows_" for k in vars(counted))
