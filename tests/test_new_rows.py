@@ -340,3 +340,99 @@ def test_the_new_rows_check_counts_the_rows_it_predicts(kind, layout, monkeypatc
     assert counted.new_rows_ is not None and getattr(without, "new_rows_", None) is None
     assert counted.n_data_passes_ - without.n_data_passes_ == pytest.approx(n / unit * reads)
     assert not any("new_rows" in k and k != "new_rows_" for k in vars(counted))
+
+
+class _Tagged(np.ndarray):
+    """An ndarray subclass (as a memmap is): fit validates it into an ndarray over the
+    same memory, not the same object."""
+
+
+def _reference(y, pred, groups):
+    """``(value, (low, high), smallest)`` of the demographic-parity gap from fairlearn's
+    per-group selection rates and counts, each rate's exact (Clopper-Pearson) interval by
+    scipy, the gap's from its extreme groups' ends (None: the Neyman-Pearson FPR)."""
+    from fairlearn.metrics import MetricFrame, count, selection_rate
+    from scipy.stats import binomtest
+
+    if groups is None:
+        frame = MetricFrame(
+            metrics={"rate": false_positive_rate, "n": count}, y_true=y, y_pred=pred,
+            sensitive_features=np.zeros(len(y)),
+        ).by_group  # fmt: skip
+        frame["n"] = np.count_nonzero(y == 0)
+    else:
+        frame = MetricFrame(
+            metrics={"rate": selection_rate, "n": count}, y_true=y, y_pred=pred,
+            sensitive_features=groups,
+        ).by_group  # fmt: skip
+    ends = np.array([
+        binomtest(round(r * n), int(n)).proportion_ci(0.95, method="exact")
+        for r, n in zip(frame["rate"], frame["n"], strict=True)
+    ])  # fmt: skip
+    rates = frame["rate"].to_numpy()
+    if groups is None:
+        return rates[0], (ends[0, 0], ends[0, 1]), frame["n"].iloc[0]
+    gap = (max(0.0, ends[:, 0].max() - ends[:, 1].min()), ends[:, 1].max() - ends[:, 0].min())
+    return rates.max() - rates.min(), gap, frame["n"].min()
+
+
+@pytest.mark.parametrize("kind", ["fair", "np"])
+def test_the_checks_figures_are_fairlearns_from_the_same_array_a_view_or_a_copy(kind, monkeypatch):
+    # The check takes the report's predictions where fit scored the array it was given
+    # (X itself, or a view over its memory: no call of predict), and predicts a copy (an
+    # F-ordered X): the same figures either way, those of fairlearn's rates and counts and
+    # scipy's exact intervals.
+    rng = np.random.default_rng(11)
+    n = 2400
+    X = rng.normal(size=(n, 5))
+    g = rng.integers(0, 3, n)
+    y = (X[:, 0] + 0.6 * g + rng.logistic(size=n) > 1.0).astype(int)
+    make = {
+        "fair": lambda: FairLogisticClassifier(bound=0.03, random_state=0),
+        "np": lambda: NeymanPearsonClassifier(max_fpr=0.05, random_state=0),
+    }[kind]
+    kw = {"sensitive_features": g} if kind == "fair" else {}
+    cls = type(make())
+    calls = []
+    real = cls.predict
+    monkeypatch.setattr(cls, "predict", lambda self, Z: calls.append(len(Z)) or real(self, Z))
+    found = {}
+    for layout, given in {
+        "same": X, "view": X.view(_Tagged), "copy": np.asfortranarray(X),
+    }.items():  # fmt: skip
+        calls.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = make().fit(given, y, **kw)
+        assert calls == ([n] if layout == "copy" else []), layout
+        found[layout] = clf.new_rows_
+        value, (low, high), smallest = _reference(y, real(clf, X), g if kind == "fair" else None)
+        info = clf.new_rows_
+        assert info["training_value"] == pytest.approx(value, abs=1e-12)
+        assert info["interval"] == pytest.approx((low, high), abs=1e-9)
+        assert info["smallest_cell"] == smallest
+    assert found["same"] == found["view"] == found["copy"]
+
+
+def test_a_report_that_moved_its_scores_leaves_the_check_to_predict(monkeypatch):
+    # Scores moved off ties (or replaced by the constant model's) are not predict's, bit
+    # for bit: the check then predicts the rows itself, and says what it says unmoved.
+    from sklearn_ialm.estimators import _binary
+
+    X, y, g = _tied_groups(seed=4, n=900)
+    kw = dict(constraint="demographic_parity", bound=0.05, random_state=0)
+    calls = []
+    real = FairLogisticClassifier.predict
+    monkeypatch.setattr(
+        FairLogisticClassifier, "predict", lambda self, Z: calls.append(len(Z)) or real(self, Z)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unmoved = FairLogisticClassifier(**kw).fit(X, y, sensitive_features=g)
+        assert calls == []
+        moved = _binary._away_from_ties
+        monkeypatch.setattr(_binary, "_away_from_ties", lambda *a: moved(*a).copy())
+        again = FairLogisticClassifier(**kw).fit(X, y, sensitive_features=g)
+    assert calls == [len(y)]
+    assert again.new_rows_ == unmoved.new_rows_
+    assert again.n_data_passes_ == unmoved.n_data_passes_ + 0.5
