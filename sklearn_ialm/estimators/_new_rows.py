@@ -135,7 +135,7 @@ def _class_cells(est, yes, flagged, groups, w):
     if w is None:
         # Unit weights: one count over the cells (group, label, flagged) gives every sum
         # (rows, weight and squared weight are the rows, the hits the flagged ones), where
-        # four weighted sums took 12 ms on 1e6 rows.
+        # four weighted sums took 14.9 ms on 1e6 rows in two groups, this 3.3 ms.
         counts = np.bincount(2 * cell + flagged, minlength=2 * k2).reshape(-1, 2, 2)
         rows = counts.sum(axis=2).astype(float)
         return rate_counts(est, labels, rows, rows, rows, counts[:, :, 1].astype(float))
@@ -256,9 +256,9 @@ def rows_to_predict(est, fitting, predicted=None) -> int:
     of ``fitting.X`` where they are ``predict``'s, bit for bit (None else, or with more
     than two classes). Where the fit kept every row, the check takes its group codes (not
     coded again) and, where ``fitting.X`` is the array given (:func:`same_array`), these
-    predictions and the labels: it then reads no row (on dense 1e6 x 20, demographic
-    parity, the check took 81.5 ms where it predicted and coded the groups again, 14 ms
-    so)."""
+    predictions and the labels: it then reads no row (CPU, one thread: dense 1e6 x 20,
+    demographic parity, 38.6 ms where it predicted every row and coded the groups again,
+    3.6 ms so; Neyman-Pearson 31.3 -> 0.9 ms; Adult by race x sex 15.5 -> 0.7 ms)."""
     given = est.__dict__.pop("_new_rows_input", None)
     est.__dict__.pop("_new_rows_known", None)
     params = fitting.fit_params or {}

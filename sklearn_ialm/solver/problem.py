@@ -376,8 +376,8 @@ class FiniteSumProblem(Problem):
             )
         self.constraint_strata = labels
         # Built at the first stratified draw, not here: a fit whose solves never draw
-        # (the second-order finish alone) never sorts the labels (6.1 ms of a fit on Adult
-        # by race, and the estimators pose the problem two or three times).
+        # (the second-order finish alone) never sorts the labels (3.1 ms of a default fit
+        # on Adult by race, demographic parity, which posed its problem twice, each sorted).
         self._built_strata = [None]
 
     @property
