@@ -293,12 +293,17 @@ def test_group_codes_are_those_of_one_string_key_a_row(values):
     assert_array_equal(codes, expected[1])
 
 
+@pytest.mark.parametrize("layout", ["same", "fortran"])
 @pytest.mark.parametrize("kind", ["fair", "np", "multiclass"])
-def test_the_new_rows_predict_pass_is_counted(kind, monkeypatch):
-    # new_rows_ predicts every training row once more after the report: that read is part
-    # of n_data_passes_, in the unit the docstrings give (fair: objective plus constraint
-    # rows, here 2 n for parity between two groups; Neyman-Pearson and the multinomial
-    # problem: the training rows). On main a23f81d it was not counted.
+def test_the_new_rows_check_counts_the_rows_it_predicts(kind, layout, monkeypatch):
+    # The check reads the rows fit was given where the report did not score that very
+    # array (an F-ordered X, which fit validates into a C copy; more than two classes,
+    # whose report scores in standard units): then it predicts them, once, and that read is
+    # part of n_data_passes_, in the unit the docstrings give (fair: objective plus
+    # constraint rows, here 2 n for parity between two groups; Neyman-Pearson and the
+    # multinomial problem: the training rows). Else it takes the report's predictions:
+    # no call of predict or decision_function, no pass counted (on main 86948de it
+    # predicted every row again, and counted it).
     from sklearn_ialm.estimators import _new_rows
 
     rng = np.random.default_rng(3)
@@ -315,15 +320,119 @@ def test_the_new_rows_predict_pass_is_counted(kind, monkeypatch):
     }[kind]
     kw = {} if kind == "np" else {"sensitive_features": g}
     unit = 2 * n if kind == "fair" else n
-    predicted = []
+    given = X if layout == "same" else np.asfortranarray(X)
+    reads = kind == "multiclass" or layout == "fortran"
+    calls = []
     cls = type(make())
-    real = cls.predict
-    monkeypatch.setattr(cls, "predict", lambda self, Z: predicted.append(len(Z)) or real(self, Z))
+    for name in ("predict", "decision_function"):
+        real = getattr(cls, name)
+        monkeypatch.setattr(
+            cls,
+            name,
+            lambda self, Z, name=name, real=real: calls.append((name, len(Z))) or real(self, Z),
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        counted = make().fit(X, y, **kw)
-        assert predicted == [n]
+        counted = make().fit(given, y, **kw)
+        assert calls[:1] == ([("predict", n)] if reads else [])
         monkeypatch.setattr(_new_rows, "_assessed", lambda *a, **k: False)  # no check, no count
-        without = make().fit(X, y, **kw)
+        without = make().fit(given, y, **kw)
     assert counted.new_rows_ is not None and getattr(without, "new_rows_", None) is None
-    assert counted.n_data_passes_ - without.n_data_passes_ == pytest.approx(n / unit)
+    assert counted.n_data_passes_ - without.n_data_passes_ == pytest.approx(n / unit * reads)
+    assert not any("new_rows" in k and k != "new_rows_" for k in vars(counted))
+
+
+class _Tagged(np.ndarray):
+    """An ndarray subclass (as a memmap is): fit validates it into an ndarray over the
+    same memory, not the same object."""
+
+
+def _reference(y, pred, groups):
+    """``(value, (low, high), smallest)`` of the demographic-parity gap from fairlearn's
+    per-group selection rates and counts, each rate's exact (Clopper-Pearson) interval by
+    scipy, the gap's from its extreme groups' ends (None: the Neyman-Pearson FPR)."""
+    from fairlearn.metrics import MetricFrame, count, selection_rate
+    from scipy.stats import binomtest
+
+    if groups is None:
+        frame = MetricFrame(
+            metrics={"rate": false_positive_rate, "n": count}, y_true=y, y_pred=pred,
+            sensitive_features=np.zeros(len(y)),
+        ).by_group  # fmt: skip
+        frame["n"] = np.count_nonzero(y == 0)
+    else:
+        frame = MetricFrame(
+            metrics={"rate": selection_rate, "n": count}, y_true=y, y_pred=pred,
+            sensitive_features=groups,
+        ).by_group  # fmt: skip
+    ends = np.array([
+        binomtest(round(r * n), int(n)).proportion_ci(0.95, method="exact")
+        for r, n in zip(frame["rate"], frame["n"], strict=True)
+    ])  # fmt: skip
+    rates = frame["rate"].to_numpy()
+    if groups is None:
+        return rates[0], (ends[0, 0], ends[0, 1]), frame["n"].iloc[0]
+    gap = (max(0.0, ends[:, 0].max() - ends[:, 1].min()), ends[:, 1].max() - ends[:, 0].min())
+    return rates.max() - rates.min(), gap, frame["n"].min()
+
+
+@pytest.mark.parametrize("kind", ["fair", "np"])
+def test_the_checks_figures_are_fairlearns_from_the_same_array_a_view_or_a_copy(kind, monkeypatch):
+    # The check takes the report's predictions where fit scored the array it was given
+    # (X itself, or a view over its memory: no call of predict), and predicts a copy (an
+    # F-ordered X): the same figures either way, those of fairlearn's rates and counts and
+    # scipy's exact intervals.
+    rng = np.random.default_rng(11)
+    n = 2400
+    X = rng.normal(size=(n, 5))
+    g = rng.integers(0, 3, n)
+    y = (X[:, 0] + 0.6 * g + rng.logistic(size=n) > 1.0).astype(int)
+    make = {
+        "fair": lambda: FairLogisticClassifier(bound=0.03, random_state=0),
+        "np": lambda: NeymanPearsonClassifier(max_fpr=0.05, random_state=0),
+    }[kind]
+    kw = {"sensitive_features": g} if kind == "fair" else {}
+    cls = type(make())
+    calls = []
+    real = cls.predict
+    monkeypatch.setattr(cls, "predict", lambda self, Z: calls.append(len(Z)) or real(self, Z))
+    found = {}
+    for layout, given in {
+        "same": X, "view": X.view(_Tagged), "copy": np.asfortranarray(X),
+    }.items():  # fmt: skip
+        calls.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = make().fit(given, y, **kw)
+        assert calls == ([n] if layout == "copy" else []), layout
+        found[layout] = clf.new_rows_
+        value, (low, high), smallest = _reference(y, real(clf, X), g if kind == "fair" else None)
+        info = clf.new_rows_
+        assert info["training_value"] == pytest.approx(value, abs=1e-12)
+        assert info["interval"] == pytest.approx((low, high), abs=1e-9)
+        assert info["smallest_cell"] == smallest
+    assert found["same"] == found["view"] == found["copy"]
+
+
+def test_a_report_that_moved_its_scores_leaves_the_check_to_predict(monkeypatch):
+    # Scores moved off ties (or replaced by the constant model's) are not predict's, bit
+    # for bit: the check then predicts the rows itself, and says what it says unmoved.
+    from sklearn_ialm.estimators import _binary
+
+    X, y, g = _tied_groups(seed=4, n=900)
+    kw = dict(constraint="demographic_parity", bound=0.05, random_state=0)
+    calls = []
+    real = FairLogisticClassifier.predict
+    monkeypatch.setattr(
+        FairLogisticClassifier, "predict", lambda self, Z: calls.append(len(Z)) or real(self, Z)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unmoved = FairLogisticClassifier(**kw).fit(X, y, sensitive_features=g)
+        assert calls == []
+        moved = _binary._away_from_ties
+        monkeypatch.setattr(_binary, "_away_from_ties", lambda *a: moved(*a).copy())
+        again = FairLogisticClassifier(**kw).fit(X, y, sensitive_features=g)
+    assert calls == [len(y)]
+    assert again.new_rows_ == unmoved.new_rows_
+    assert again.n_data_passes_ == unmoved.n_data_passes_ + 0.5

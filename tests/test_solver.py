@@ -2,6 +2,7 @@
 the verdict at the caller's tolerances."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -200,6 +201,62 @@ def test_stratified_gradient_estimator_is_exactly_unbiased(estimator):
     # Every batch the problem draws holds each stratum, twice at least.
     batch = pb.sample(np.random.default_rng(0), 3, "constraint")
     assert sorted(np.bincount([pb.constraint_strata[i] == "b" for i in batch])) == [2, 2]
+
+
+def _count_strata_builds(monkeypatch) -> list:
+    """The sizes of the strata built from here on (each build of ``_Strata``)."""
+    from sklearn_ialm.solver import problem as module
+
+    builds, real = [], module._Strata
+    monkeypatch.setattr(
+        module, "_Strata", lambda codes, *rest: builds.append(len(codes)) or real(codes, *rest)
+    )
+    return builds
+
+
+def test_strata_are_built_at_the_first_stratified_draw_once_for_every_copy(monkeypatch):
+    # stratify_constraints keeps the labels; their sort waits for a draw that reads them
+    # (an evaluation on every row needs none), and the solver's copies of the problem share
+    # the one build. Each batch holds ceil(8 / 4) = 2 rows of every stratum, weighted back
+    # by its share of the rows.
+    import copy
+
+    builds = _count_strata_builds(monkeypatch)
+    X, y = _logistic_data(5, n=60, d=2)
+    pb = _positive_rate_problem(X, y, 0.4, inequality=True)
+    labels = np.random.default_rng(5).choice(["w", "x", "y", "z"], size=60, p=[0.1, 0.2, 0.3, 0.4])
+    pb.stratify_constraints(labels)
+    pb.full_evaluation(np.zeros(2))
+    assert pb.batch_strata(slice(None)) is None and builds == []
+    twin = copy.copy(pb)
+    batch = twin.sample(np.random.default_rng(0), 8, "constraint")
+    assert builds == [60]
+    _, counts = np.unique(labels[batch], return_counts=True)
+    assert counts.tolist() == [2, 2, 2, 2] and pb.constraint_batch_length(8) == 8
+    _, alpha, _ = pb.batch_strata(batch)
+    shares = {k: np.mean(labels == k) for k in "wxyz"}
+    np.testing.assert_allclose(alpha, [shares[k] / 2 for k in labels[batch]], rtol=1e-15)
+    assert builds == [60]  # (the original reads its copy's build)
+    with pytest.raises(ValueError, match="labels has 3 entries for 60"):
+        pb.stratify_constraints(labels[:3])
+
+
+@pytest.mark.parametrize("preset, builds_wanted", [("default", 0), ("paper", 1)])
+def test_a_fit_builds_its_strata_only_where_it_draws(monkeypatch, preset, builds_wanted):
+    # A fair fit of five groups draws its constraint batches by stratum (balanced groups)
+    # and poses its problem twice (raw, then in standard units): on main 86948de each was
+    # sorted by stratum as it was posed, two sorts a fit. The default preset's solve never
+    # draws (the second-order finish on every row): no sort; the paper's draws: one.
+    builds = _count_strata_builds(monkeypatch)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 4))
+    g = rng.integers(0, 5, 2000)
+    y = (X[:, 0] + 0.3 * g + rng.logistic(size=2000) > 1.0).astype(int)
+    clf = FairLogisticClassifier(bound=0.05, preset=preset, max_passes=30, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y, sensitive_features=g)
+    assert len(builds) == builds_wanted
 
 
 @pytest.mark.parametrize("estimator, b", [("ustat", 2), ("ustat", 3), ("independent", 2)])

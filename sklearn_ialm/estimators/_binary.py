@@ -152,10 +152,12 @@ def solve_and_steer(est, problem, context, classes, x0, y0, slack0, in_sequence=
 
 def training_report(est, X, y01, sample_weight, context, fit):
     """The rates of the model on its training rows (soft and hard), after its intercept
-    is moved off ties and the constant model is weighed against it."""
+    is moved off ties and the constant model is weighed against it; returns its hard
+    predictions of ``X`` where they are ``predict``'s (its scores unmoved), else None."""
     sw = sample_weight
     intercept = est.intercept_
-    scores = _away_from_ties(est, est._score(X), y01, sw, context)
+    own = est._score(X)
+    scores = _away_from_ties(est, own, y01, sw, context)
     scores = _at_least_constant(est, scores, y01, sw, context)
     _published_objective(est, scores, y01, sw, fit, moved=est.intercept_ is not intercept)
     threshold = est._decision_threshold(scores, y01, sw)
@@ -171,6 +173,10 @@ def training_report(est, X, y01, sample_weight, context, fit):
         if fit is not None and fit.nearest is not None:
             context["nearest"] = _nearest_solve(est, X, fit.nearest, y01, sw, context)
     est._set_report_attributes(context)
+    # ``scores > threshold`` is ``predict``'s ``score - threshold_ > 0`` (a difference of
+    # floats is 0 only where they are equal, and keeps its sign): where the scores are the
+    # model's own, unmoved, these are its predictions of X, bit for bit.
+    return predicted if scores is own else None
 
 
 def _published_objective(est, scores, y01, sample_weight, fit, moved) -> None:

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import _num_samples
 
 from ..solver.threads import one_blas_thread
 from ._certified import ClopperPearson
@@ -76,8 +75,10 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
     work = est._working_copy()
     work._validate_params()  # (the route reads calibration)
     route = Route.of(work, X, y)
-    if not is_dask_collection(X):  # the new-rows check below predicts every row
-        work._new_rows_rows = _num_samples(X)
+    if not is_dask_collection(X):
+        # The new-rows check below reads these rows: the report takes its predictions from
+        # its own where it scored this very array (see _new_rows.rows_to_predict).
+        work._new_rows_input = X
     with one_blas_thread(_stored_values(X)):
         route.guarantee.fit(work, X, y, sample_weight, fit_params, route)
         if not is_dask_collection(X):

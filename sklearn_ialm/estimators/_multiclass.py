@@ -257,7 +257,7 @@ def _solve_and_steer(est, fitting):
     if hasattr(est, "max_class_error"):
         est.threshold_ = 0.0  # the class offsets are in intercept_
     # (With the classes known: the rows the new-rows check will predict after the fit.)
-    est.n_data_passes_ = float(passes + rows_to_predict(est, fitting.fit_params) / len(sw))
+    est.n_data_passes_ = float(passes + rows_to_predict(est, fitting) / len(sw))
     est.n_samples_fit_ = int(fitting.X.shape[0])
     est.objective_ = objective
     fitting.notes["scores"] = scores

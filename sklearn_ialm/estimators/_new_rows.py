@@ -17,13 +17,21 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.stats import beta
+from sklearn.utils.validation import _num_samples
 
 from .._warnings import warn
 from ..problems._group_codes import unique_codes
 from ._groups import _column_codes
 from ._inputs import _label
 
-__all__ = ["NewRowsWarning", "assess_new_rows", "judge", "rows_to_predict", "summed_cells"]
+__all__ = [
+    "NewRowsWarning",
+    "assess_new_rows",
+    "judge",
+    "rows_to_predict",
+    "same_array",
+    "summed_cells",
+]
 
 #: The level of each rate's interval.
 LEVEL = 0.95
@@ -74,15 +82,23 @@ def _counts(hits, sizes, squares):
     return hits / sizes * n, n
 
 
-def _cells(est, y, pred, groups, sample_weight=None):
-    """``[(rate name, counts per group {group: (k, n)})]`` of the constrained rates (``k``
-    and ``n`` effective counts under ``sample_weight``); with more than two classes, each
-    class's one-vs-rest rates, named with the class, but the error rate, one rate of
-    ``pred != y`` as the fit constrains it."""
-    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
-    # In units of the largest weight: the counts are scale-free, and weights of 5e-324 or
-    # 1e308 (which fit takes) neither underflow nor overflow their squares.
+def _relative_weights(sample_weight):
+    """The row weights in units of the largest, None for unit weights (none given, or all
+    equal): the counts are scale-free, and weights of 5e-324 or 1e308 (which fit takes)
+    neither underflow nor overflow their squares."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=float)
     w = w / w.max() if w.size and w.max() > 0 else w
+    # (Equal weights are exactly 1 here: their sums are the unit weights' counts.)
+    return None if w.size and np.all(w == 1.0) else w
+
+
+def _cells(est, y, pred, groups, w=None):
+    """``[(rate name, counts per group {group: (k, n)})]`` of the constrained rates (``k``
+    and ``n`` effective counts under the weights ``w`` of :func:`_relative_weights`); with
+    more than two classes, each class's one-vs-rest rates, named with the class, but the
+    error rate, one rate of ``pred != y`` as the fit constrains it."""
     if len(est.classes_) == 2:
         return _class_cells(est, y == est.classes_[1], pred == est.classes_[1], groups, w)
     if getattr(est, "constraint", None) == "error_rate_parity":
@@ -100,9 +116,13 @@ def _cells(est, y, pred, groups, sample_weight=None):
 
 def _class_cells(est, yes, flagged, groups, w):
     """:func:`_cells` of one class, ``yes`` its rows and ``flagged`` its predictions
-    (``groups``: :func:`_group_codes`' ``(labels, codes)``, None for Neyman-Pearson)."""
+    (``groups``: ``(labels, codes)``, None for Neyman-Pearson; ``w``: None for unit
+    weights)."""
     if groups is None:  # Neyman-Pearson: the negatives' FPR
         neg = ~yes
+        if w is None:  # (counts: a unit weight's sums, exactly, without the weights' vector)
+            n = float(np.count_nonzero(neg))
+            return [("FPR", {None: _counts(float(np.count_nonzero(neg & flagged)), n, n)})]
         return [
             ("FPR", {None: _counts(w[neg & flagged].sum(), w[neg].sum(), (w[neg] ** 2).sum())})
         ]
@@ -110,8 +130,15 @@ def _class_cells(est, yes, flagged, groups, w):
     # took 14 ms of a 0.4 s fit on Adult by race, equalized odds), each sum then one
     # bincount over the cells (group, label).
     labels, codes = groups
-    cell = 2 * codes + yes
     k2 = 2 * len(labels)
+    cell = 2 * codes.astype(np.intp, copy=False) + yes
+    if w is None:
+        # Unit weights: one count over the cells (group, label, flagged) gives every sum
+        # (rows, weight and squared weight are the rows, the hits the flagged ones), where
+        # four weighted sums took 14.9 ms on 1e6 rows in two groups, this 3.3 ms.
+        counts = np.bincount(2 * cell + flagged, minlength=2 * k2).reshape(-1, 2, 2)
+        rows = counts.sum(axis=2).astype(float)
+        return rate_counts(est, labels, rows, rows, rows, counts[:, :, 1].astype(float))
     table = [
         np.bincount(cell, weights=v, minlength=k2).reshape(-1, 2)
         for v in (np.ones(len(w)), w, w**2, w * flagged)
@@ -200,23 +227,77 @@ def _group_codes(sensitive):
 def assess_new_rows(est, X, y, sensitive=None, sample_weight=None) -> dict | None:
     """Set ``est.new_rows_`` (a dict, or None where not assessed) and warn once
     (:class:`NewRowsWarning`) where the training bound, met there, is unlikely to carry to
-    new rows (a bound not met on the training rows is the fit's own warning's)."""
+    new rows (a bound not met on the training rows is the fit's own warning's).
+
+    What the fit's report left (:func:`rows_to_predict`) stands in for a read of the rows:
+    its predictions and labels where it scored this very ``X``, the fit's group codes where
+    it kept every row."""
+    known = est.__dict__.pop("_new_rows_known", None) or {}
+    est.__dict__.pop("_new_rows_input", None)  # (a fit whose steps never reported)
     est.new_rows_ = None
     if not _assessed(est, grouped=sensitive is not None):
         return None
-    pred = est.predict(X)
-    groups = None if not hasattr(est, "constraint") else _group_codes(sensitive)
-    return judge(est, _cells(est, np.asarray(y), pred, groups, sample_weight))
+    groups = None
+    if hasattr(est, "constraint"):
+        codes = known.get("codes")
+        groups = _group_codes(sensitive) if codes is None else (known["labels"], codes)
+    w = _relative_weights(sample_weight)
+    if "predicted" in known:  # two classes: y01 == 1 is y == classes_[1]
+        return judge(est, _class_cells(est, known["y01"] == 1, known["predicted"], groups, w))
+    return judge(est, _cells(est, np.asarray(y), est.predict(X), groups, w))
 
 
-def rows_to_predict(est, fit_params: dict | None) -> int:
+def rows_to_predict(est, fitting, predicted=None) -> int:
     """The rows :func:`assess_new_rows` will predict after this fit (0 where it will not),
-    for the fit's count of data passes, which its verdict quotes before the check runs:
-    ``fit`` sets them (``_new_rows_rows``) on an in-memory fit; read once. ``fit_params``:
-    the checked ones (a fair fit's group ``codes``, None without groups)."""
-    rows = est.__dict__.pop("_new_rows_rows", 0)
-    grouped = (fit_params or {}).get("codes") is not None
-    return rows if rows and _assessed(est, grouped) else 0
+    for the fit's count of data passes, which its verdict quotes before the check runs.
+
+    ``fit`` sets the rows it was given (``_new_rows_input``) on an in-memory fit; read once.
+    ``fitting``: the fit's state after its report; ``predicted``: the report's predictions
+    of ``fitting.X`` where they are ``predict``'s, bit for bit (None else, or with more
+    than two classes). Where the fit kept every row, the check takes its group codes (not
+    coded again) and, where ``fitting.X`` is the array given (:func:`same_array`), these
+    predictions and the labels: it then reads no row (CPU, one thread: dense 1e6 x 20,
+    demographic parity, 38.6 ms where it predicted every row and coded the groups again,
+    3.6 ms so; Neyman-Pearson 31.3 -> 0.9 ms; Adult by race x sex 15.5 -> 0.7 ms)."""
+    given = est.__dict__.pop("_new_rows_input", None)
+    est.__dict__.pop("_new_rows_known", None)
+    params = fitting.fit_params or {}
+    if given is None or not _assessed(est, grouped=params.get("codes") is not None):
+        return 0
+    rows = _num_samples(given)
+    if fitting.X.shape[0] != rows:  # rows of weight zero dropped: not the rows given
+        return rows
+    known = {"codes": params.get("codes"), "labels": params.get("labels")}
+    if predicted is not None and same_array(fitting.X, given):
+        known.update(predicted=predicted, y01=fitting.labels)
+    est._new_rows_known = known
+    return 0 if "predicted" in known else rows
+
+
+def same_array(a, b) -> bool:
+    """Whether ``a`` and ``b`` are one array: the same object, or ndarrays over the same
+    memory with the same shape, strides and dtype (e.g. a memmap and the ndarray that
+    validation made of it), whose products with ``coef_`` are then the same, bit for bit.
+
+    Parameters
+    ----------
+    a, b : object
+        Arrays (or other inputs) to compare.
+
+    Returns
+    -------
+    bool
+    """
+    if a is b:
+        return True
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return False
+    return (
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+        and a.shape == b.shape
+        and a.strides == b.strides
+        and a.dtype == b.dtype
+    )
 
 
 def _assessed(est, grouped: bool) -> bool:

@@ -191,17 +191,19 @@ class InMemory:
         """The report on the training rows, after the problem is freed."""
         result, fit, n_passes = fitting.solved
         X = fitting.X
-        # The report below scores every row of X once more (twice when no solve met the
-        # bound: the solve nearest it too, for the warning), and the new-rows check predicts
-        # the rows fit was given: part of the fit's work.
-        scorings = 1 + (fit is not None and fit.nearest is not None)
-        rows = scorings * X.shape[0] + rows_to_predict(est, fitting.fit_params)
-        est.n_data_passes_ = float(n_passes + rows / fitting.problem.n_samples)
+        n_samples = fitting.problem.n_samples
         est.n_samples_fit_ = int(X.shape[0])
         # The problem's per-row arrays (margins, weights, W) are not needed for the report,
         # which scores X again: freed first, they do not add to its n-vectors.
         fitting.problem = None
-        training_report(est, X, fitting.labels, fitting.weights, fitting.context, fit)
+        predicted = training_report(est, X, fitting.labels, fitting.weights, fitting.context, fit)
+        # The report scored every row of X once more (twice when no solve met the bound:
+        # the solve nearest it too, for the warning), and the new-rows check predicts the
+        # rows fit was given unless the report's predictions are theirs: part of the fit's
+        # work. (No step of the report reads the count.)
+        scorings = 1 + (fit is not None and fit.nearest is not None)
+        rows = scorings * X.shape[0] + rows_to_predict(est, fitting, predicted)
+        est.n_data_passes_ = float(n_passes + rows / n_samples)
 
     def said(self, est, fitting) -> None:
         """Nothing to add in ``verbose`` (the dask sources count their computes)."""

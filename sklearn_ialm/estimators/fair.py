@@ -364,8 +364,11 @@ class FairLogisticClassifier(FairReport, FairHooks, FairPartialFit, BaseIALMClas
     n_data_passes_ : float
         Per-sample evaluations divided by the number of objective plus constraint rows.
         Every row the fit reads counts: the set-up, the minibatches, the stop tests, each
-        solve's check of the predictions, the final scoring of the training rows, their
-        predictions for ``new_rows_``; and where a fit that did not converge advises a
+        solve's check of the predictions, the final scoring of the training rows (whose
+        predictions ``new_rows_`` reads where fit scored ``X`` itself; it predicts the rows
+        again, counted, where fit scored another array, e.g. that of a DataFrame, a copy
+        of an F-ordered ``X``, or the rows of nonzero weight, and with more than two
+        classes); and where a fit that did not converge advises a
         bound, the refits that checked it (the warning says how many). With a calibration,
         every fit's: the trial fits, each candidate's and its held-out predictions.
     history_ : dict of ndarray

@@ -309,8 +309,11 @@ class NeymanPearsonClassifier(
     n_data_passes_ : float
         Per-sample evaluations divided by the number of training rows (with nonzero weight).
         Every row the fit reads counts: the set-up, the minibatches, the stop tests, each
-        solve's check of the predictions, the final scoring of the training rows and their
-        predictions for ``new_rows_``.
+        solve's check of the predictions, the final scoring of the training rows (whose
+        predictions ``new_rows_`` reads where fit scored ``X`` itself; it predicts the rows
+        again, counted, where fit scored another array, e.g. that of a DataFrame, a copy
+        of an F-ordered ``X``, or the rows of nonzero weight, and with more than two
+        classes).
     n_samples_fit_ : int
         Rows the model was trained on: the rows of ``X`` of nonzero weight (without the
         held-out negatives of ``calibration="umbrella"``); on dask input, every row of ``X``.

@@ -62,7 +62,7 @@ class PStormBlock:
         ranges = [self.n_objective_samples]
         if self.n_constraints:
             ranges += [self.n_constraint_samples] * (1 + (est.estimator == "independent"))
-        uniform = type(self).sample is FiniteSumProblem.sample and self._strata is None
+        uniform = type(self).sample is FiniteSumProblem.sample and self.constraint_strata is None
         if uniform and len(set(ranges)) == 1:
             # One call for the whole block: ``integers`` with one range draws its values in
             # sequence from the generator's stream, so this is the per-iteration calls' sample
@@ -90,7 +90,7 @@ class PStormBlock:
             for b in batches[1:]:
                 counter.add("constraint", evaluations=2 * len(b))
             out.append(batches)
-        if self._strata is not None:
+        if self.constraint_strata is not None:
             return [np.array([b[i] for b in out], dtype=np.intp) for i in range(len(out[0]))]
         return np.array(out, dtype=np.intp)
 
@@ -123,7 +123,7 @@ class PStormBlock:
 
         loss_code = self._kernel_loss_code()
         prox = self._kernel_prox()
-        stratified = self._strata is not None
+        stratified = self.constraint_strata is not None
         if loss_code is None or prox is None or (stratified and est.estimator != "ustat"):
             return None
         alpha = self._loss_alpha()

@@ -38,9 +38,9 @@ class RowSample:
             self.A_obj.rows is self.A_con.rows
             or (n_o == n_c and np.array_equal(self.A_obj.rows, self.A_con.rows))
         )
-        if not n_c or (shared and self._strata is None):
+        if not n_c or (shared and self.constraint_strata is None):
             ic = io  # the same rows serve both: one copy
-        elif self._strata is None:
+        elif self.constraint_strata is None:
             ic = _draw(rng, n_c, share)
         else:
             strata = self._strata
