@@ -11,8 +11,8 @@ solver's own positive multipliers) ends in a few solves, where a start from noth
 the unknowns one solve at a time.
 
 Why not :func:`scipy.optimize.nnls`: it starts from nothing (at 1000 groups, 2000
-multipliers, 12 s), has no upper bounds (the interval of an L1 subgradient) and, before
-scipy 1.12, no start at all.
+multipliers, 7 s where the solver's multipliers as a start take 1.7), and has no upper
+bounds (the interval of an L1 subgradient) nor free unknowns.
 """
 
 from __future__ import annotations
