@@ -220,31 +220,38 @@ def test_an_l1_kink_agrees_with_scipys_bounded_least_squares():
 
 
 def test_bounded_least_squares_matches_scipy_on_random_boxes():
-    """The active set against scipy's bounded least squares: unknowns nonnegative, free,
-    in an interval around 0 or on one side of it, tall and wide systems, with and without a
-    start (whose guess never changes the answer)."""
+    """The active set against scipy's bounded least squares on the stacked system: unknowns
+    nonnegative, free, in an interval around 0 or on one side of it, tall and wide
+    systems, columns of scales 1e-3 to 1e2, with and without damping rows (some zero),
+    with and without a start (whose guess never changes the answer)."""
     from sklearn_ialm.solver._dual_lsq import bounded_least_squares
 
     rng = np.random.default_rng(0)
     kinds = [(0.0, np.inf), (-np.inf, np.inf), (-0.3, 0.3), (-np.inf, 0.0), (0.0, 0.0)]
-    for trial in range(40):
+    for trial in range(60):
         rows, cols = rng.integers(3, 30), rng.integers(2, 25)
         A = rng.standard_normal((rows, cols)) * rng.choice([1e-3, 1.0, 1e2], size=cols)
         b = rng.standard_normal(rows)
+        damping = None
+        if trial % 2:
+            damping = rng.standard_normal(cols) * 10.0 ** rng.uniform(-9, 0, cols)
+            damping[rng.random(cols) < 0.3] = 0.0
         pick = rng.integers(len(kinds), size=cols)
         lo = np.array([kinds[k][0] for k in pick])
         hi = np.array([kinds[k][1] for k in pick])
+        S = A if damping is None else np.vstack([A, np.diag(damping)])
+        t = np.concatenate([b, np.zeros(len(S) - rows)])
         # (scipy takes no unknown fixed by its bounds: those stay at 0, out of its system.)
         moving = lo < hi
-        ref = lsq_linear(A[:, moving], b, bounds=(lo[moving], hi[moving]), method="bvls",
+        ref = lsq_linear(S[:, moving], t, bounds=(lo[moving], hi[moving]), method="bvls",
                          tol=1e-14)  # fmt: skip
-        best = np.linalg.norm(A[:, moving] @ ref.x - b)
+        best = np.linalg.norm(S[:, moving] @ ref.x - t)
         for start in (None, rng.random(cols) < 0.5):
-            w = bounded_least_squares(A, b, lo, hi, start=start)
+            w = bounded_least_squares(A, b, lo, hi, damping=damping, start=start)
             assert np.all(w >= lo) and np.all(w <= hi)
             # As small, up to the rounding of the products (a wide system is met exactly).
-            rounding = 1e-12 * (np.linalg.norm(b) + np.abs(A) @ np.abs(w)).max()
-            assert np.linalg.norm(A @ w - b) <= best * (1 + 1e-9) + rounding, trial
+            rounding = 1e-12 * (np.linalg.norm(b) + np.abs(S) @ np.abs(w)).max()
+            assert np.linalg.norm(S @ w - t) <= best * (1 + 1e-9) + rounding, trial
 
 
 @pytest.mark.parametrize(

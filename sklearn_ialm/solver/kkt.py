@@ -236,27 +236,26 @@ def _multipliers(grad, jac, c, inequality, lower, upper, levels=None, start=None
     The unknowns are ``z`` (nonnegative on the inequalities, free on the equalities) and
     the subgradient at each kink (the coordinates with ``lower < upper``): a unit column
     each, in its interval. The stacked system is ``[J^T, E; levels^T, 0; diag(c_I), 0]``
-    against ``[-(grad + the fixed subgradient); 0; 0]``.
+    against ``[-(grad + the fixed subgradient); 0; 0]``, its diagonal block a damping.
     """
     m, p = jac.shape
     kink = np.flatnonzero(lower < upper)
     fixed = np.where(lower < upper, 0.0, lower)
     n_lev = 0 if levels is None else levels.shape[1]
-    comp = np.flatnonzero(inequality & (c != 0))
-    A = np.zeros((p + n_lev + len(comp), m + len(kink)))
+    A = np.zeros((p + n_lev, m + len(kink)))
     A[:p, :m] = jac.T
     if n_lev:
-        A[p : p + n_lev, :m] = levels.T
-    A[p + n_lev + np.arange(len(comp)), comp] = c[comp]
+        A[p:, :m] = levels.T
     A[kink, m + np.arange(len(kink))] = 1.0
-    b = np.zeros(A.shape[0])
+    b = np.zeros(p + n_lev)
     b[:p] = -(grad + fixed)
+    damping = np.concatenate([np.where(inequality, c, 0.0), np.zeros(len(kink))])
     lo = np.concatenate([np.where(inequality, 0.0, -np.inf), lower[kink]])
     hi = np.concatenate([np.full(m, np.inf), upper[kink]])
     guess = np.zeros(m + len(kink), dtype=bool)
     if start is not None:
         guess[:m] = np.asarray(start, dtype=float) > 0
-    return bounded_least_squares(A, b, lo, hi, start=guess)[:m]
+    return bounded_least_squares(A, b, lo, hi, damping=damping, start=guess)[:m]
 
 
 def original_residuals(x, grad_g, jac, c, h, inequality, levels=None, start=None):
