@@ -243,6 +243,8 @@ def test_bounded_least_squares_matches_scipy_on_random_boxes():
         t = np.concatenate([b, np.zeros(len(S) - rows)])
         # (scipy takes no unknown fixed by its bounds: those stay at 0, out of its system.)
         moving = lo < hi
+        if not moving.any():
+            continue
         ref = lsq_linear(S[:, moving], t, bounds=(lo[moving], hi[moving]), method="bvls",
                          tol=1e-14)  # fmt: skip
         best = np.linalg.norm(S[:, moving] @ ref.x - t)
