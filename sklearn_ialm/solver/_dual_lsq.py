@@ -13,7 +13,7 @@ solver's own positive multipliers) ends in a few solves, where a start from noth
 the unknowns one solve at a time.
 
 Why not :func:`scipy.optimize.nnls`: it starts from nothing (at 1000 groups, 2000
-multipliers, 7 s where the solver's multipliers as a start take 1.7), and has no upper
+multipliers, 7 s where the solver's multipliers as a start take 1.5), and has no upper
 bounds (the interval of an L1 subgradient) nor free unknowns.
 
 Precision: a pull no larger than the rounding of the gradient is not followed (see

@@ -189,7 +189,7 @@ class _KKTDual:
 
     The system is the run's own: its problem's ``h`` and free levels (with the offsets the
     run moved them to), warm-started from the run's positive multipliers (100 groups of 20
-    rows: two solves of the active set, 6 ms; 1000 groups, 2000 constraints: two, 1.7 s,
+    rows: two solves of the active set, 5 ms; 1000 groups, 2000 constraints: two, 1.5 s,
     where scipy's NNLS from nothing takes 7). The estimators read it of the solve they keep
     only."""
 
