@@ -303,8 +303,8 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
 
     @property
     def kkt_dual_residual_(self) -> float:
-        """The stationarity of the original problem at the returned point, with its optimal
-        multiplier (see the class's attributes); solved when first read."""
+        """The stationarity of the original problem at the kept solve's point, with its
+        optimal multiplier (see the class's attributes); solved when first read."""
         return float(self._kkt_dual.solved()[0])
 
     # -- fit -------------------------------------------------------------------------------------

@@ -350,9 +350,12 @@ class FairLogisticClassifier(FairReport, FairHooks, FairPartialFit, BaseIALMClas
     primal_residual_, dual_residual_ : float
         Residuals of the stopping rule at the returned point.
     kkt_primal_residual_, kkt_dual_residual_ : float
-        Residuals of the original inequality problem at the returned point, with the optimal
-        nonnegative multiplier (the paper's eq. (opt-dual)): the violation ``||[c]_+||`` and
-        the stationarity.
+        Residuals of the original inequality problem, with the optimal nonnegative
+        multiplier (the paper's eq. (opt-dual), solved exactly, with the penalty's gradient
+        and the free levels of a band: :func:`~sklearn_ialm.solver.kkt_dual_residual`): the
+        violation ``||[c]_+||`` and the stationarity. They are the kept solve's, at its
+        point and with its constraints: where the steering places the model between two
+        solves, moves its threshold or cuts a group, the model is another point.
     converged_ : bool
         Whether both residuals are ``<= tol`` and ``bound_met_`` (with a calibration, the
         certificate's verdict) holds.

@@ -5,7 +5,7 @@ Arrays in, a result object out; nothing here imports scikit-learn.
 
 from .ialm import PRESETS, IALMResult, stoc_ialm
 from .ipc import IPC_TUNED, IPCResult, ipc
-from .kkt import optimal_dual, original_residuals, slack_residuals
+from .kkt import kkt_dual_residual, optimal_dual, original_residuals, slack_residuals
 from .problem import FiniteSumProblem, FunctionProblem, Problem, SampledProblem
 from .prox import L1, Box, NoProx, Prox
 
@@ -23,6 +23,7 @@ __all__ = [
     "Prox",
     "SampledProblem",
     "ipc",
+    "kkt_dual_residual",
     "optimal_dual",
     "original_residuals",
     "slack_residuals",

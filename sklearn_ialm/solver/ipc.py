@@ -79,10 +79,9 @@ not test complementarity: a point strictly inside the feasible set, where ``grad
 nearly parallel to ``grad c``, passes it. The history records ``||z * c||`` for that.
 Nor does it test the objective: far from the data the paper's losses are flat and
 their far-away near-stationary points pass it (see :data:`IPC_TUNED`, ``step_offset``).
-With a nonzero ``h`` (e.g. ``L1``), eq. (opt-dual) is solved with the smooth gradient
-only (:func:`~sklearn_ialm.solver.optimal_dual` does not see ``dh``), so the multiplier
-of an inactive constraint need not be zero and the dual residual can stall slightly
-above the true stationarity measure.
+With a nonzero ``h`` (e.g. ``L1``), eq. (opt-dual) takes ``h``'s subgradient among its
+unknowns (:func:`~sklearn_ialm.solver.kkt_dual_residual`): the dual residual is the
+stationarity measure itself, exactly.
 """
 
 from __future__ import annotations
@@ -114,8 +113,9 @@ class IPCResult:
     kkt_dual_residual : float
         ``dist(0, grad f0(x) + dh(x) + J(x)^T z)`` with ``z = kkt_multipliers``.
     kkt_multipliers : ndarray of shape (n_constraints,)
-        The nonnegative multiplier of the paper's eq. (opt-dual) at ``x``
-        (:func:`~sklearn_ialm.solver.optimal_dual`); IPC itself keeps no multiplier.
+        The nonnegative multiplier of the paper's eq. (opt-dual) at ``x``, with ``h``'s
+        subgradient (:func:`~sklearn_ialm.solver.kkt_dual_residual`); IPC itself keeps no
+        multiplier.
     objective : float
         ``f0(x) + h(x)`` on all objective rows.
     constraint_values : ndarray of shape (n_constraints,)

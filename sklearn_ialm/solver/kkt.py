@@ -12,15 +12,26 @@ These are the residuals of the paper's Definition 1, with the subdifferential ta
 The original problem (inequalities kept as such) is judged like the IPC baseline in the
 paper (eq. (opt-dual)): with the nonnegative multiplier ``z`` that minimises
 ``||grad f0 + J^T z||^2 + ||z * c||^2``, the primal residual is ``||[c_I]_+, c_E||`` and the dual
-residual ``dist(0, df0 + J^T z)``.
+residual ``dist(0, df0 + J^T z)``. :func:`kkt_dual_residual` solves that least squares
+exactly with the subgradient of ``h`` among its unknowns and, where constraints have free
+levels, the levels' own stationarity as a block.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import nnls
 
-__all__ = ["level_shift", "level_values", "optimal_dual", "original_residuals", "slack_residuals"]
+from ._dual_lsq import bounded_least_squares
+from .prox import Prox
+
+__all__ = [
+    "kkt_dual_residual",
+    "level_shift",
+    "level_values",
+    "optimal_dual",
+    "original_residuals",
+    "slack_residuals",
+]
 
 
 def slack_residuals(x, s, y, grad_g, c, jac_t, h, inequality):
@@ -86,9 +97,9 @@ def optimal_dual(grad_f0, jac, c, inequality):
 
     ``z`` is nonnegative on the inequality rows and free on the equality rows (where the
     complementarity term vanishes since ``c_E`` should be zero). For one inequality this is
-    the closed form ``[-(grad_f0 . grad_c) / (c^2 + ||grad_c||^2)]_+``. Over many inequalities,
-    none at zero, it is solved in ``n_params`` unknowns (:func:`_dual_by_residual`), else by
-    NNLS over the multipliers.
+    the closed form ``[-(grad_f0 . grad_c) / (c^2 + ||grad_c||^2)]_+``, else the exact
+    solution of the bounded least squares (an active set, :mod:`._dual_lsq`). The
+    multiplier of :func:`kkt_dual_residual` also sees ``h`` and the free levels.
 
     Parameters
     ----------
@@ -121,68 +132,134 @@ def optimal_dual(grad_f0, jac, c, inequality):
     if m == 1 and inequality[0]:
         g = jac[0]
         return np.array([max(-(grad_f0 @ g) / (c[0] ** 2 + g @ g), 0.0)])
-    eq = ~np.asarray(inequality, dtype=bool)
-    if m > _NNLS_MAX and not eq.any() and np.all(np.abs(c) > _C_TINY):
-        z = _dual_by_residual(grad_f0, jac, c)
-        if z is not None:
-            return z
-    comp = np.diag(np.where(inequality, c, 0.0))
-    A = np.vstack([jac.T, comp])
-    b = -np.concatenate([grad_f0, np.zeros(m)])
-    # Free equality multipliers: split z = z+ - z- on those rows.
-    if eq.any():
-        A = np.hstack([A, -A[:, eq]])
-    sol, _ = nnls(A, b)
-    z = sol[:m].copy()
-    z[eq] -= sol[m:]
-    return z
+    zero = np.zeros(len(grad_f0))
+    ineq = np.asarray(inequality, dtype=bool)
+    return _multipliers(grad_f0, jac, np.asarray(c, dtype=float), ineq, zero, zero)
 
 
-#: Above this many constraints :func:`optimal_dual` solves its problem through the residual
-#: (:func:`_dual_by_residual`, ``n_params`` unknowns) rather than by NNLS over the
-#: multipliers, whose cost grows with the cube of their number: 1000 groups in a band (2000
-#: constraints, 11 parameters) took 10 s a solve, and under 64 it takes a millisecond.
-_NNLS_MAX = 64
-#: Constraint values this small leave their multiplier's penalty too weak for the residual's
-#: problem (its weights are ``1 / c^2``): NNLS takes those.
-_C_TINY = 1e-150
+def kkt_dual_residual(
+    x: np.ndarray,
+    grad_g: np.ndarray,
+    jac: np.ndarray,
+    c: np.ndarray,
+    h,
+    inequality: np.ndarray,
+    levels: np.ndarray | None = None,
+    start: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:
+    """The dual residual of the original problem at ``x``, with its best multiplier.
 
+    The problem ``min g(x) + h(x)`` subject to ``c_E(x) = 0`` and ``c_I(x) + levels @ tau
+    <= 0`` for some free levels ``tau`` (none without ``levels``): its stationarity at
+    ``x`` is ``grad g + dh(x) + J^T z = 0`` in ``x`` and ``levels^T z = 0`` in ``tau``, with
+    ``z >= 0`` on the inequalities. The multiplier ``z`` and the subgradient ``v`` in
+    ``dh(x)`` solve, exactly, the least squares of the paper's eq. (opt-dual) with both
+    blocks: ``min ||grad g + v + J^T z||^2 + ||levels^T z||^2 + ||z * c_I||^2``, the
+    subgradient within each coordinate's interval (``h.subgradient_bounds``: a ridge's
+    gradient, an L1 term's ``[-lam, lam]`` at zero, a box's normal cone). The residual is
+    the first two blocks' norm at that solution.
 
-def _dual_by_residual(grad_f0, jac, c, max_iter=100):
-    """:func:`optimal_dual`'s ``z`` for inequalities with ``c`` nonzero, from the residual.
+    The residual is that of the point and problem given: for an estimator, the solve it
+    kept (``kkt_dual_residual_``), at that solve's point and with its constraints.
 
-    ``min_{z >= 0} ||g + J^T z||^2 + ||c z||^2`` has the dual, in the residual ``r = g + J^T
-    z`` alone, ``min_r ||r - g||^2 + sum_k [-(J r)_k]_+^2 / c_k^2`` (``n_params`` unknowns,
-    not ``m``), and ``z_k = [-(J r)_k]_+ / c_k^2`` at its solution. That problem is convex
-    and piecewise quadratic: Newton's step on the current piece is the least-squares
-    solution with the rows ``(J r)_k < 0`` weighted by ``1 / c_k``, and one that lies on its
-    own piece is the minimum. ``None`` if ``max_iter`` steps find none.
+    Parameters
+    ----------
+    x : ndarray of shape (n_params,)
+        The point.
+    grad_g : ndarray of shape (n_params,)
+        The gradient of the smooth objective ``g`` at ``x``.
+    jac : ndarray of shape (n_constraints, n_params)
+        The Jacobian of the constraints at ``x``.
+    c : ndarray of shape (n_constraints,)
+        The constraint values at ``x`` (and at the levels ``tau``, with levels).
+    h : Prox
+        The nonsmooth term of the objective (without ``subgradient_bounds``, the multiplier
+        is fitted to ``grad_g`` alone, and the residual still measures ``dh``).
+    inequality : array-like of bool, shape (n_constraints,)
+        Which constraints are inequalities.
+    levels : ndarray of shape (n_constraints, n_levels), optional
+        Each free level's coefficient in each constraint.
+    start : ndarray of shape (n_constraints,), optional
+        A guess of the multiplier (e.g. the solver's): the least squares starts with its
+        positive entries free, and ends in a few solves where the guess is good.
+
+    Returns
+    -------
+    dres : float
+        ``sqrt(dist(0, grad g + dh(x) + J^T z)^2 + ||levels^T z||^2)``.
+    z : ndarray of shape (n_constraints,)
+        The multiplier, nonnegative on the inequalities.
+
+    Examples
+    --------
+    ``min (x - 2)^2 / 2 + |x| / 2`` subject to ``x - 1 <= 0``: at ``x = 1`` the gradient
+    ``-1`` and the L1 term's ``1/2`` leave the multiplier ``1/2``.
+
+    >>> import numpy as np
+    >>> from sklearn_ialm.solver import L1, kkt_dual_residual
+    >>> dres, z = kkt_dual_residual(np.array([1.0]), np.array([-1.0]), np.array([[1.0]]),
+    ...                             np.array([0.0]), L1(0.5), [True])
+    >>> float(dres), z
+    (0.0, array([0.5]))
     """
-    w = 1.0 / np.abs(c)
-
-    def phi(r):
-        t = np.minimum(jac @ r, 0.0) * w
-        return float((r - grad_f0) @ (r - grad_f0) + t @ t)
-
-    p = len(grad_f0)
-    r = grad_f0.copy()  # (z = 0)
-    on = jac @ r < 0
-    for _ in range(max_iter):
-        M = np.vstack([np.eye(p), jac[on] * w[on, None]])
-        best = np.linalg.lstsq(M, np.r_[grad_f0, np.zeros(int(on.sum()))], rcond=None)[0]
-        if np.array_equal(jac @ best < 0, on):
-            return np.maximum(-(jac @ best), 0.0) * w**2
-        # Backtracking on the convex phi: the full step crosses into pieces where it may rise.
-        step, f, t = best - r, phi(r), 1.0
-        while phi(r + t * step) > f and t > 1e-12:
-            t /= 2
-        r = r + t * step
-        on = jac @ r < 0
-    return None
+    x = np.asarray(x, dtype=float)
+    grad_g = np.asarray(grad_g, dtype=float)
+    c = np.asarray(c, dtype=float)
+    inequality = np.asarray(inequality, dtype=bool)
+    jac = np.asarray(jac, dtype=float).reshape(len(inequality), len(x))
+    lower, upper = _subgradient_bounds(h, x)
+    levels = None if levels is None else np.asarray(levels, dtype=float)
+    z = np.zeros(0)
+    if len(inequality):
+        z = _multipliers(grad_g, jac, c, inequality, lower, upper, levels, start)
+    g = grad_g + jac.T @ z if z.size else grad_g
+    rx = h.dist_subdiff(x, g)
+    rt = levels.T @ z if levels is not None else np.zeros(0)
+    return float(np.sqrt(rx @ rx + rt @ rt)), z
 
 
-def original_residuals(x, grad_g, jac, c, h, inequality):
-    """KKT residuals of the original problem with the optimal dual of :func:`optimal_dual`.
+def _subgradient_bounds(h, x):
+    """``h.subgradient_bounds(x)``; zeros (the smooth gradient alone) for a user's ``h``
+    that has none, or that measures its own ``dist_subdiff`` with the base class's."""
+    own = getattr(type(h), "subgradient_bounds", None)
+    inherited = own is Prox.subgradient_bounds and type(h).dist_subdiff is not Prox.dist_subdiff
+    if own is None or inherited:
+        return np.zeros_like(x), np.zeros_like(x)
+    lower, upper = h.subgradient_bounds(x)
+    return np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+
+
+def _multipliers(grad, jac, c, inequality, lower, upper, levels=None, start=None):
+    """The multiplier of :func:`kkt_dual_residual`'s least squares, with the subgradient's
+    intervals ``[lower, upper]`` (equal ends: a fixed gradient).
+
+    The unknowns are ``z`` (nonnegative on the inequalities, free on the equalities) and
+    the subgradient at each kink (the coordinates with ``lower < upper``): a unit column
+    each, in its interval. The stacked system is ``[J^T, E; levels^T, 0; diag(c_I), 0]``
+    against ``[-(grad + the fixed subgradient); 0; 0]``, its diagonal block a damping.
+    """
+    m, p = jac.shape
+    kink = np.flatnonzero(lower < upper)
+    fixed = np.where(lower < upper, 0.0, lower)
+    n_lev = 0 if levels is None else levels.shape[1]
+    A = np.zeros((p + n_lev, m + len(kink)))
+    A[:p, :m] = jac.T
+    if n_lev:
+        A[p:, :m] = levels.T
+    A[kink, m + np.arange(len(kink))] = 1.0
+    b = np.zeros(p + n_lev)
+    b[:p] = -(grad + fixed)
+    damping = np.concatenate([np.where(inequality, c, 0.0), np.zeros(len(kink))])
+    lo = np.concatenate([np.where(inequality, 0.0, -np.inf), lower[kink]])
+    hi = np.concatenate([np.full(m, np.inf), upper[kink]])
+    guess = np.zeros(m + len(kink), dtype=bool)
+    if start is not None:
+        guess[:m] = np.asarray(start, dtype=float) > 0
+    return bounded_least_squares(A, b, lo, hi, damping=damping, start=guess)[:m]
+
+
+def original_residuals(x, grad_g, jac, c, h, inequality, levels=None, start=None):
+    """KKT residuals of the original problem, with the multiplier of :func:`kkt_dual_residual`.
 
     Returns ``(pres, dres, z)``.
 
@@ -200,15 +277,19 @@ def original_residuals(x, grad_g, jac, c, h, inequality):
         The nonsmooth term of the objective.
     inequality : array-like of bool, shape (n_constraints,)
         Which constraints are inequalities ``c_j(x) <= 0``.
+    levels : ndarray of shape (n_constraints, n_levels), optional
+        The free levels' coefficients (see :func:`kkt_dual_residual`).
+    start : ndarray of shape (n_constraints,), optional
+        A guess of the multiplier (see :func:`kkt_dual_residual`).
 
     Returns
     -------
     pres : float
         ``||([c_I]_+, c_E)||``, the violation of the constraints.
     dres : float
-        ``dist(0, grad g + dh + J^T z)``.
+        The stationarity, ``dist(0, grad g + dh + J^T z)`` (with the levels' block).
     z : ndarray of shape (n_constraints,)
-        The multiplier of :func:`optimal_dual`.
+        The multiplier of :func:`kkt_dual_residual`.
 
     Examples
     --------
@@ -223,9 +304,7 @@ def original_residuals(x, grad_g, jac, c, h, inequality):
     """
     inequality = np.asarray(inequality, dtype=bool)
     pres = original_violation(c, inequality)
-    z = optimal_dual(grad_g, jac, c, inequality)
-    g = grad_g + (jac.T @ z if z.size else 0.0)
-    dres = float(np.linalg.norm(h.dist_subdiff(x, g)))
+    dres, z = kkt_dual_residual(x, grad_g, jac, c, h, inequality, levels, start)
     return pres, dres, z
 
 

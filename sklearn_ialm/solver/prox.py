@@ -1,8 +1,10 @@
 """Proximal operators for the nonsmooth part ``h`` of the objective.
 
-Each operator knows three things about its convex function ``h``: its value, its
-proximal map ``prox_{eta h}``, and the distance from a vector ``-g`` to the
-subdifferential, ``dist(0, g + dh(x))``, which is what the KKT residuals need.
+Each operator knows four things about its convex function ``h``: its value, its
+proximal map ``prox_{eta h}``, the distance from a vector ``-g`` to the subdifferential,
+``dist(0, g + dh(x))``, which is what the KKT residuals need, and the subdifferential
+itself as an interval per coordinate, in which the KKT multipliers' least squares takes
+the subgradient.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ class Prox:
     """Base class of the nonsmooth terms ``h``: ``h = 0``.
 
     A subclass overrides ``value(x)``, ``prox(x, eta)`` (the proximal map
-    ``argmin_u h(u) + ||u - x||^2 / (2 eta)``) and ``dist_subdiff(x, g)``; the solvers use
-    nothing else.
+    ``argmin_u h(u) + ||u - x||^2 / (2 eta)``), ``dist_subdiff(x, g)`` and
+    ``subgradient_bounds(x)``; the solvers use nothing else (and a user's ``h`` without
+    ``subgradient_bounds`` only leaves the KKT multipliers fitted to the smooth gradient).
 
     Examples
     --------
@@ -39,6 +42,34 @@ class Prox:
     def dist_subdiff(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
         """Componentwise ``dist(0, g_i + dh_i(x_i))`` (``h`` is separable)."""
         return np.abs(g)
+
+    def subgradient_bounds(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each coordinate's subdifferential ``dh_i(x_i)`` as an interval ``[lower_i,
+        upper_i]`` (equal where ``h`` is differentiable, infinite ends for a normal cone).
+
+        The KKT multipliers' least squares (:func:`~sklearn_ialm.solver.kkt_dual_residual`)
+        takes the subgradient as unknowns in these intervals. A subclass that overrides
+        :meth:`dist_subdiff` overrides this too; where it does not, the multipliers are
+        fitted to the smooth gradient alone.
+
+        Parameters
+        ----------
+        x : ndarray of shape (n_params,)
+            The point.
+
+        Returns
+        -------
+        lower, upper : ndarray of shape (n_params,)
+            The ends of each coordinate's interval.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_ialm.solver import L1
+        >>> L1(0.5).subgradient_bounds(np.array([2.0, 0.0]))
+        (array([ 0.5, -0.5]), array([0.5, 0.5]))
+        """
+        return np.zeros_like(x, dtype=float), np.zeros_like(x, dtype=float)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -103,6 +134,12 @@ class L1(Prox):
         out[off] = np.abs(g[off] + lam[off] * np.sign(x[off]))
         return out
 
+    def subgradient_bounds(self, x):
+        # lam sign(x_i) off zero; at zero the whole [-lam, lam] (the kink).
+        lam = np.broadcast_to(self._lam(x), x.shape).astype(float)
+        at_zero = x == 0
+        return np.where(at_zero, -lam, lam * np.sign(x)), np.where(at_zero, lam, lam * np.sign(x))
+
     def __repr__(self):
         return f"L1(strength={self.strength})"
 
@@ -149,6 +186,11 @@ class Box(Prox):
         out = np.where(at_lo, np.maximum(-g, 0.0), out)
         out = np.where(at_hi, np.maximum(g, 0.0), out)
         return np.where(at_lo & at_hi, 0.0, out)
+
+    def subgradient_bounds(self, x):
+        # The normal cone: (-inf, 0] at the lower bound, [0, inf) at the upper, 0 inside.
+        at_lo, at_hi = x <= self.lower, x >= self.upper
+        return np.where(at_lo, -np.inf, 0.0), np.where(at_hi, np.inf, 0.0)
 
     def __repr__(self):
         return f"Box(lower={self.lower}, upper={self.upper})"
@@ -199,6 +241,10 @@ class Ridge(Prox):
 
     def dist_subdiff(self, x, g):
         return np.abs(g + self._lam(x) * x)
+
+    def subgradient_bounds(self, x):
+        grad = np.broadcast_to(self._lam(x) * x, x.shape).astype(float)
+        return grad, grad.copy()
 
     def __repr__(self):
         return f"Ridge(strength={self.strength})"
