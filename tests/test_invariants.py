@@ -323,9 +323,9 @@ def test_binary_objective_is_monotone_in_the_bound(family, kind, bounds):
 # its surrogate and ends with one of the 8 selected (objective 0.449, the unconstrained
 # model's 0.449); at 0.05 its surrogate at the bound misses by 0.001 on predictions, the
 # tightened one selects none of the 8, and the segment between them holds the bound only
-# there (0.484). The relation between the surrogate's bound and the gap on predictions is
-# not monotone on so few rows; the steering follows one side of it.
-@pytest.mark.xfail(strict=True, reason="issue 49 item 7: DP 0.05 ends at 0.484, 0.02 at 0.449")
+# there. Up to main 86948de a strict xfail, 0.05 ending at 0.484: a model that far inside
+# the bound now gives way to the first point meeting it from the unconstrained optimum
+# towards the tightened solve (0.449, see estimators/_steering_best.py).
 @given(
     family=st.just(
         Family(
