@@ -199,10 +199,13 @@ def _steered(
         problem, units, steering.infeasible, steering.feasible, results, passes, base, verbose
     )
     fit.at_cap = bool(np.any(steering.capped))
-    if fit.at_cap and not fit.converged and fit.nearest is None:
+    missed = steering.infeasible
+    if fit.at_cap and not fit.converged and fit.nearest is None and missed is not None:
         # A further solve at the tightest surrogate cut short by the budget: the solve
         # nearest the bound is reported too (the fit says what bound is within reach).
-        fit.nearest = problem.coef(steering.infeasible[0])
+        # (Not where every solve met the bound: the paper preset, demographic parity 0.05
+        # with a group of 8 rows, raised a TypeError here up to main 86948de.)
+        fit.nearest = problem.coef(missed[0])
     return fit
 
 
