@@ -44,6 +44,8 @@ class HardRateFit:
     objective_terms: tuple | None = None
     # The unit values of x on predictions (``<= 0``: met), as _finish read them.
     hard: np.ndarray | None = field(default=None, repr=False)
+    # The solver results x is built from (``result`` first; a segment's two ends).
+    used: list = field(default_factory=list, repr=False)
 
 
 class _Units:
@@ -173,6 +175,7 @@ def _finish(problem, units, x, scores, results, used, t, passes, means=None):
         degenerate=degenerate,
         n_data_passes=passes,
         hard=hard,
+        used=list(used),
     )
 
 
