@@ -195,11 +195,16 @@ def _steered(
         )
         if done is not None:
             return done
+    return _end(problem, units, steering, results, passes, verbose)
+
+
+def _end(problem, units, steering, results, passes, verbose):
+    """The fit from the solves kept on each side of the bound (:func:`_between_sides`)."""
+    missed = steering.infeasible
     fit = _between_sides(
-        problem, units, steering.infeasible, steering.feasible, results, passes, base, verbose
+        problem, units, missed, steering.feasible, results, passes, steering.base, verbose
     )
     fit.at_cap = bool(np.any(steering.capped))
-    missed = steering.infeasible
     if fit.at_cap and not fit.converged and fit.nearest is None and missed is not None:
         # A further solve at the tightest surrogate cut short by the budget: the solve
         # nearest the bound is reported too (the fit says what bound is within reach).
