@@ -363,8 +363,10 @@ def test_steering_asks_for_less_than_the_soft_value_reached():
     def solve(pb, rnd, warm, budget):
         asked.append(pb.offset.copy())
         x = x_first if rnd == 0 else problem.point(np.zeros(2), 0.3)  # then a constant model
+        # (Its objective as a solver result has it: the steering's end compares models by it.)
+        objective = problem.objective_value(x, slice(None)) + problem.h.value(x)
         return SimpleNamespace(
-            x=x, converged=True, multipliers=np.ones(pb.n_constraints),
+            x=x, converged=True, multipliers=np.ones(pb.n_constraints), objective=objective,
             slack=np.zeros(pb.n_constraints), n_data_passes=1.0,
         )  # fmt: skip
 

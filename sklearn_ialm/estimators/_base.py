@@ -365,6 +365,9 @@ class BaseIALMClassifier(ClassifierMixin, BaseEstimator):
         return fit_hard_rates(
             problem, solve, bound_tol=self.bound_tol, budget=budget, verbose=self.verbose,
             path_steps=not self._ratio_bound(), groups=self._row_groups(problem, context),
+            # (The paper preset's solves are stochastic: no unconstrained solve is added to
+            # its runs, only one the steering ran is reused.)
+            free_solve=self.preset != "paper",
         )  # fmt: skip
 
     def _row_groups(self, problem, context):

@@ -42,6 +42,10 @@ class HardRateFit:
     # (loss, penalty) of the returned model, set where its coefficients are: the report
     # computes its objective from its training scores (see _binary.solve_and_steer).
     objective_terms: tuple | None = None
+    # The unit values of x on predictions (``<= 0``: met), as _finish read them.
+    hard: np.ndarray | None = field(default=None, repr=False)
+    # The solver results x is built from (``result`` first; a segment's two ends).
+    used: list = field(default_factory=list, repr=False)
 
 
 class _Units:
@@ -160,15 +164,18 @@ def _finish(problem, units, x, scores, results, used, t, passes, means=None):
     else:
         degenerate = count() in (0, len(scores))
     rates = problem.rate_constraints(scores) if means is None else means + problem.offset
+    hard = units.values(rates)
     return HardRateFit(
         x=x,
         result=used[0],
         results=results,
         converged=all(r.converged for r in used),
-        met=bool(np.all(units.values(rates) <= BOUND_EPS)),
+        met=bool(np.all(hard <= BOUND_EPS)),
         interpolated=t,
         degenerate=degenerate,
         n_data_passes=passes,
+        hard=hard,
+        used=list(used),
     )
 
 

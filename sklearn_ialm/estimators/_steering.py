@@ -38,6 +38,11 @@ If no solve meets the bound (within those solves or the budget), the segment tow
 the constant model (intercept only, every prediction the same class, which meets every
 parity bound) is searched instead, and the fit says so: it meets the bound at the price of
 accuracy.
+
+Where the model found meets the bound with every constraint more than ``bound_tol`` inside
+it (groups of a few rows, whose rates move in steps), the model of least objective that
+meets the bound among the converged solves and the segments from the unconstrained
+optimum towards them is returned instead (:func:`~._steering_best.best_met`).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import numpy as np
 
 from ..problems._numeric import BOUND_EPS
 from ._hard_rates import HardRateFit, _finish, _held, _pass_share, _say, _Units
+from ._steering_best import best_met
 from ._steering_bounds import (
     _CAP_SHARES,
     _PATH_SHARE,
@@ -69,9 +75,41 @@ _SAME_SHIFT = 0.1
 
 def fit_hard_rates(
     problem, solve, *, bound_tol, max_rounds=8, budget=np.inf, verbose=0, path_steps=True,
-    groups=None,
+    groups=None, free_solve=True,
 ) -> HardRateFit:  # fmt: skip
     """Fit ``problem`` so that its constraints hold on hard predictions (see module docstring).
+
+    Parameters
+    ----------
+    problem, solve, bound_tol, max_rounds, budget, verbose, path_steps, groups
+        As :func:`_steered`'s.
+    free_solve : bool
+        Whether the unconstrained solve may be run once where the steering's model leaves
+        room inside the bound and the steering ran none (:func:`~._steering_best.best_met`).
+
+    Returns
+    -------
+    HardRateFit
+        The fit.
+    """
+    seen = {}  # the hard values of each solve, as the steering read them
+    fit = _steered(
+        problem, solve, bound_tol=bound_tol, max_rounds=max_rounds, budget=budget,
+        verbose=verbose, path_steps=path_steps, groups=groups, seen=seen,
+    )  # fmt: skip
+    return best_met(
+        problem, _Units(problem), fit, solve, seen, base=problem.offset, bound_tol=bound_tol,
+        budget=budget, free_solve=free_solve, verbose=verbose,
+    )  # fmt: skip
+
+
+def _steered(
+    problem, solve, *, bound_tol, max_rounds=8, budget=np.inf, verbose=0, path_steps=True,
+    groups=None, seen=None,
+) -> HardRateFit:  # fmt: skip
+    """The steering's solves and the model they end at (see module docstring); ``seen``
+    (a dict, filled in place where given) maps ``id(result)`` of each solve to
+    ``(result, its hard unit values)``.
 
     Parameters
     ----------
@@ -98,6 +136,8 @@ def fit_hard_rates(
     base = problem.offset.copy()
     units = _Units(problem)
     steering = _Steering(problem, units, base, bound_tol, verbose)
+    if seen is not None:
+        steering.seen = seen
     results, passes = [], 0.0
     warm = None
     for rnd in range(max_rounds):
@@ -155,14 +195,22 @@ def fit_hard_rates(
         )
         if done is not None:
             return done
+    return _end(problem, units, steering, results, passes, verbose)
+
+
+def _end(problem, units, steering, results, passes, verbose):
+    """The fit from the solves kept on each side of the bound (:func:`_between_sides`)."""
+    missed = steering.infeasible
     fit = _between_sides(
-        problem, units, steering.infeasible, steering.feasible, results, passes, base, verbose
+        problem, units, missed, steering.feasible, results, passes, steering.base, verbose
     )
     fit.at_cap = bool(np.any(steering.capped))
-    if fit.at_cap and not fit.converged and fit.nearest is None:
+    if fit.at_cap and not fit.converged and fit.nearest is None and missed is not None:
         # A further solve at the tightest surrogate cut short by the budget: the solve
         # nearest the bound is reported too (the fit says what bound is within reach).
-        fit.nearest = problem.coef(steering.infeasible[0])
+        # (Not where every solve met the bound: the paper preset, demographic parity 0.05
+        # with a group of 8 rows, raised a TypeError here up to main 86948de.)
+        fit.nearest = problem.coef(missed[0])
     return fit
 
 
@@ -188,6 +236,7 @@ class _Steering:
         # Here and in ``last`` the scores are as :func:`~._hard_rates._held` keeps them:
         # none in memory, computed again from x where needed, not held through the solves.
         self.infeasible = self.feasible = None
+        self.seen = {}  # id(result) -> (result, hard values) of every solve judged
 
     def nearest_miss(self):
         """The largest hard value of the best infeasible solve so far (inf before one)."""
@@ -196,6 +245,7 @@ class _Steering:
     def keep(self, result, scores, hard, active):
         """Keep the solve if it is the best so far on its side of the bound; True when it is
         the answer: every hard value ``<= 0`` and each active one within ``bound_tol``."""
+        self.note(result, hard)
         if np.all(hard <= BOUND_EPS):
             unused = np.where(active, hard, 0.0)
             # Kept before it is returned as the answer: where the caller turns it down (a
@@ -208,6 +258,10 @@ class _Steering:
             self.infeasible = (result.x, _held(scores), hard, result)
             self.infeasible_shift = self.shift.copy()
         return False
+
+    def note(self, result, hard):
+        """Record a solve's hard unit values (read again by :func:`best_met`, no pass)."""
+        self.seen[id(result)] = (result, hard)
 
     def path_step(self, result, scores, hard, means):
         """The next solve's shift and warm start where the path of solutions through the

@@ -272,6 +272,7 @@ def _cut_by_group(problem, units, steering, solve, results, passes, budget, near
         # Judged as every solve of the steering is (_Steering.keep): a gap equal to the
         # bound meets it, where the cut held its thresholds a hair inside (INSIDE).
         hard = units.values(problem.rate_constraints(z, offset=steering.base))
+        steering.note(result, hard)
         if np.all(hard <= BOUND_EPS) and _beats_constant(problem, result):
             return _finish(problem, units, x, z, results, [result], 0.0, passes), passes
         _say(verbose, f"the pinned solve misses ({np.round(hard, 4).tolist()})")
