@@ -1000,3 +1000,29 @@ def test_no_global_rng_is_touched(data):
 def test_error_messages_name_the_parameter():
     msg = str(pytest.raises(ValueError, NeymanPearsonClassifier(max_fpr=2).fit, [[0]], [0]).value)
     assert re.search(r"'max_fpr' parameter .* range \(0(\.0)?, 1(\.0)?\)", msg)
+
+
+def test_a_fit_checks_its_parameters_once_and_keeps_no_mark_of_it(monkeypatch):
+    """sklearn's check of the parameters runs once a fit on rows in memory (twice up to
+    int28: the route's, then the steps'); a bad parameter is still refused, and no fitted
+    estimator (a calibrated route's neither) holds a private mark of the check."""
+    X, y = make_classification(n_samples=6000, n_features=5, random_state=0)
+    g = (X[:, 0] > 0).astype(int)
+    checks = []
+    original = FairLogisticClassifier._validate_params
+
+    def counted(self):
+        checks.append(1)
+        return original(self)
+
+    monkeypatch.setattr(FairLogisticClassifier, "_validate_params", counted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = FairLogisticClassifier(bound=0.2, random_state=0).fit(X, y, sensitive_features=g)
+        assert len(checks) == 1
+        calibrated = FairLogisticClassifier(bound=0.2, calibration="clopper-pearson")
+        calibrated.fit(X, y, sensitive_features=g)
+    assert not hasattr(clf, "_params_validated")
+    assert not hasattr(calibrated, "_params_validated")
+    with pytest.raises(ValueError, match="bound"):
+        FairLogisticClassifier(bound=-1.0).fit(X, y, sensitive_features=g)

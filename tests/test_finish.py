@@ -454,3 +454,71 @@ def test_equalized_odds_with_the_groups_in_x_takes_few_passes(n_groups):
     model.fit(X, y, sensitive_features=g)
     assert model.converged_ and model.bound_met_
     assert model.n_data_passes_ <= 30
+
+
+def test_cholesky_step_is_scipys_to_the_bit_and_fails_as_scipy_does():
+    """The Newton steps' Cholesky solve calls LAPACK directly (scipy's wrappers cost as much
+    as a 112 x 112 factorisation): its answer is scipy's ``cho_solve(cho_factor(H), b)``
+    bit for bit (a vector, columns, F-ordered columns), and a matrix that is not positive
+    definite or not finite raises scipy's errors."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    from sklearn_ialm.solver._newton_steps import _cholesky_solve
+
+    rng = np.random.default_rng(0)
+    for n in (1, 7, 112):
+        A = rng.standard_normal((2 * n, n))
+        H = A.T @ A + 1e-3 * np.eye(n)
+        for b in (
+            rng.standard_normal(n),
+            rng.standard_normal((n, 3)),
+            np.asfortranarray(rng.standard_normal((n, 4))),
+        ):
+            np.testing.assert_array_equal(_cholesky_solve(H, b), cho_solve(cho_factor(H), b))
+        indefinite = H.copy()
+        indefinite[-1, -1] = -1.0
+        with pytest.raises(np.linalg.LinAlgError):
+            cho_factor(indefinite)
+        with pytest.raises(np.linalg.LinAlgError):
+            _cholesky_solve(indefinite, b)
+        H[0, 0] = np.nan
+        with pytest.raises(ValueError):
+            _cholesky_solve(H, b)
+
+
+def test_the_levels_of_a_newton_point_form_its_gradient_once(monkeypatch):
+    """A Newton point with its free levels solved reads the constraint values at the old
+    levels, then forms the augmented Lagrangian's value and gradient once, at the new ones
+    (twice up to int28: the first gradient was thrown away). The finish still reaches the
+    reference optimum (scipy's, see ``_reference``)."""
+    from sklearn_ialm.solver import _finish_lagrangian
+
+    AL = _finish_lagrangian._AugmentedLagrangian
+    X, y, g = _data()
+    g = 2 * g + (X[:, 1] > 0.5)  # four groups: a band with a free level
+    pb = _ridge(fairness_problem(X, y, X, g, bound=0.02, constraint="demographic_parity",
+                                 loss="logistic", fit_intercept=True))  # fmt: skip
+    assert pb.levels is not None
+    calls, inside = [], []
+    point, solved = AL.point, AL._levels_solved
+
+    def counted_point(self, v, y, beta):
+        if inside:
+            inside[-1] += 1
+        return point(self, v, y, beta)
+
+    def counted_levels(self, v, y, beta):
+        inside.append(0)
+        out = solved(self, v, y, beta)
+        calls.append(inside.pop())
+        return out
+
+    monkeypatch.setattr(AL, "point", counted_point)
+    monkeypatch.setattr(AL, "_levels_solved", counted_levels)
+    fin = alm_finish(pb, np.zeros(pb.n_params), np.zeros(pb.n_constraints), 1.0,
+                     tol=1e-6, dual_tol=1e-6, max_evaluations=2000)  # fmt: skip
+    assert fin.converged, fin.message
+    assert calls and set(calls) == {1}, calls
+    ref = reference_solve(pb)
+    f = pb.full_evaluation(fin.x)
+    assert abs(f[0] + pb.h.value(fin.x) - ref["objective"]) <= 1e-6 * max(1.0, ref["objective"])

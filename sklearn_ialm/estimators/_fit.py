@@ -74,6 +74,9 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
     (attributes the estimator's ``fit`` read from its input); returns ``est``."""
     work = est._working_copy()
     work._validate_params()  # (the route reads calibration)
+    # The steps need not check them again (see _steps.InMemory.validate): one check of
+    # sklearn's constraints took 0.3 ms, 1 % of a fit of 100 groups of 20 rows.
+    work._params_validated = True
     route = Route.of(work, X, y)
     if not is_dask_collection(X):
         # The new-rows check below reads these rows: the report takes its predictions from
@@ -81,6 +84,7 @@ def fit(est, X, y, sample_weight, fit_params: dict, **published):
         work._new_rows_input = X
     with one_blas_thread(_stored_values(X)):
         route.guarantee.fit(work, X, y, sample_weight, fit_params, route)
+        work.__dict__.pop("_params_validated", None)  # (a route that did not read it)
         if not is_dask_collection(X):
             assess_new_rows(work, X, y, fit_params.get("sensitive_features"), sample_weight)
         elif work.calibration is None:

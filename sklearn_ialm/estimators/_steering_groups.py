@@ -271,10 +271,12 @@ def _cut_by_group(problem, units, steering, solve, results, passes, budget, near
         x, z = result.x, problem.constraint_scores(result.x)
         # Judged as every solve of the steering is (_Steering.keep): a gap equal to the
         # bound meets it, where the cut held its thresholds a hair inside (INSIDE).
-        hard = units.values(problem.rate_constraints(z, offset=steering.base))
+        # (The means over the predictions read once: the fit's own hard values are them.)
+        means = problem.rate_constraints(z, offset=0.0)
+        hard = units.values(means + steering.base)
         steering.note(result, hard)
         if np.all(hard <= BOUND_EPS) and _beats_constant(problem, result):
-            return _finish(problem, units, x, z, results, [result], 0.0, passes), passes
+            return _finish(problem, units, x, z, results, [result], 0.0, passes, means), passes
         _say(verbose, f"the pinned solve misses ({np.round(hard, 4).tolist()})")
         stale = stale + 1 if np.max(hard) >= miss else 0
         if stale == _PIN_PATIENCE:

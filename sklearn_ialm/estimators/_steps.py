@@ -154,7 +154,8 @@ class InMemory:
         coded and weighted by the class model, the rows of weight zero dropped; for a
         ``guarantee`` (which holds rows out before the steps run on the others), every row
         kept and the validated ``y`` with them."""
-        est._validate_params()
+        if not est.__dict__.pop("_params_validated", False):  # (checked by _fit.fit)
+            est._validate_params()
         # (The per-row inputs were paired with the rows of X by the estimator's fit, see
         # _rows.align_rows.)
         _check_labels(y)

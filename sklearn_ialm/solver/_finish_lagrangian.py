@@ -119,6 +119,16 @@ class _AugmentedLagrangian:
         the constraints' Jacobian in ``(x, tau)``: one evaluation of the problem per
         distinct ``x`` (a new ``(y, beta)`` or new levels at the same point, as at the start
         of an outer iteration, read no row)."""
+        c = self.constraint_values(v)
+        f, g0, Jv = self._at
+        w = y + beta * c
+        w[self.ineq] = np.maximum(w[self.ineq], 0.0)
+        value = f + float(w @ w - y @ y) / (2.0 * beta)
+        return value, g0 + Jv.T @ w, c, w, Jv
+
+    def constraint_values(self, v):
+        """The constraint values (with the levels' shift) at ``v``, its evaluation formed
+        where ``x`` is new (see :meth:`point`)."""
         x, tau = self.split(v)
         key = x.tobytes()  # the levels move the offsets only: no row is read for them
         if self._second is None or self._second[0] != key:
@@ -128,13 +138,7 @@ class _AugmentedLagrangian:
             self._second = self._at = None
             self._second = (key, self.problem.second_order_evaluation(x))
             self._at = self._terms_at(x, len(v))
-        f0, _, c0, _, _ = self._second[1]
-        f, g0, Jv = self._at
-        c = np.asarray(c0, dtype=float) + self.shift(tau)
-        w = y + beta * c
-        w[self.ineq] = np.maximum(w[self.ineq], 0.0)
-        value = f + float(w @ w - y @ y) / (2.0 * beta)
-        return value, g0 + Jv.T @ w, c, w, Jv
+        return np.asarray(self._second[1][2], dtype=float) + self.shift(tau)
 
     def _terms_at(self, x, size):
         """What :meth:`point` reads of the evaluation at ``x`` whatever the multipliers and
@@ -160,10 +164,10 @@ class _AugmentedLagrangian:
         had converged (Adult by race x sex, demographic parity 0.05: 18 Newton steps, each
         with its curvature, in the first inner solve after the steering moved the bound).
         """
-        out = self.point(v, y, beta)
         if not self.separable_levels:
-            return out
-        c0 = out[2] - self.shift(v[self.p :])
+            return self.point(v, y, beta)
+        # (Only the values are read here: the point's gradient is formed once, below.)
+        c0 = self.constraint_values(v) - self.shift(v[self.p :])
         v[self.p :] = level_values(self.levels, c0, y, beta)
         return self.point(v, y, beta)
 

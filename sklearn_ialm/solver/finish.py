@@ -212,7 +212,7 @@ def alm_finish(
         # further read): a warm start at a moved bound has them at zero, and from there
         # the first Newton steps crossed the kinks of max(y + beta c, 0) back and forth
         # (error-rate parity on Adult by race: 33 reads per re-solve instead of 1 to 3).
-        c0 = al.point(v, y, beta)[2]
+        c0 = al.constraint_values(v)
         v[al.p :] = level_values(levels, c0, y, beta)
     for k in range(max_outer_iter):
         if max_evaluations - al.n_evaluations < 2:
