@@ -26,6 +26,12 @@ _SECANT_MAX = 4.0
 _ROOM_BISECTIONS = 12
 #: The most solves of :func:`_rescue_bounds`, on top of the rounds.
 _RESCUES = 5
+#: The share of ``max_passes`` a polish of the first solve may spend (:func:`_polished`).
+#: Over 126 digits fits (``benchmarks.families.multiclass_ties``, draws 0-2) every polish
+#: that converged took 10 passes but one (21); the 7 that did not ran out of a tenth (30
+#: passes each, 210 in all, for nothing kept). At a twentieth: 5369 -> 5177 passes, the same
+#: models but three (log-loss within 1e-3), every fit converged.
+_POLISH_SHARE = 0.05
 #: The least share of the bracket's width between a step of _narrow_bracket and either
 #: end: each step narrows it by a fifth at least.
 _BRACKET_SHARE = 0.2
@@ -266,8 +272,8 @@ def _polished(est, problem, kwargs, seed, passes, results, entry):
     """``(entry, passes)``: the fit's first solve, solved to the re-solves' tolerance, taken
     on to the finish's own (``_solve._FINISH_TOL``) where the model is built from it
     (``entry``, a pair (solve, its scores), is ``results[0]``'s), at the bound itself (the
-    offsets the steering left), from its point and multipliers, within a tenth of the
-    budget; kept where it converged and meets the bound on predictions as the first did.
+    offsets the steering left), from its point and multipliers, within ``_POLISH_SHARE`` of
+    the budget; kept where it converged and meets the bound on predictions as the first did.
 
     The model of a steered fit is a solve's, or a point between two: at the coarser
     tolerance of the first solve, a refit from the model itself (``warm_start``) moved the
@@ -278,7 +284,7 @@ def _polished(est, problem, kwargs, seed, passes, results, entry):
         return entry, passes
     more = _resolve_settings(est, kwargs, first, passes, fair=False)  # (its last penalty)
     more["finish_tol"] = solving._FINISH_TOL
-    more["max_passes"] = min(more["max_passes"], 0.1 * est.max_passes)
+    more["max_passes"] = min(more["max_passes"], _POLISH_SHARE * est.max_passes)
     if more["max_passes"] < 2:
         return entry, passes
     _say(
