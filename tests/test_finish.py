@@ -522,3 +522,47 @@ def test_the_levels_of_a_newton_point_form_its_gradient_once(monkeypatch):
     ref = reference_solve(pb)
     f = pb.full_evaluation(fin.x)
     assert abs(f[0] + pb.h.value(fin.x) - ref["objective"]) <= 1e-6 * max(1.0, ref["objective"])
+
+
+def test_newton_directions_search_the_kinks_from_the_last_steps_sides(monkeypatch):
+    """100 groups of 20 rows (``benchmarks.families.many_groups``, demographic parity 0.1):
+    each Newton direction's search of the kinks' sides starts from where the last step
+    ended, where the point's own sides (which the levels' re-solve shrinks) took more
+    Cholesky factorisations for the same directions; the model is the same, within 1e-6."""
+    import warnings
+
+    from benchmarks.families import many_groups
+
+    from sklearn_ialm import FairLogisticClassifier
+    from sklearn_ialm.solver import _finish_lagrangian, _newton_steps
+
+    X, y, g, *_ = many_groups()
+    factorise, direction = _newton_steps.dpotrf, _finish_lagrangian._AugmentedLagrangian.direction
+    counts = {}
+
+    def counted_factorise(*args, **kwargs):
+        counts["factorisations"] += 1
+        return factorise(*args, **kwargs)
+
+    def counted_direction(self, *args, **kwargs):
+        counts["directions"] += 1
+        return direction(self, *args, **kwargs)
+
+    monkeypatch.setattr(_newton_steps, "dpotrf", counted_factorise)
+    monkeypatch.setattr(_finish_lagrangian._AugmentedLagrangian, "direction", counted_direction)
+    fits = {}
+    for warm in (False, True):
+        # (raising=False: without the switch both fits are the point's own search.)
+        monkeypatch.setattr(_finish_lagrangian, "_WARM_SIDES", warm, raising=False)
+        counts.update(factorisations=0, directions=0)
+        clf = FairLogisticClassifier(constraint="demographic_parity", bound=0.1, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits[warm] = (clf.fit(X, y, sensitive_features=g), dict(counts))
+    (cold, n_cold), (warm, n_warm) = fits[False], fits[True]
+    assert cold.converged_ and warm.converged_
+    assert cold.bound_met_ and warm.bound_met_
+    assert n_warm["directions"] <= n_cold["directions"]
+    assert n_warm["factorisations"] < n_cold["factorisations"], (n_cold, n_warm)
+    np.testing.assert_allclose(warm.coef_, cold.coef_, rtol=0, atol=1e-6)
+    assert abs(warm.objective_ - cold.objective_) <= 1e-6 * abs(cold.objective_)
