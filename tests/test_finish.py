@@ -526,13 +526,13 @@ def test_the_levels_of_a_newton_point_form_its_gradient_once(monkeypatch):
 
 def test_newton_directions_search_the_kinks_from_the_last_steps_sides(monkeypatch):
     """100 groups of 20 rows (``benchmarks.families.many_groups``, demographic parity 0.1):
-    each Newton direction's search of the kinks' sides starts from where the last step
-    ended, where the point's own sides (which the levels' re-solve shrinks) took more
-    Cholesky factorisations for the same directions; the model is the same, within 1e-6."""
+    each Newton direction's search of the kinks' sides adds those where the last step
+    ended to the point's own, which alone (the levels' re-solve turns most of them off)
+    took more Cholesky factorisations for as many directions; the model is the same,
+    within 1e-6."""
     import warnings
 
     from benchmarks.families import many_groups
-
     from sklearn_ialm import FairLogisticClassifier
     from sklearn_ialm.solver import _finish_lagrangian, _newton_steps
 

@@ -404,9 +404,10 @@ class _AugmentedLagrangian:
         self.fresh_curvature = cheap
         refresh = cheap and self._curvature_at != self._second[0]
         # Each direction's search of the kinks' sides starts from the point's own and
-        # those where the last step ended (the last solve's, first): the levels' re-solve
-        # at each point turns off most of the sides the steps end on (100 groups of 20
-        # rows: 4 to 65 of the 70, 24 factorisations for 11 directions; 17 from both).
+        # those where the last step ended (a solve's first, the last solve's last): the
+        # levels' re-solve at each point turns off most of the sides the steps end on
+        # (100 groups of 20 rows: 4 to 65 of the 70 left, 24 factorisations for 11
+        # directions; 17 from both sides, the same model).
         start = self.sides if _WARM_SIDES else None
         for _ in range(_NEWTON_MAX_ITER):
             if np.linalg.norm(g) <= tol:
