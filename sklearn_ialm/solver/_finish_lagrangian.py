@@ -326,7 +326,7 @@ class _AugmentedLagrangian:
 
     def direction(self, g, y, beta, c, w, Jv, refresh, floor=0.0, start=None):
         """The Newton step at the last :meth:`point` (gradient ``g``); the sides of the
-        kinks where it ends in :attr:`sides`.
+        kinks where it ends in ``self.sides``.
 
         The augmented Lagrangian is quadratic in each constraint's penalty only on one side
         of the kink of ``max(y + beta c, 0)``: an inequality inactive at the point adds no
