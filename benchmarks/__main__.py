@@ -69,6 +69,12 @@ SECTIONS = {
         _commands("benchmarks.finish_ab --quick --cases anchor,multiclass"),
         ("finish_ab.md", "finish_ab.csv"),
     ),
+    "multiclass_sweep": Section(
+        "multi-class fairness on digits and wine across bounds, ties and draws (issue 49)",
+        _commands("benchmarks.multiclass_sweep"),
+        _commands("benchmarks.multiclass_sweep --names wine --draws 0"),
+        ("multiclass_sweep.md",),
+    ),
     "bounds": Section(
         "do the bounds hold on the predictions, beside the baselines (README)",
         _commands("benchmarks.bounds --splits 8"),
