@@ -70,7 +70,7 @@ class _Flips:
         """The constraint values at offsets ``delta``; ``(rows' classes, runners-up,
         margins over the runner-up)`` kept for :meth:`moves`."""
         problem, z = self.problem, self.scores + delta
-        n, K = z.shape
+        n = len(z)
         rows = np.arange(n)
         top = np.argmax(z, axis=1)  # (ties to the first class, as predict's)
         rest = z.copy()
@@ -78,10 +78,7 @@ class _Flips:
         second = np.argmax(rest, axis=1)
         self.z, self.top, self.second = z, top, second
         self.best, self.runner = z[rows, top], rest[rows, second]
-        counts = np.bincount(
-            problem.cells * K + top, weights=self.share, minlength=problem.M.shape[0] * K
-        )
-        return np.einsum("sk,skm->m", counts.reshape(-1, K), problem.M) + self.base
+        return problem.class_rate_constraints(top, self.base)
 
     def moves(self, k):
         """``(move, change of the constraint values)`` of class ``k``'s offset: raised just

@@ -499,6 +499,15 @@ class MultinomialProblem(FiniteSumProblem):
         offset = self.offset if offset is None else offset
         return np.einsum("sk,skm->m", self.cell_means(pred), self.M) + offset
 
+    def class_rate_constraints(self, classes, offset=None):
+        """:meth:`rate_constraints` of the one-hot predictions ``classes`` ((n,) class
+        indices), counted without forming them: one weighted count per cell and class."""
+        offset = self.offset if offset is None else offset
+        K, n_cells = self.K, self.M.shape[0]
+        share = self.omega / len(self.omega)
+        counts = np.bincount(self.cells * K + classes, weights=share, minlength=n_cells * K)
+        return np.einsum("sk,skm->m", counts.reshape(n_cells, K), self.M) + offset
+
     def hard_predictions(self, scores):
         """One-hot arg-max of ``scores`` (ties to the first class, as ``predict``)."""
         out = np.zeros_like(scores)
