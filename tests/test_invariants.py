@@ -8,8 +8,9 @@ classes; raw units; CSR with mostly zeros; streams shuffled or sorted. The invar
    ConvergenceWarning whose advised ``bound=X`` converges and is met when refitted;
 2. the training objective is monotone in the bound: a tighter bound never gives a smaller one
    (both fits converged, to :data:`OBJECTIVE_TOL`);
-3. a converged fit is no worse, on its own objective, than the constant model where that meets
-   the bound;
+3. a fit, converged or not, is no worse on its own objective than the constant model where
+   that meets the bound (a fit whose solves end above it returns a model that is not, and is
+   not converged);
 4. ``partial_fit`` over one pass of a stream ends within 0.01 of ``fit``'s rates on fresh rows:
    its gap at most 0.01 above ``fit``'s, its accuracy at most 0.01 below (item 1's acceptance);
 5. ``NeymanPearsonClassifier``: the training false-positive rate of :meth:`predict` meets
@@ -372,23 +373,33 @@ def check_constant(family, kind, bound, budget):
     est, _ = fit(_fair(kind, bound, **budget), X, y, groups)
     if not est.converged_:
         event("not converged")
-        return
     ours, constant = objective(est, X, y), constant_objective(y)
     note(f"objective {ours:.6f}, the constant model's {constant:.6f}")
     assert ours <= constant + OBJECTIVE_TOL
 
 
 @given(family=families(), kind=st.sampled_from(KINDS), bound=st.sampled_from(BOUNDS))
-def test_binary_converged_fit_no_worse_than_the_constant_model(family, kind, bound):
+def test_binary_fit_no_worse_than_the_constant_model(family, kind, bound):
     check_constant(family, kind, bound, {})
 
 
+# On main be32ff6 this example converged at an objective of 1.121, above the constant model's
+# 1.083: its solves were posed at soft bounds the steering had tightened, where the constant
+# model is not feasible (see estimators/_below_constant.py).
+@example(
+    family=Family(
+        n_rows=300, group_shares=(0.113333, 0.886667), tie="hidden", noise_sd=2.0,
+        positive_share=0.1, n_classes=3, n_features=2, seed=4,
+    ),
+    kind="demographic_parity",
+    bound=0.02,
+)  # fmt: skip
 @given(
     family=_MULTICLASS,
     kind=st.sampled_from(KINDS),
     bound=st.sampled_from(BOUNDS),
 )
-def test_multiclass_converged_fit_no_worse_than_the_constant_model(family, kind, bound):
+def test_multiclass_fit_no_worse_than_the_constant_model(family, kind, bound):
     check_constant(family, kind, bound, MULTICLASS_BUDGET)
 
 

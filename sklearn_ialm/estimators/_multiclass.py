@@ -36,7 +36,10 @@ steering to the bound on predictions:
   at its soft bounds each tightened by a margin (doubled at each miss). If none meets the
   bound, the model is moved along the segment towards the constant model (every row
   predicted the majority class, which meets every parity bound) until it does, and the fit
-  says so.
+  says so. Where the model reached has a training objective above the constant model's
+  (its solves posed at soft bounds tighter than the constant meets), the model returned is
+  the point of least objective meeting the bound on the segment between them
+  (:mod:`._below_constant`), not converged, and the fit says so.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from threadpoolctl import threadpool_limits
 
 from ..problems._group_codes import unique_codes
+from ._below_constant import at_least_constant
 from ._class_offsets import _np_offsets
 from ._class_params import check_two_class_params
 from ._hard_rates import _say
@@ -222,7 +226,7 @@ def _solve_and_steer(est, fitting):
     results = [runs[best]]
     passes = float(sum(r.n_data_passes for r in runs))
     x, chosen = results[0].x, results[0]
-    offsets, moved = np.zeros(K), None
+    offsets, moved, x_const = np.zeros(K), None, None
     if steered:
         if context["kind"] == "np":
             # One re-solve, where predict misses a bound: the soft bound at the soft error
@@ -236,6 +240,9 @@ def _solve_and_steer(est, fitting):
         )
     problem.release_triangles()  # (no Hessian after the solves)
     scores = problem.scores(x)
+    if x_const is not None:
+        x, scores, below = at_least_constant(problem, x, scores, x_const, base)
+        moved = below or moved
     if context["kind"] == "np":
         found = _np_offsets(problem, scores, sw, context["bounds"])
         # None: no offsets meet the bounds together; the solve's model is kept, and the

@@ -70,7 +70,9 @@ def _warn_not_converged(est, result, moved, context=None, refit=None):
     guarantee = est._guarantee_holds() is not None  # the verdict is the guarantee's
     if result.converged:  # the solver's message ("converged: ...") is not the fit's verdict
         reason = (
-            "no solve met the bound on predictions"
+            "its solves ended above the constant model's training objective"
+            if moved is not None and moved[0] == "constant objective"
+            else "no solve met the bound on predictions"
             if moved is not None
             else "the guarantee on new data does not hold"
             if guarantee
@@ -110,8 +112,23 @@ def _warn_not_converged(est, result, moved, context=None, refit=None):
 
 
 def _moved_text(moved, met) -> str:
-    """How a model was moved where no solve met the bound on predictions."""
+    """How a model was moved where no solve met the bound on predictions, or where the
+    steering's model ended above the constant model's objective."""
     how, value = moved
+    if how == "constant objective":
+        t, found, constant, returned = value
+        where = (
+            "the constant model itself"
+            if t >= 1.0
+            else "the point of least objective that meets the bound on the segment between "
+            f"them, {t:.0%} of the way to the constant model (objective {returned:.4f})"
+        )
+        return (
+            f"The steering's model has a training objective of {found:.4f}, above the "
+            f"constant model's {constant:.4f} (every row predicted the majority class, which "
+            f"meets the bound): the model returned is {where}. The bound may leave a linear "
+            "model little room on these data: loosen it."
+        )
     if how == "constant":
         what = f"the model was moved towards the constant model ({value:.0%} of the way)"
     else:
