@@ -335,6 +335,12 @@ def judge(est, cells) -> dict | None:
     smallest = min(f[4] for f in found)
     coef = np.asarray(est.coef_).ravel()
     params = int(np.count_nonzero(coef)) + np.size(getattr(est, "intercept_", 1.0))
+    if not np.any(coef) and getattr(est, "constraint", None) != "error_rate_parity":
+        # A model whose predictions do not depend on the row (the constant model a fit
+        # can return): each constrained rate is 0 or 1 on any rows, as on the training
+        # rows (an error rate is a share of the labels, which new rows sample): nothing
+        # to warn of.
+        low = high = value
     if neyman_pearson:
         # Its own warning on few negatives (fit's last step) speaks for their sampling.
         sampling = est._few_negatives_limit() is not None
