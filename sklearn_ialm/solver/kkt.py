@@ -315,6 +315,16 @@ def original_violation(c, inequality):
 
 
 def _level_root(e, a, beta):
+    """The root nearest 0 of ``F(t) = sum_k e_k max(a_k + beta e_k t, 0)``: compiled where
+    numba is (:mod:`._level_kernel`, the same operations and bits), else
+    :func:`_level_root_numpy`."""
+    from ._level_kernel import root  # (numba loads at the first fit, not with the package)
+
+    out = root(e, a, beta)
+    return _level_root_numpy(e, a, beta) if out is None else out
+
+
+def _level_root_numpy(e, a, beta):
     """The root nearest 0 of ``F(t) = sum_k e_k max(a_k + beta e_k t, 0)``.
 
     ``F`` is the derivative in ``t`` of the augmented Lagrangian with the slacks minimised
