@@ -503,3 +503,29 @@ def test_compiled_level_root_gives_numpys_root_to_the_bit():
         assert np.float64(got).tobytes() == np.float64(want).tobytes() or want == 0.0, trial
     # Inputs the kernel does not take go to numpy's.
     assert _level_kernel.root(np.ones(3), np.array([np.nan, 1.0, 2.0]), 1.0) is None
+
+
+def test_compiled_level_values_give_each_levels_numpy_root():
+    """All the levels in one compiled call (``_level_kernel.values``): each level's root is
+    numpy's of its own rows, to the bit; a level whose terms are not finite is numpy's."""
+    from sklearn_ialm.solver import _level_kernel, kkt
+
+    if _level_kernel.numba is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(4)
+    for trial in range(500):
+        m, q = int(rng.integers(1, 260)), int(rng.integers(1, 4))
+        levels = np.zeros((m, q))
+        levels[np.arange(m), rng.integers(0, q, m)] = rng.choice([-1.0, 1.0, 0.5], m)
+        c = rng.standard_normal(m) * 10 ** rng.uniform(-4, 1)
+        y = np.maximum(rng.standard_normal(m), 0.0) * (trial % 3)
+        if trial % 9 == 0:
+            c[rng.integers(0, m)] = np.inf
+        beta = 10 ** rng.uniform(0, 4)
+        with np.errstate(invalid="ignore"):
+            got = kkt.level_values(levels, c, y, beta)
+            want = [
+                kkt._level_root_numpy(levels[r, j], y[r] + beta * c[r], beta) if len(r) else 0.0
+                for j, r in ((j, np.flatnonzero(levels[:, j])) for j in range(q))
+            ]
+        np.testing.assert_array_equal(got, want)

@@ -141,12 +141,34 @@ def _root(e, a, beta):
     return far - vals[count - 1] / slope if slope > 0 else 0.0
 
 
+def _levels(levels, c, y, beta, t, done):
+    """Each level's root (``t[j]``, ``done[j]``) from its rows of ``levels`` (the non-zero
+    entries of column ``j``) and ``a = y + beta c`` on them, as :func:`~.kkt.level_values`
+    forms them; a level whose ``a`` is not finite is left undone (numpy's decides)."""
+    m, q = levels.shape
+    e, a = np.empty(m), np.empty(m)
+    for j in range(q):
+        n = 0
+        for k in range(m):
+            if levels[k, j] != 0:
+                e[n] = levels[k, j]
+                a[n] = y[k] + beta * c[k]
+                n += 1
+        finite = True
+        for k in range(n):
+            if not np.isfinite(a[k]):
+                finite = False
+        done[j] = finite
+        t[j] = _root(e[:n].copy(), a[:n].copy(), beta) if finite and n > 0 else 0.0
+
+
 if numba is not None:
     _leaf = numba.njit(cache=True)(_leaf)
     _pairwise = numba.njit(cache=True)(_pairwise)
     _terms = numba.njit(cache=True)(_terms)
     _column = numba.njit(cache=True)(_column)
     _root = numba.njit(cache=True, nogil=True)(_root)
+    _levels = numba.njit(cache=True, nogil=True)(_levels)
 
 
 def root(e, a, beta):
@@ -157,3 +179,19 @@ def root(e, a, beta):
     if e.dtype != np.float64 or a.dtype != np.float64:
         return None
     return float(_root(np.ascontiguousarray(e), np.ascontiguousarray(a), float(beta)))
+
+
+def values(levels, c, y, beta):
+    """``(t, done)``: :func:`~.kkt.level_values`' levels compiled, ``done[j]`` where level
+    ``j`` was (its ``a`` finite); None without numba or for other inputs. One call for all
+    the levels (each root's own call, its checks and its gathers took 40 of a level's 50
+    microseconds in a fit of 100 groups)."""
+    arrays = (levels, c, y)
+    if numba is None or not np.isfinite(beta) or any(v.dtype != np.float64 for v in arrays):
+        return None
+    if levels.ndim != 2 or c.ndim != 1 or y.ndim != 1:
+        return None
+    t, done = np.empty(levels.shape[1]), np.empty(levels.shape[1], np.bool_)
+    levels, c, y = (np.ascontiguousarray(v) for v in arrays)
+    _levels(levels, c, y, float(beta), t, done)
+    return t, done
