@@ -32,6 +32,13 @@ def _fill_weights(n, columns, m, scale):
     W = np.empty((n, m))
     for start in range(0, n, _BLOCK_ROWS):
         rows = slice(start, start + _BLOCK_ROWS)
+        if getattr(columns, "fills", False):
+            # Formed in W's own rows, not in a block copied there (100 groups of 20 rows: a
+            # 3.2 MB copy of 1.9 ms of building the band); divided in place, the same values.
+            columns(rows, out=W[rows])
+            if scale != 1.0:
+                W[rows] /= scale
+            continue
         block = columns(rows)
         if isinstance(block, np.ndarray):
             W[rows] = block if scale == 1.0 else block / scale
@@ -257,10 +264,10 @@ def _band_columns(weights, codes, y, n, spec, totals):
     own_cols = {r: np.array([k for k, sp in enumerate(spec) if sp[0] == r]) for r in rates}
     own_cols = {r: (slice(k[0], k[-1] + 1), k.reshape(-1, 2)) for r, k in own_cols.items()}
 
-    def columns(rows):
+    def columns(rows, out=None):
         w, grp = weights[rows], codes[rows]
         nw = n * w
-        block = np.empty((len(w), len(spec)))
+        block = np.empty((len(w), len(spec))) if out is None else out
         for rate in rates:
             cond, _, s = _rate_terms(rate, None if y is None else y[rows])
             lin = n * w * (1.0 if cond is None else cond) * s / totals[rate, None]
@@ -280,6 +287,7 @@ def _band_columns(weights, codes, y, n, spec, totals):
                 block[mine, k] = a[k] * (own / total[k]) + b[k] * lin[mine]
         return block
 
+    columns.fills = True  # (it writes its block into ``out``: see _fill_weights)
     return columns
 
 
