@@ -36,7 +36,9 @@ def test_offsets_of_all_groups_are_each_groups_own_to_the_bit():
         m = np.array([int(rng.integers(0, n + 1)) for n in sizes])
         m = np.where(rng.random(len(m)) < 0.3, positive, m)
         got = _offsets_for(tops, m, positive, sizes)
-        want = [_offset_of_one(z, int(k), int(p)) for z, k, p in zip(rows, m, positive)]
+        want = [
+            _offset_of_one(z, int(k), int(p)) for z, k, p in zip(rows, m, positive, strict=True)
+        ]
         assert got.tobytes() == np.array(want).tobytes(), trial
 
 
