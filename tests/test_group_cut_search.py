@@ -96,3 +96,24 @@ def test_whole_weights_give_each_groups_total_of_its_masked_sum():
                 assert _group_total(weights, mask, g, "rate", "kind") == totals[g]
     # Fractional weights round in another order: no totals, the masked sums decide.
     assert _exact_group_totals(rng.random(500), codes, 7, None) is None
+
+
+def test_median_of_counts_is_numpys_median_of_the_rows_numbers():
+    """Each row's median of its values repeated by their counts, as ``np.median`` of the
+    row written out: rows held by one value over half their numbers (read without a sort)
+    and the others alike, signed zeros included."""
+    from sklearn_ialm.estimators._band_parts import _median_of_counts
+
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        n, w = int(rng.integers(1, 30)), int(rng.integers(1, 6))
+        values = np.round(rng.standard_normal((n, w)), 1)
+        if trial % 2:
+            values[:, 1:] = values[:, :1]
+        values[rng.random((n, w)) < 0.2] = -0.0 if trial % 3 else 0.0
+        counts = rng.integers(0, 9, (n, w))
+        m = int(counts.sum(axis=1).max())
+        counts[:, 0] += m - counts.sum(axis=1)
+        got = _median_of_counts(values, counts, m)
+        want = [np.median(np.repeat(v, c)) for v, c in zip(values, counts, strict=True)]
+        np.testing.assert_array_equal(got, want)
