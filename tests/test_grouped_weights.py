@@ -133,3 +133,40 @@ def test_group_masks_one_at_a_time_pose_the_same_band(kind, monkeypatch):
     W0, offset0 = posed()
     np.testing.assert_array_equal(W0, W)
     np.testing.assert_array_equal(offset0, offset)
+
+
+@pytest.mark.parametrize("form", ["difference", "ratio"])
+@pytest.mark.parametrize("kind", ["demographic_parity", "error_rate_parity"])
+def test_rates_and_curvature_weights_read_the_structure_not_w(kind, form):
+    """A band over many groups takes its rates on predictions and soft predictions and its
+    constraint curvature's row weights from ``W``'s structure (as its evaluations do): the
+    dense products' values to rounding, with ``W`` itself never read."""
+    rng = np.random.default_rng(4)
+    n = 2000
+    X = rng.standard_normal((n, 5))
+    y = (X[:, 0] + rng.logistic(size=n) > 0).astype(int)
+    problem = fairness_problem(
+        X, y, X, rng.integers(0, 9, n), bound=0.1 if form == "difference" else 0.8,
+        constraint=kind, form=form, constraint_sample_weight=rng.uniform(0.5, 2.0, n),
+        constraint_scale=0.5,
+    )  # fmt: skip
+    assert problem.weight_groups is not None
+    x = rng.standard_normal(problem.n_params) * 0.3
+    scores = problem.constraint_scores(x)
+    mu = rng.uniform(0.0, 2.0, problem.n_constraints)
+    W = problem.W
+    want = [(scores > 0) @ W / n, 1.0 / (1.0 + np.exp(-scores)) @ W / n]
+    p = 1.0 / (1.0 + np.exp(-scores))
+    want_curv = p * (1 - p) * (1 - 2 * p) * (W @ mu) / n
+    problem.W = np.full_like(W, np.nan)  # (read, it would make every value NaN)
+    got = [problem.rate_constraints(scores, offset=0.0),
+           problem.rate_constraints(scores, hard=False, offset=0.0)]  # fmt: skip
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15)
+    got_curv = problem._constraint_curvature(scores, slice(None), mu)
+    np.testing.assert_allclose(got_curv, want_curv, rtol=1e-10, atol=1e-15)
+    sel = rng.choice(n, 300, replace=False)
+    np.testing.assert_allclose(
+        problem._constraint_curvature(scores[sel], sel, mu), want_curv[sel], rtol=1e-10,
+        atol=1e-15,
+    )  # fmt: skip

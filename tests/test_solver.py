@@ -476,3 +476,56 @@ def test_level_root_reads_the_kinks_until_the_crossing_with_the_bits_of_all_at_o
         assert i == (int(cross[0]) if len(cross) else None), trial
         n = len(pts) if i is None or i == 0 else i + 1
         assert vals[:n].tobytes() == every[:n].tobytes(), trial
+
+
+def test_compiled_level_root_gives_numpys_root_to_the_bit():
+    """The free level's root compiled (``solver._level_kernel``) takes numpy's operations in
+    numpy's order: the pairwise sum of one point's column, the rows in order for the others,
+    the same kinks and crossing; the same float to the bit, whatever the rows' count (across
+    numpy's blocks of 8 and 128 terms), ties and zeros."""
+    from sklearn_ialm.solver import _level_kernel, kkt
+
+    if _level_kernel.numba is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(3)
+    for trial in range(3000):
+        m = int(rng.choice([1, 2, 7, 8, 9, 16, 127, 128, 129, 200, 256, 257, 1000]))
+        e = rng.choice([-1.0, 1.0], m) if trial % 2 else rng.choice([-2.0, -1.0, 0.5, 1.0], m)
+        a = rng.standard_normal(m) * 10 ** rng.uniform(-6, 2)
+        if trial % 3 == 0:
+            a[: m // 2] = 0.0
+        if trial % 5 == 0:
+            a = np.round(a, 1)
+        beta = 10 ** rng.uniform(0, 4)
+        want = kkt._level_root_numpy(e, a, beta)
+        got = _level_kernel.root(e, a, beta)
+        assert got == want and (got != 0.0 or want == 0.0), trial
+        assert np.float64(got).tobytes() == np.float64(want).tobytes() or want == 0.0, trial
+    # Inputs the kernel does not take go to numpy's.
+    assert _level_kernel.root(np.ones(3), np.array([np.nan, 1.0, 2.0]), 1.0) is None
+
+
+def test_compiled_level_values_give_each_levels_numpy_root():
+    """All the levels in one compiled call (``_level_kernel.values``): each level's root is
+    numpy's of its own rows, to the bit; a level whose terms are not finite is numpy's."""
+    from sklearn_ialm.solver import _level_kernel, kkt
+
+    if _level_kernel.numba is None:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(4)
+    for trial in range(500):
+        m, q = int(rng.integers(1, 260)), int(rng.integers(1, 4))
+        levels = np.zeros((m, q))
+        levels[np.arange(m), rng.integers(0, q, m)] = rng.choice([-1.0, 1.0, 0.5], m)
+        c = rng.standard_normal(m) * 10 ** rng.uniform(-4, 1)
+        y = np.maximum(rng.standard_normal(m), 0.0) * (trial % 3)
+        if trial % 9 == 0:
+            c[rng.integers(0, m)] = np.inf
+        beta = 10 ** rng.uniform(0, 4)
+        with np.errstate(invalid="ignore"):
+            got = kkt.level_values(levels, c, y, beta)
+            want = [
+                kkt._level_root_numpy(levels[r, j], y[r] + beta * c[r], beta) if len(r) else 0.0
+                for j, r in ((j, np.flatnonzero(levels[:, j])) for j in range(q))
+            ]
+        np.testing.assert_array_equal(got, want)

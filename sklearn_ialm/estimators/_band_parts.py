@@ -70,7 +70,29 @@ def structured_owners(problem, W, lev, tiny, groups):
 def _median_of_counts(values, counts, m):
     """Each row's median of ``m`` numbers, ``values`` with their ``counts`` (a row each):
     its order statistics as ``np.partition`` finds them, and the mean of the middle two as
-    ``np.median`` forms it where ``m`` is even."""
+    ``np.median`` forms it where ``m`` is even.
+
+    A value held by more than half of a row's numbers fills its middle: the median is that
+    value (the mean of it with itself where ``m`` is even), read without sorting the row
+    (a band's row holds one number off its own group's columns: 2000 rows' sorts took
+    0.3 ms of a 30 ms fit of 100 groups). Other rows, and a held value of 0 (whose sign
+    the sort's order decides), are sorted."""
+    held = np.zeros(values.shape, dtype=counts.dtype)
+    for k in range(values.shape[1]):
+        held += counts[:, k, None] * (values[:, k, None] == values)
+    major = 2 * held > m
+    rows = np.arange(len(values))
+    v = values[rows, np.argmax(major, axis=1)]
+    done = np.any(major, axis=1) & (v != 0)
+    out = np.empty(len(values))
+    out[done] = v[done] if m % 2 else (v[done] + v[done]) / 2
+    if not np.all(done):
+        out[~done] = _sorted_median(values[~done], counts[~done], m)
+    return out
+
+
+def _sorted_median(values, counts, m):
+    """:func:`_median_of_counts` of rows by sorting each."""
     order = np.argsort(values, axis=1, kind="stable")
     values = np.take_along_axis(values, order, axis=1)
     ends = np.cumsum(np.take_along_axis(counts, order, axis=1), axis=1)

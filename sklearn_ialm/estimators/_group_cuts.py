@@ -238,14 +238,14 @@ def _level_search(problem, band, groups, scores, base):
     sizes = band.sizes
     starts = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]])
     low, high, cost = (np.empty(int(np.sum(sizes + 1))) for _ in range(3))
-    tops, positive = [None] * len(sizes), np.empty(len(sizes), np.intp)
+    # (Each group's scores a row, highest first, NaN past its own.)
+    tops, positive = np.full((len(sizes), sizes.max()), np.nan), np.empty(len(sizes), np.intp)
     for block in _blocks(sizes):
         z, lo, hi, co, positive[block] = _sequences(problem, band, block, scores, base)
         valid = np.arange(lo.shape[1]) <= sizes[block, None]
         at = (starts[block, None] + np.arange(lo.shape[1]))[valid]
         low[at], high[at], cost[at] = lo[valid], hi[valid], co[valid]
-        for i, row in zip(block, z, strict=True):
-            tops[i] = row[: sizes[i]]
+        tops[block, : z.shape[1]] = z
     level = _best_level(low, high, cost, starts)
     if level is None:
         return None
@@ -254,8 +254,7 @@ def _level_search(problem, band, groups, scores, base):
     cost = np.where((low <= level) & (high >= level), cost, np.inf)
     least = np.flatnonzero(cost == np.repeat(np.minimum.reduceat(cost, starts), sizes + 1))
     best = least[np.searchsorted(least, starts)] - starts
-    return {g: _offset_for(tops[i], int(best[i]), int(positive[i]))
-            for i, g in enumerate(band.codes)}  # fmt: skip
+    return dict(zip(band.codes, _offsets_for(tops, best, positive, sizes).tolist(), strict=True))
 
 
 def _blocks(sizes):
@@ -279,26 +278,42 @@ def _sequences(problem, band, block, scores, base):
     of = np.repeat(np.arange(len(band.sizes)), band.sizes)  # each band row's group
     rank = np.full(len(band.sizes), -1)
     rank[block] = np.arange(k)
-    mine = rank[of] >= 0
-    rows, gid = band.rows[mine], rank[of[mine]]
-    order = np.lexsort((-scores[rows], gid))  # (within a group highest first, stable)
-    at = np.arange(sizes.max()) < sizes[:, None]
-    z = np.full(at.shape, np.nan)
-    z[at] = scores[rows[order]]
-    own = np.zeros((*at.shape, band.own.shape[1]))
-    own[at] = band.own[mine][order]
+    mine = np.flatnonzero(rank[of] >= 0)
+    rows = band.rows[mine]  # (group after group, in the block's order)
+    inside = np.arange(sizes.max()) < sizes[:, None]
+    at, width = np.flatnonzero(inside), band.own.shape[1]  # (at: in the flat (k, L))
+    # Within a group highest first, stable: each group's scores a row, padded with NaN
+    # (sorted last, after any NaN of a group's own: stable), a row's order the group's
+    # own (np.lexsort by group and score, the same order, took 0.1 ms).
+    key = np.full(inside.shape, np.nan)
+    key.ravel()[at] = -scores[rows]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    order = (np.argsort(key, axis=1, kind="stable") + starts[:, None]).ravel()[at]
+    picked = mine[order]
+    z = np.full(inside.shape, np.nan)
+    z.ravel()[at] = scores[rows[order]]
+    if len(at) == z.size:  # (groups of one size: no padding to skip)
+        own = band.own[picked].reshape(*z.shape, width)
+    else:
+        own = np.zeros((*z.shape, width))
+        own.reshape(-1, width)[at] = band.own[picked]
     # Constraint values with the top m rows of the group positive, m = 0 .. n_g.
     cols, slot = band.cols[block], band.slot[block]
-    values = base[cols][:, None, :] + np.concatenate(
-        [np.zeros((k, 1, own.shape[2])), np.cumsum(own, axis=1) / n], axis=1
-    )
+    values = np.empty((k, z.shape[1] + 1, width))
+    values[:, 0] = base[cols] + 0.0
+    np.add(base[cols][:, None, :], np.cumsum(own, axis=1) / n, out=values[:, 1:])
     lev = problem.levels[cols, 0]
     up, down = slot & (lev < 0), slot & (lev > 0)
-    low = np.max(np.where(up[:, None], values / -lev[:, None], -np.inf), axis=2)
-    high = np.min(np.where(down[:, None], values / -lev[:, None], np.inf), axis=2)
+    ratio = values / -lev[:, None]
+    # The extremes over a group's few columns one column at a time: exact as np.max's, a
+    # reduction along a short last axis took 0.15 ms (100 groups of 20 rows).
+    low, high = np.full(values.shape[:2], -np.inf), np.full(values.shape[:2], np.inf)
+    for j in range(width):
+        low = np.maximum(low, np.where(up[:, None, j], ratio[:, :, j], -np.inf))
+        high = np.minimum(high, np.where(down[:, None, j], ratio[:, :, j], np.inf))
     low[:, 1:-1][z[:, 1:] == z[:, :-1]] = np.inf  # m would split equal scores
-    flipped = np.cumsum(np.abs(np.where(at, z, 0.0)), axis=1)
-    flipped = np.concatenate([np.zeros((k, 1)), flipped], axis=1)
+    flipped = np.zeros((k, z.shape[1] + 1))
+    np.cumsum(np.abs(np.where(inside, z, 0.0)), axis=1, out=flipped[:, 1:])
     positive = np.sum(z > 0, axis=1)
     cost = np.abs(flipped - flipped[np.arange(k), positive][:, None])
     return z, low, high, cost, positive
@@ -326,17 +341,21 @@ def _best_level(low, high, cost, starts):
     return level
 
 
-def _offset_for(z, m, positive):
-    """The score offset that leaves exactly the top ``m`` of the scores ``z`` (sorted, the
-    highest first, ``positive`` of them > 0) positive: halfway between two scores, 0 where
-    they already are."""
-    if m == positive:
-        return 0.0
-    if m == 0:
-        return float(-z[0] - max(1.0, abs(z[0])))
-    if m == len(z):
-        return float(-z[-1] + max(1.0, abs(z[-1])))
-    return float(-0.5 * (z[m - 1] + z[m]))
+def _offsets_for(tops, m, positive, sizes):
+    """Per group (a row of ``tops``: its ``sizes`` scores, the highest first, ``positive``
+    of them > 0), the score offset that leaves exactly its top ``m`` scores positive:
+    halfway between two scores, 0 where they already are (every group at once, each the
+    numbers of the group's own: a group at a time took 0.1 ms of 100 groups)."""
+    rows, last = np.arange(len(tops)), tops.shape[1] - 1
+    first, final = tops[:, 0], tops[rows, sizes - 1]
+
+    def margin(z):  # max(1.0, |z|), as Python's max reads it
+        return np.where(np.abs(z) > 1.0, np.abs(z), 1.0)
+
+    between = -0.5 * (tops[rows, np.clip(m - 1, 0, last)] + tops[rows, np.minimum(m, last)])
+    out = np.where(m == sizes, -final + margin(final), between)
+    out = np.where(m == 0, -first - margin(first), out)
+    return np.where(m == positive, 0.0, out)
 
 
 def _group_columns(problem, groups, codes):

@@ -390,7 +390,9 @@ class SecondOrder:
         np.subtract(1.0, np.multiply(2.0, p, out=p), out=p)  # 1 - 2 p
         out *= p
         del p
-        out *= (self.W if W is None else W)[sel] @ mu
+        wg = getattr(self, "weight_groups", None) if W is None else None
+        # (A band over many groups: its rows' weights by the structure, as its evaluations.)
+        out *= (self.W if W is None else W)[sel] @ mu if wg is None else wg.right(mu, sel)
         out /= self.A_con.n_rows
         return out
 

@@ -32,6 +32,13 @@ def _fill_weights(n, columns, m, scale):
     W = np.empty((n, m))
     for start in range(0, n, _BLOCK_ROWS):
         rows = slice(start, start + _BLOCK_ROWS)
+        if getattr(columns, "fills", False):
+            # Formed in W's own rows, not in a block copied there (100 groups of 20 rows: a
+            # 3.2 MB copy of 1.9 ms of building the band); divided in place, the same values.
+            columns(rows, out=W[rows])
+            if scale != 1.0:
+                W[rows] /= scale
+            continue
         block = columns(rows)
         if isinstance(block, np.ndarray):
             W[rows] = block if scale == 1.0 else block / scale
@@ -69,9 +76,11 @@ def _share_rows(groups, weights, protected, constraint, bound):
     return columns, offsets, names
 
 
-def _group_total(weights, rows, g, rate, kind) -> float:
-    """The total weight of group ``g``'s ``rows``; none makes its rate undefined."""
-    wg = float(weights @ rows)  # (a product by the mask: 1 ms where a masked copy took 4)
+def _group_total(weights, rows, g, rate, kind, total=None) -> float:
+    """The total weight of group ``g``'s ``rows`` (``total``, where the caller has it);
+    none makes its rate undefined."""
+    # (A product by the mask: 1 ms where a masked copy took 4.)
+    wg = float(weights @ rows) if total is None else float(total)
     if wg <= 0:
         what = {"true_positive_rate": " with y=1", "false_positive_rate": " with y=0"}
         raise ValueError(
@@ -163,10 +172,15 @@ def _level_rows(groups, weights, kind, form, bound, y):
         totals[rate, None] = w_all
         const_all = float(np.sum(weights * rows_all * c)) / w_all
         tag = kind if len(_PARITY_RATES[kind]) == 1 else f"{kind}.{_SHORT[rate]}"
-        for (i, g), m in zip(
-            enumerate(labels), _group_masks(codes, len(labels), cond), strict=True
-        ):
-            wg = _group_total(weights, m, g, rate, kind)
+        exact = _exact_group_totals(weights, codes, len(labels), cond)
+        # (The masks only where a total or a constant reads them.)
+        masks = (
+            _group_masks(codes, len(labels), cond)
+            if exact is None or not _is_zero(c)
+            else [None] * len(labels)
+        )
+        for (i, g), m in zip(enumerate(labels), masks, strict=True):
+            wg = _group_total(weights, m, g, rate, kind, None if exact is None else exact[i])
             totals[rate, i] = wg
             # (c = 0, as for every rate but the error rate: a sum of zeros, not a pass.)
             const_g = 0.0 if _is_zero(c) else float(np.sum(weights * m * c)) / wg
@@ -199,6 +213,22 @@ def _level_rows(groups, weights, kind, form, bound, y):
             np.array([b / totals[kind_rate, None] for _, _, _, b in spec]),
         )
     return _band_columns(weights, codes, y, n, spec, totals), offsets, names, levels, groups_of_w
+
+
+def _exact_group_totals(weights, codes, n_groups, cond):
+    """Each group's total weight (of the rows of ``cond`` too, where given) in one pass, or
+    None where the sums could round: where every weight is a whole number and their
+    magnitudes sum below ``2**53``, every partial sum is exact, so the totals are those of
+    :func:`_group_total`'s products by the masks, whatever the order of the terms (no
+    sample weights, the usual case; the masks' products took 0.6 ms of a 25 ms fit of 100
+    groups of 20 rows)."""
+    if not (np.all(np.isfinite(weights)) and np.all(weights == np.round(weights))):
+        return None
+    if not float(np.sum(np.abs(weights))) < 2.0**53:
+        return None
+    if cond is None:
+        return np.bincount(codes, weights, n_groups)
+    return np.bincount(codes[cond], weights[cond], n_groups)
 
 
 def _group_masks(codes, n_groups, cond):
@@ -234,10 +264,10 @@ def _band_columns(weights, codes, y, n, spec, totals):
     own_cols = {r: np.array([k for k, sp in enumerate(spec) if sp[0] == r]) for r in rates}
     own_cols = {r: (slice(k[0], k[-1] + 1), k.reshape(-1, 2)) for r, k in own_cols.items()}
 
-    def columns(rows):
+    def columns(rows, out=None):
         w, grp = weights[rows], codes[rows]
         nw = n * w
-        block = np.empty((len(w), len(spec)))
+        block = np.empty((len(w), len(spec))) if out is None else out
         for rate in rates:
             cond, _, s = _rate_terms(rate, None if y is None else y[rows])
             lin = n * w * (1.0 if cond is None else cond) * s / totals[rate, None]
@@ -257,6 +287,7 @@ def _band_columns(weights, codes, y, n, spec, totals):
                 block[mine, k] = a[k] * (own / total[k]) + b[k] * lin[mine]
         return block
 
+    columns.fills = True  # (it writes its block into ``out``: see _fill_weights)
     return columns
 
 

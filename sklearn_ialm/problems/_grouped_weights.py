@@ -27,6 +27,23 @@ class WeightGroups(NamedTuple):
         """The structure of ``W[index]``."""
         return self._replace(codes=self.codes[index], row_weight=self.row_weight[index])
 
+    def _size(self):
+        return int(max(self.col_group.max(), self.codes.max())) + 1
+
+    def left(self, q):
+        """``q @ W`` (a weight per row) from the structure: per group and overall, the sums
+        of the rows' weighted ``q``, as the evaluation forms its constraint values."""
+        sq = self.row_weight * q
+        return self.col_a * np.bincount(self.codes, sq, self._size())[self.col_group] + (
+            self.col_b * sq.sum()
+        )
+
+    def right(self, mu, sel=slice(None)):
+        """``W[sel] @ mu`` (a weight per column) from the structure: each row's group term
+        and the overall one."""
+        per_group = np.bincount(self.col_group, self.col_a * mu, self._size())
+        return self.row_weight[sel] * (per_group[self.codes[sel]] + self.col_b @ mu)
+
 
 class GroupedEvaluation:
     """The mixin of :class:`~.linear.LinearProblem` that evaluates all rows through

