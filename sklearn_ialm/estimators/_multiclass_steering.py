@@ -72,7 +72,9 @@ def _relaxation_room(problem, offset):
 
 def _meets(problem, scores, base):
     """Whether the predictions of ``scores`` meet every bound (offsets ``base``)."""
-    hard = problem.rate_constraints(problem.hard_predictions(scores), base)
+    # (The predicted classes' counts, not their one-hot matrix: the same sums to the bit,
+    # where the segment's search asks 95 times a fit.)
+    hard = problem.class_rate_constraints(np.argmax(scores, axis=1), base)
     return bool(np.all(hard <= BOUND_EPS))
 
 
@@ -118,7 +120,7 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
         last = results[-1]
         scores = problem.scores(last.x)
         passes += 1.0
-        hard = problem.rate_constraints(problem.hard_predictions(scores), base)
+        hard = problem.class_rate_constraints(np.argmax(scores, axis=1), base)
         soft = problem.rate_constraints(softmax(scores, axis=1), np.zeros_like(base))
         active = last.multipliers > 0
         entry = (last, scores, problem.offset.copy(), hard)

@@ -490,9 +490,13 @@ class MultinomialProblem(FiniteSumProblem):
     # -- hard rates ------------------------------------------------------------------------
     def cell_means(self, pred):
         """Each cell's weighted mean of ``pred`` ((n, K) soft or one-hot predictions)."""
-        out = np.zeros((self.M.shape[0], self.K))
-        np.add.at(out, self.cells, pred * (self.omega[:, None] / len(self.omega)))
-        return out
+        n_cells, K = self.M.shape[0], self.K
+        weighted = pred * (self.omega[:, None] / len(self.omega))
+        # One weighted count per (cell, class), each summed in the rows' order as
+        # ``np.add.at`` sums it (the same bits), at a tenth of its time.
+        bins = (self.cells[:, None] * K + np.arange(K)).ravel()
+        counts = np.bincount(bins, weights=weighted.ravel(), minlength=n_cells * K)
+        return counts.reshape(n_cells, K)
 
     def rate_constraints(self, pred, offset=None):
         """The constraint values at predictions ``pred`` ((n, K)): ``c = sum_s R_s M_s + o``."""
