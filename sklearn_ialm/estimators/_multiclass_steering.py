@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
@@ -56,18 +58,38 @@ def _relaxation_room(problem, offset):
     """The largest ``delta`` such that some cell means (a point of the simplex per cell, as
     if the model could tell every cell apart) meet every constraint with ``offset`` within
     ``delta``: ``< 0`` where the bounds ask for the empty set (a linear programme)."""
+    cost, A_ub, A_eq, b_eq, bounds = _room_programme(problem)
+    out = linprog(
+        cost, A_ub=A_ub, b_ub=-np.asarray(offset, dtype=float), A_eq=A_eq, b_eq=b_eq,
+        bounds=bounds, method="highs",
+    )  # fmt: skip
+    return float(-out.fun) if out.status == 0 else -np.inf
+
+
+#: Each problem's programme of :func:`_relaxation_room` but the offsets (see
+#: :func:`_room_programme`), while the problem lives.
+_ROOM_PROGRAMMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _room_programme(problem):
+    """``(cost, A_ub, A_eq, b_eq, bounds)`` of :func:`_relaxation_room`'s linear programme,
+    formed once per problem (its cells' weights ``M`` do not change during a fit; the
+    offsets do): building its sparse matrices took half of each programme's time, and
+    the programmes 41 % of a wine fit's (per-class bound 0.02: 8 programmes, 99 of 240
+    ms). The same matrices, so the same optimum to the bit."""
+    kept = _ROOM_PROGRAMMES.get(problem)
+    if kept is not None and kept[0] is problem.M:
+        return kept[1]
     n_cells, K, m = problem.M.shape
     # Variables: the cell means R (n_cells x K, row by row), then delta (maximised).
     A_ub = sp.hstack([sp.csr_matrix(problem.M.reshape(n_cells * K, m).T), np.ones((m, 1))])
     A_eq = sp.hstack([sp.kron(sp.eye(n_cells), np.ones((1, K))), sp.csr_matrix((n_cells, 1))])
     cost = np.zeros(n_cells * K + 1)
     cost[-1] = -1.0
-    out = linprog(
-        cost, A_ub=A_ub, b_ub=-np.asarray(offset, dtype=float), A_eq=A_eq,
-        b_eq=np.ones(n_cells), bounds=[(0.0, 1.0)] * (n_cells * K) + [(None, 1.0)],
-        method="highs",
-    )  # fmt: skip
-    return float(-out.fun) if out.status == 0 else -np.inf
+    bounds = [(0.0, 1.0)] * (n_cells * K) + [(None, 1.0)]
+    programme = (cost, A_ub, A_eq, np.ones(n_cells), bounds)
+    _ROOM_PROGRAMMES[problem] = (problem.M, programme)
+    return programme
 
 
 def _meets(problem, scores, base):
