@@ -30,7 +30,7 @@ from sklearn.preprocessing import StandardScaler
 
 import sklearn_ialm.problems.multinomial as multinomial
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
-from sklearn_ialm.estimators._multiclass_steering import _relaxation_room
+from sklearn_ialm.estimators._multiclass_steering import _has_room, _relaxation_room
 from sklearn_ialm.problems.multinomial import MultinomialProblem, Rate, cell_codes
 from sklearn_ialm.solver import stoc_ialm
 from sklearn_ialm.solver.finish import _newton_applies
@@ -235,6 +235,24 @@ def test_relaxation_room_is_the_half_sum_of_a_pair_of_bounds():
         offset = np.full(problem.n_constraints, -1.0)
         offset[:2] = -b, -b_rev  # class 0's pair
         assert _relaxation_room(problem, offset) == pytest.approx((b + b_rev) / 2, abs=1e-9)
+
+
+def test_room_without_the_programme_agrees_with_it():
+    """The steering's shortcut: where equal cell means certify room, the programme finds it
+    too, and elsewhere the programme decides (bounds that ask for the empty set included);
+    the same verdict as the programme's sign on every offset tried."""
+    problem, *_ = _small_problem()
+    rng = np.random.default_rng(3)
+    shortcut = 0
+    for _ in range(60):
+        offset = rng.uniform(-0.1, 0.06, size=problem.n_constraints)
+        room = _relaxation_room(problem, offset)
+        assert _has_room(problem, offset) == (room >= 0)
+        certified = np.max(problem.M.sum(axis=(0, 1)) / problem.K + offset) <= -1e-6
+        shortcut += certified
+        if certified:
+            assert room >= 1e-6 - 1e-9
+    assert 0 < shortcut < 60  # (both ways were taken)
 
 
 def test_hard_rates_are_fairlearns_selection_rates():
