@@ -255,6 +255,33 @@ def test_room_without_the_programme_agrees_with_it():
     assert 0 < shortcut < 60  # (both ways were taken)
 
 
+def test_hard_rates_by_counts_are_the_one_hot_sums_to_the_bit():
+    """The steering's verdicts count the predicted classes per cell, and the cells' means
+    are summed by np.bincount: the same bits as the one-hot predictions' sums by
+    np.add.at, row after row (the sweep's fits depend on the last bit of these values)."""
+    problem, X, y, g, w = _small_problem()
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        scores = problem.scores(rng.normal(size=problem.n_params))
+        for pred in (problem.hard_predictions(scores), softmax(scores, axis=1)):
+            sums = np.zeros((problem.M.shape[0], problem.K))
+            np.add.at(sums, problem.cells, pred * (problem.omega[:, None] / len(y)))
+            np.testing.assert_array_equal(problem.cell_means(pred), sums)
+        offset = rng.normal(size=problem.n_constraints)
+        np.testing.assert_array_equal(
+            problem.class_rate_constraints(np.argmax(scores, axis=1), offset),
+            np.einsum("sk,skm->m", _one_hot_means(problem, scores), problem.M) + offset,
+        )
+
+
+def _one_hot_means(problem, scores):
+    """The cells' weighted means of the one-hot predictions, by np.add.at."""
+    out = np.zeros((problem.M.shape[0], problem.K))
+    share = problem.omega[:, None] / len(problem.omega)
+    np.add.at(out, problem.cells, problem.hard_predictions(scores) * share)
+    return out
+
+
 def test_hard_rates_are_fairlearns_selection_rates():
     problem, X, y, g, w = _small_problem()
     x = np.random.default_rng(2).normal(size=problem.n_params)

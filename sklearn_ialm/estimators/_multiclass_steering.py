@@ -431,10 +431,6 @@ def _move_with_room(problem, target):
         lo, hi = 0.0, 1.0
         for _ in range(_ROOM_BISECTIONS):
             mid = 0.5 * (lo + hi)
-            lo, hi = (
-                (mid, hi)
-                if _has_room(problem, problem.offset + mid * step)
-                else (lo, mid)
-            )
+            lo, hi = (mid, hi) if _has_room(problem, problem.offset + mid * step) else (lo, mid)
         step = 0.5 * lo * step
     problem.offset = problem.offset + step
