@@ -971,3 +971,29 @@ def test_weights_far_from_one_are_a_scale_of_C():
         scaled = FairLogisticClassifier(C=2.0**920, random_state=0).fit(X, y)
     np.testing.assert_allclose(weighted.coef_, scaled.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(weighted.intercept_, scaled.intercept_, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: FairLogisticClassifier(bound=0.05, random_state=0),
+    lambda: NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0),
+])  # fmt: skip
+def test_a_constant_column_leaves_the_model_of_the_other_columns(make):
+    """A constant column cannot move the scores: the fit holds the other columns only
+    (LiveColumnsProblem), so its model is the fit without that column to the bit, with a
+    zero weight on it; a warm start reads the model back on every column."""
+    problem, X, y, g, w = _small_problem()
+    Xc = np.insert(X, 1, 3.0, axis=1)  # a constant column, the second
+    kw = {"sensitive_features": g} if isinstance(make(), FairLogisticClassifier) else {}
+    with_it = make().fit(Xc, y, sample_weight=w, **kw)
+    without = make().fit(X, y, sample_weight=w, **kw)
+    assert with_it.coef_.shape == (3, X.shape[1] + 1)
+    np.testing.assert_array_equal(with_it.coef_[:, 1], 0.0)
+    np.testing.assert_array_equal(np.delete(with_it.coef_, 1, axis=1), without.coef_)
+    np.testing.assert_array_equal(with_it.intercept_, without.intercept_)
+    np.testing.assert_array_equal(with_it.predict_proba(Xc), without.predict_proba(X))
+    again = make().set_params(warm_start=True)
+    again.fit(Xc, y, sample_weight=w, **kw)
+    again.fit(Xc, y, sample_weight=w, **kw)
+    assert again.converged_
+    np.testing.assert_allclose(again.coef_, with_it.coef_, atol=1e-3)
+    np.testing.assert_array_equal(again.coef_[:, 1], 0.0)
