@@ -30,7 +30,7 @@ from sklearn.preprocessing import StandardScaler
 
 import sklearn_ialm.problems.multinomial as multinomial
 from sklearn_ialm import FairLogisticClassifier, NeymanPearsonClassifier
-from sklearn_ialm.estimators._multiclass_steering import _relaxation_room
+from sklearn_ialm.estimators._multiclass_steering import _has_room, _relaxation_room
 from sklearn_ialm.problems.multinomial import MultinomialProblem, Rate, cell_codes
 from sklearn_ialm.solver import stoc_ialm
 from sklearn_ialm.solver.finish import _newton_applies
@@ -235,6 +235,51 @@ def test_relaxation_room_is_the_half_sum_of_a_pair_of_bounds():
         offset = np.full(problem.n_constraints, -1.0)
         offset[:2] = -b, -b_rev  # class 0's pair
         assert _relaxation_room(problem, offset) == pytest.approx((b + b_rev) / 2, abs=1e-9)
+
+
+def test_room_without_the_programme_agrees_with_it():
+    """The steering's shortcut: where equal cell means certify room, the programme finds it
+    too, and elsewhere the programme decides (bounds that ask for the empty set included);
+    the same verdict as the programme's sign on every offset tried."""
+    problem, *_ = _small_problem()
+    rng = np.random.default_rng(3)
+    shortcut = 0
+    for _ in range(60):
+        offset = rng.uniform(-0.1, 0.06, size=problem.n_constraints)
+        room = _relaxation_room(problem, offset)
+        assert _has_room(problem, offset) == (room >= 0)
+        certified = np.max(problem.M.sum(axis=(0, 1)) / problem.K + offset) <= -1e-6
+        shortcut += certified
+        if certified:
+            assert room >= 1e-6 - 1e-9
+    assert 0 < shortcut < 60  # (both ways were taken)
+
+
+def test_hard_rates_by_counts_are_the_one_hot_sums_to_the_bit():
+    """The steering's verdicts count the predicted classes per cell, and the cells' means
+    are summed by np.bincount: the same bits as the one-hot predictions' sums by
+    np.add.at, row after row (the sweep's fits depend on the last bit of these values)."""
+    problem, X, y, g, w = _small_problem()
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        scores = problem.scores(rng.normal(size=problem.n_params))
+        for pred in (problem.hard_predictions(scores), softmax(scores, axis=1)):
+            sums = np.zeros((problem.M.shape[0], problem.K))
+            np.add.at(sums, problem.cells, pred * (problem.omega[:, None] / len(y)))
+            np.testing.assert_array_equal(problem.cell_means(pred), sums)
+        offset = rng.normal(size=problem.n_constraints)
+        np.testing.assert_array_equal(
+            problem.class_rate_constraints(np.argmax(scores, axis=1), offset),
+            np.einsum("sk,skm->m", _one_hot_means(problem, scores), problem.M) + offset,
+        )
+
+
+def _one_hot_means(problem, scores):
+    """The cells' weighted means of the one-hot predictions, by np.add.at."""
+    out = np.zeros((problem.M.shape[0], problem.K))
+    share = problem.omega[:, None] / len(problem.omega)
+    np.add.at(out, problem.cells, problem.hard_predictions(scores) * share)
+    return out
 
 
 def test_hard_rates_are_fairlearns_selection_rates():
@@ -926,3 +971,29 @@ def test_weights_far_from_one_are_a_scale_of_C():
         scaled = FairLogisticClassifier(C=2.0**920, random_state=0).fit(X, y)
     np.testing.assert_allclose(weighted.coef_, scaled.coef_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(weighted.intercept_, scaled.intercept_, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: FairLogisticClassifier(bound=0.05, random_state=0),
+    lambda: NeymanPearsonClassifier(max_class_error={0: 0.1}, random_state=0),
+])  # fmt: skip
+def test_a_constant_column_leaves_the_model_of_the_other_columns(make):
+    """A constant column cannot move the scores: the fit holds the other columns only
+    (LiveColumnsProblem), so its model is the fit without that column to the bit, with a
+    zero weight on it; a warm start reads the model back on every column."""
+    problem, X, y, g, w = _small_problem()
+    Xc = np.insert(X, 1, 3.0, axis=1)  # a constant column, the second
+    kw = {"sensitive_features": g} if isinstance(make(), FairLogisticClassifier) else {}
+    with_it = make().fit(Xc, y, sample_weight=w, **kw)
+    without = make().fit(X, y, sample_weight=w, **kw)
+    assert with_it.coef_.shape == (3, X.shape[1] + 1)
+    np.testing.assert_array_equal(with_it.coef_[:, 1], 0.0)
+    np.testing.assert_array_equal(np.delete(with_it.coef_, 1, axis=1), without.coef_)
+    np.testing.assert_array_equal(with_it.intercept_, without.intercept_)
+    np.testing.assert_array_equal(with_it.predict_proba(Xc), without.predict_proba(X))
+    again = make().set_params(warm_start=True)
+    again.fit(Xc, y, sample_weight=w, **kw)
+    again.fit(Xc, y, sample_weight=w, **kw)
+    assert again.converged_
+    np.testing.assert_allclose(again.coef_, with_it.coef_, atol=1e-3)
+    np.testing.assert_array_equal(again.coef_[:, 1], 0.0)

@@ -68,3 +68,31 @@ def test_large_data_keep_the_users_threads():
         with one_blas_thread(SMALL_VALUES):
             assert _blas_threads() == 1
         assert _blas_threads() == threads
+
+
+def test_multiclass_fit_runs_blas_on_one_thread_whatever_its_size(monkeypatch):
+    """A multi-class fit's products are thin whatever the rows' count: its evaluations see
+    one BLAS thread even where the data count as large (the size rule patched away), and
+    the user's setting is back after the fit."""
+    from sklearn_ialm.estimators import _fit, _solve
+    from sklearn_ialm.problems import multinomial
+
+    seen = []
+    evaluate = multinomial.MultinomialProblem.second_order_evaluation
+
+    def spy(self, x):
+        seen.append(_blas_threads())
+        return evaluate(self, x)
+
+    monkeypatch.setattr(multinomial.MultinomialProblem, "second_order_evaluation", spy)
+    for module in (_fit, _solve):  # (every other limit of the fit: none)
+        monkeypatch.setattr(module, "one_blas_thread", lambda n: one_blas_thread(SMALL_VALUES + 1))
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((300, 4))
+    y = np.argmax(X[:, :3] + rng.logistic(size=(300, 3)), axis=1)
+    g = (X[:, 3] > 0).astype(int)
+    with threadpool_limits(2, user_api="blas"):
+        before = _blas_threads()
+        FairLogisticClassifier(bound=0.1, random_state=0).fit(X, y, sensitive_features=g)
+        assert _blas_threads() == before
+    assert seen and set(seen) == {1}

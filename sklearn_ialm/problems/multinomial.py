@@ -127,16 +127,9 @@ def pair_grams(X, S, triangles=None):
     triangles kept, where a weighted copy of the rows and a product per column took 38 ms.
     """
     n, d = X.shape
-    if triangles is not None or (not sp.issparse(X) and d + 1 <= _TRIANGLE_MAX_COLS):
-        cols = d + 1
-        # (the same blocks whether the triangles are kept or not)
-        step = max(1, _GRAM_BLOCK_NUMBERS // (cols * (cols + 1) // 2))
-        upper = np.zeros((S.shape[1], cols * (cols + 1) // 2))
-        for start in range(0, n, step):
-            rows = slice(start, start + step)
-            block = outer_triangles(X[rows]) if triangles is None else triangles[:, rows]
-            upper += S[rows].T @ block.T
-        return _symmetric(upper, cols)
+    upper = pair_triangles(X, S, triangles)
+    if upper is not None:
+        return _symmetric(upper, d + 1)
     out = np.zeros((S.shape[1], d + 1, d + 1))
     step = n if sp.issparse(X) else max(1, _GRAM_BLOCK_NUMBERS // (d + 1))
     for start in range(0, n, step):
@@ -148,6 +141,25 @@ def pair_grams(X, S, triangles=None):
             out[j, d, d] += R[:, j].sum()
     out[:, d, :d] = out[:, :d, d]
     return out
+
+
+def pair_triangles(X, S, triangles=None):
+    """The upper triangles of :func:`pair_grams`' matrices, ``(m, (d + 1) (d + 2) / 2)`` in
+    ``np.triu_indices``' order, where they come from the rows' outer products' triangles
+    (``triangles`` given, or dense rows of at most ``_TRIANGLE_MAX_COLS`` columns), else
+    None."""
+    n, d = X.shape
+    if triangles is None and (sp.issparse(X) or d + 1 > _TRIANGLE_MAX_COLS):
+        return None
+    cols = d + 1
+    # (the same blocks whether the triangles are kept or not)
+    step = max(1, _GRAM_BLOCK_NUMBERS // (cols * (cols + 1) // 2))
+    upper = np.zeros((S.shape[1], cols * (cols + 1) // 2))
+    for start in range(0, n, step):
+        rows = slice(start, start + step)
+        block = outer_triangles(X[rows]) if triangles is None else triangles[:, rows]
+        upper += S[rows].T @ block.T
+    return upper
 
 
 def outer_triangles(X):
@@ -433,7 +445,7 @@ class MultinomialProblem(FiniteSumProblem):
         kept = self._triangles()
         if kept is None:
             return self.hessian_from_grams(pair_grams(self.X, S))
-        return self._assembled(pair_grams(self.X, S, kept))
+        return self._assembled_triangles(pair_triangles(self.X, S, kept))
 
     def _triangles(self):
         """:func:`outer_triangles` of the rows in the solver's units ``(a - center) /
@@ -474,6 +486,27 @@ class MultinomialProblem(FiniteSumProblem):
         T[d, d] = 1.0
         return self._assembled(T @ grams @ T.T)
 
+    def _assembled_triangles(self, upper):
+        """:meth:`_assembled` from the pair Gram matrices' upper triangles (the solver's
+        units, :func:`pair_triangles`), each block read from them at once: the same
+        matrix, without the ``(m, d + 1, d + 1)`` copy (digits: 0.9 -> 0.5 ms a Hessian)."""
+        d, cols, K = self.d, self.cols, self.K
+        rows, columns = np.triu_indices(d + 1)
+        at = np.empty((d + 1, d + 1), dtype=np.intp)  # each entry's place in a triangle
+        at[rows, columns] = at[columns, rows] = np.arange(len(rows))
+        at = at[:cols, :cols]
+        H = np.empty((K, cols, K, cols))
+        for pair, (k, l) in enumerate(zip(*np.triu_indices(K), strict=True)):
+            block = upper[pair].take(at)
+            H[k, :, l, :] = block
+            if k != l:
+                H[l, :, k, :] = block.T
+        H = H.reshape(self.n_params, self.n_params)
+        if self.fit_intercept:
+            at = np.arange(K) * cols + d
+            H[np.ix_(at, at)] += np.mean(np.diag(H)[at]) / K
+        return H
+
     def _assembled(self, grams):
         """:meth:`hessian_from_grams` from the pair Gram matrices in the solver's units."""
         d, cols = self.d, self.cols
@@ -490,9 +523,13 @@ class MultinomialProblem(FiniteSumProblem):
     # -- hard rates ------------------------------------------------------------------------
     def cell_means(self, pred):
         """Each cell's weighted mean of ``pred`` ((n, K) soft or one-hot predictions)."""
-        out = np.zeros((self.M.shape[0], self.K))
-        np.add.at(out, self.cells, pred * (self.omega[:, None] / len(self.omega)))
-        return out
+        n_cells, K = self.M.shape[0], self.K
+        weighted = pred * (self.omega[:, None] / len(self.omega))
+        # One weighted count per (cell, class), each summed in the rows' order as
+        # ``np.add.at`` sums it (the same bits), at a tenth of its time.
+        bins = (self.cells[:, None] * K + np.arange(K)).ravel()
+        counts = np.bincount(bins, weights=weighted.ravel(), minlength=n_cells * K)
+        return counts.reshape(n_cells, K)
 
     def rate_constraints(self, pred, offset=None):
         """The constraint values at predictions ``pred`` ((n, K)): ``c = sum_s R_s M_s + o``."""
