@@ -46,7 +46,7 @@ def test_without_constraints_the_summary_gives_logistic_regressions_model():
         np.zeros(4),
     )  # fmt: skip
     # Expanded 0.05 off the optimum, the quadratic model's error is second order.
-    np.testing.assert_allclose(model, exact, atol=3e-3)
+    np.testing.assert_allclose(model, exact, atol=5e-3)
 
 
 def test_with_a_constraint_the_summary_gives_the_augmented_lagrangians_minimiser():
@@ -75,7 +75,7 @@ def test_with_a_constraint_the_summary_gives_the_augmented_lagrangians_minimiser
     model = newton_model(
         summary, A, offset, y_mult, beta, (0.0, np.r_[np.ones(3), 0.0]), np.zeros(4)
     )
-    np.testing.assert_allclose(model, truth, atol=3e-3)
+    np.testing.assert_allclose(model, truth, atol=5e-3)
     # (The multiplier moves the model: it is not the unconstrained one.)
     lr = LogisticRegression(C=1e10, tol=1e-12, max_iter=1000).fit(X, y)
     assert np.max(np.abs(np.r_[lr.coef_.ravel(), lr.intercept_] - truth)) > 0.05
