@@ -29,7 +29,7 @@ GAIN_MIN = 1e-3
 #: The hard-rate step's noise guards (see MultiplierStep._outer), in standard errors of a
 #: reading: a multiplier at 0 grows only on a value over its target by more than
 #: ACTIVATION_Z of them, and a change of sign halves the gain only beyond FLIP_Z of them.
-ACTIVATION_Z = 2.0
+ACTIVATION_Z = 1.5
 FLIP_Z = 1.0
 #: Neyman-Pearson's negative weight is moved when the boundary ``score = 0`` flags a share of
 #: the negatives off ``max_fpr`` by more than this factor (``fit``'s ``rel_tol``).
