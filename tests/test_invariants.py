@@ -494,12 +494,9 @@ def check_stream(family, kind, bound, order):
 _STREAMS = families(n_rows=STREAM_ROWS, max_groups=4, small="none")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 49 item 1: 100000 rows in batches of 5000, 4 independent groups in X "
-    "(1/6, 1/2, 1/6, 1/6), 50 % positives, demographic_parity bound=0.02: fresh gap 0.033 "
-    "for partial_fit against 0.0095 for fit (accuracy 0.713 and 0.714)",
-)
+# On main be32ff6 this example ended at fresh gap 0.033 against fit's 0.0095 (accuracy 0.714
+# both): the models measured were means of a few thousand rows' iterates, and noise in their
+# readings gave both sides of each group's band multipliers of 0.4-0.5.
 @example(
     family=Family(
         n_rows=100_000, group_shares=(0.166667, 0.5, 0.166667, 0.166667), tie="independent",

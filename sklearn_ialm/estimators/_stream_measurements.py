@@ -35,6 +35,9 @@ POOLED_Z = 2.0
 #: (see StreamState._replacement_floor).
 DROPPED_EXCESS = 0.01
 DROPPED_WITHIN = 0.01
+#: A reading new to the choice of the published model meets the bound only where it is
+#: inside it by this many standard errors (see StreamState._publish_candidate).
+MEET_Z = 1.0
 
 
 class HeldOutMeasurements:
@@ -46,7 +49,7 @@ class HeldOutMeasurements:
         the bound (set_params between calls) they judged another bound."""
         self.best = self.best_accuracy = self.best_sums = self.reading = None
         self.segment = self.segment_sums = self.previous = self.pair = self.pair_sums = None
-        self.gain = self.last_k = None
+        self.gain = self.last_k = self.last_significant = None
         self.weight_trace = []  # (Neyman-Pearson's secant measured the old target)
 
     def _publish_candidate(self, candidate):
@@ -76,6 +79,10 @@ class HeldOutMeasurements:
             readings.append((candidate, *self.reading))
         best = max(self._accuracy(self.best_accuracy), floor)
         for point, meets, sums in readings:
+            # A reading new to the choice meets the bound only inside it by MEET_Z standard
+            # errors: the most accurate of many readings at the bound is the one whose rows
+            # by chance read its gap the smallest (the best's own readings are pooled).
+            meets = meets and self._meets_by(sums, MEET_Z)
             accuracy = _cell_accuracy(*sums[:2])
             if meets and self._accuracy(accuracy) > best:
                 self.best, self.best_accuracy, self.best_sums = point, accuracy, sums
@@ -165,16 +172,16 @@ class HeldOutMeasurements:
         meet the constraints as posed now, within :data:`POOLED_Z` standard errors of their
         sampling spread: a best at the bound is kept; one over it by more than its readings'
         noise is not."""
-        weight, hard, rows = sums
-        own = self.pose.constraints(weight / rows)
-        if own is None:
+        return self._meets_by(sums, -POOLED_Z)
+
+    def _meets_by(self, sums, z):
+        """Whether the readings ``sums`` put every constraint value ``z`` standard errors
+        inside the bound (``z < 0``: within ``-z`` of them over it)."""
+        read = hard_reading(self, *sums)
+        if read is None:
             return True
-        A, base = own
-        values = A @ hard / rows + base + self.level_offset
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rate = np.where(weight > 0, hard / weight, 0.0)
-            spread = (weight / rows) ** 2 * rate * (1.0 - rate) / np.maximum(weight, 1.0)
-        return bool(np.all(values <= POOLED_Z * np.sqrt(A**2 @ spread)))
+        values, spread = read
+        return bool(np.all(values + z * spread <= 0))
 
     def _accuracy(self, cell_accuracy):
         """The accuracy of a model measured (per cell) on the stream's mix of cells so far:
@@ -278,6 +285,21 @@ class HeldOutMeasurements:
             return
         share = min(1.0, n_neg / max(2000.0, 0.25 * self.negatives_seen))
         self.threshold = (1.0 - share) * self.threshold + share * quantile
+
+
+def hard_reading(state, weight, hard, rows):
+    """``(values, standard errors)`` of the constraints as posed now, read from the cells'
+    weights and hard sums on ``rows`` rows (the cells' binomial spread); None while a rate
+    has no rows."""
+    own = state.pose.constraints(weight / rows)
+    if own is None:
+        return None
+    A, base = own
+    values = A @ hard / rows + base + state.level_offset
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(weight > 0, hard / weight, 0.0)
+        spread = (weight / rows) ** 2 * rate * (1.0 - rate) / np.maximum(weight, 1.0)
+    return values, np.sqrt(A**2 @ spread)
 
 
 def _cell_accuracy(weight, hard):

@@ -14,6 +14,7 @@ from ..solver.counting import Counter
 from ..solver.kkt import level_shift
 from ..solver.pstorm import AugmentedLagrangianEstimator
 from ._hard_rates import _secant_slope
+from ._stream_measurements import hard_reading
 
 #: Rows of the first outer iteration; later ones span OUTER_SHARE of the rows seen, so a
 #: stream of n rows takes about log(n) outer iterations and the last ones measure their
@@ -25,6 +26,11 @@ OUTER_SHARE = 0.25
 GAIN_SHRINK = 0.5
 GAIN_GROWTH = 1.5
 GAIN_MIN = 1e-3
+#: The hard-rate step's noise guards (see MultiplierStep._outer), in standard errors of a
+#: reading: a multiplier at 0 grows only on a value over its target by more than
+#: ACTIVATION_Z of them, and a change of sign halves the gain only beyond FLIP_Z of them.
+ACTIVATION_Z = 1.5
+FLIP_Z = 1.0
 #: Neyman-Pearson's negative weight is moved when the boundary ``score = 0`` flags a share of
 #: the negatives off ``max_fpr`` by more than this factor (``fit``'s ``rel_tol``).
 WEIGHT_BAND = 1.25
@@ -77,7 +83,16 @@ class MultiplierStep:
             self.reading = (met, (sums[2 : 2 + n].copy(), sums[2 + 2 * n :].copy(), float(rows)))
         norm = float(np.linalg.norm(k))
         if hard_bound:
-            self.y = np.maximum(self.y + self._hard_gain(k) * k, 0.0)
+            # A reading is noisy (its rows are a few thousand of a small group's): a
+            # multiplier at 0 grows only on a value over its target beyond ACTIVATION_Z
+            # standard errors, and the gain halves only on a change of sign beyond FLIP_Z
+            # of them (a model at the bound reads either sign by chance; on main be32ff6,
+            # 4 groups independent of the label, both sides of each group's band took
+            # multipliers of 0.4-0.5 from noise, the group columns' coefficients 0.13, and
+            # the fresh gap 0.033 against fit's 0.0095).
+            se = self._hard_spread(sums)
+            k = np.where((self.y <= 0) & (k > 0), np.maximum(k - ACTIVATION_Z * se, 0.0), k)
+            self.y = np.maximum(self.y + self._hard_gain(k, np.abs(k) > FLIP_Z * se) * k, 0.0)
         elif norm > 0:
             self.y = self.y + min(self.beta, 1.0 / norm) * k
         if norm > self.tol:
@@ -85,7 +100,7 @@ class MultiplierStep:
         self.z = np.concatenate([self.z[:p], slack])
         self._carry(problem, problem.with_offset(self.offsets(base)), z_old, y_old, beta_old)
 
-    def _hard_gain(self, k):
+    def _hard_gain(self, k, significant):
         """The gain of each multiplier's step on its hard value ``k``: halved when ``k``
         changed sign (the step went past the multiplier that meets the bound), grown while
         it keeps its sign and moves the multiplier. The hard rate is a steep function of the
@@ -98,6 +113,8 @@ class MultiplierStep:
             self.gain = np.full(len(k), self.beta)
         elif self.last_k is not None:
             flipped = k * self.last_k < 0
+            last = self.last_significant
+            flipped &= significant & (significant if last is None else last)
             # Grown only where the last step made no headway (the model lags the
             # multiplier by about an outer iteration: a reading of the same sign but
             # smaller is the model still catching up).
@@ -105,8 +122,15 @@ class MultiplierStep:
             moving = stuck & ((k > 0) | (self.y > 0))
             factor = np.where(flipped, GAIN_SHRINK, np.where(moving, GAIN_GROWTH, 1.0))
             self.gain = np.maximum(self.gain * factor, GAIN_MIN)
-        self.last_k = k
+        self.last_k, self.last_significant = k, significant
         return self.gain
+
+    def _hard_spread(self, sums):
+        """The standard error of each hard constraint value measured (the cells'
+        binomial spread on the rows measured)."""
+        n, rows = self.pose.n_cells, sums[0]
+        read = hard_reading(self, sums[2 : 2 + n], sums[2 + 2 * n :], rows)
+        return np.zeros(self.m) if read is None else read[1]
 
     def _measured_values(self, sums):
         """The soft and hard constraint values of the model measured on the measured rows,

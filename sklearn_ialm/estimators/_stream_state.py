@@ -30,6 +30,13 @@ from ._scaling import _column_moments, _feature_scaling
 from ._stream_measurements import HeldOutMeasurements
 from ._stream_multipliers import FIRST_OUTER_ROWS, MultiplierStep
 from ._stream_poses import _Pose
+from ._stream_summary import (
+    SUMMARY_MAX_PARAMS,
+    SUMMARY_SHARE,
+    add,
+    newton_model,
+    piece_summary,
+)
 from ._stream_units import clipped, warn_mix
 
 __all__ = ["StreamState"]
@@ -121,6 +128,7 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
     settled: bool = False  # the multipliers barely moved: the mean of the iterates goes on
     gain: np.ndarray = None  # the hard-rate multiplier step's gain per constraint
     last_k: np.ndarray = None  # and the hard values it last read
+    last_significant: np.ndarray = None  # and which of them were beyond their noise
     negatives_seen: float = 0.0
     ready: bool = False  # every rate the constraints divide by has rows
     warm: tuple | None = None  # the model fit left, which the stream starts from
@@ -136,6 +144,10 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
     # With calibration="clopper-pearson": rows and positive predictions per cell, unweighted,
     # each batch predicted before it was learnt (_prequential), shape (2, n_cells).
     prequential: np.ndarray = None
+    # The second-order summary of the rows learnt (_stream_summary): one [outer iteration,
+    # rows learnt before it, sums] per outer iteration, and the rows learnt.
+    summary_blocks: list = None
+    summary_rows: int = 0
 
     def __deepcopy__(self, memo):
         # The held batches are never written to (a release makes new arrays): the copy
@@ -443,6 +455,7 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
         second = self.rows_outer >= self.outer_rows // 2
         self._measure(X, codes, w, cells, second)
         if problem is not None and self.smoothness is not None:
+            self._summarise(X, codes, w, cells)
             if self.d is None:
                 est = AugmentedLagrangianEstimator(problem, "ustat")
                 batches = est.draw(self.rng, PRESETS["default"].m0, Counter())
@@ -454,7 +467,7 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
         # on rows it has not learnt from.
         second = self.rows_outer >= self.outer_rows // 2 and self.average is not None
         if second and not (self._publishes_measured() and self.frozen):
-            self.current = self.average.copy()
+            self.current = self._summary_model(self.average)
             self.frozen = True
         if self.rows_outer >= self.outer_rows:
             y_before = self.y
@@ -497,7 +510,59 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
         self.average, self.averaged = None, 0
         self.rows_outer, self.outer_rows = 0, FIRST_OUTER_ROWS
         self.measured, self.frozen, self.settled = None, False, False
-        self.gain = self.last_k = None
+        self.gain = self.last_k = self.last_significant = None
+        self.summary_blocks, self.summary_rows = None, 0
+
+    # -- the second-order summary ---------------------------------------------------------------
+    def _summarises(self):
+        return (
+            self._publishes_measured() and self.loss == "logistic"
+            and self.n_params <= SUMMARY_MAX_PARAMS
+        )  # fmt: skip
+
+    def _summarise(self, X, codes, w, cells):
+        """Add the piece's expansion about the iterate to this outer iteration's block."""
+        if not self._summarises():
+            return
+        coords = (self.scale, self.center, self.fit_intercept)
+        margins = np.where(codes == 1, 1.0, -1.0)
+        part = piece_summary(
+            X, coords, margins, w, cells, self.pose.n_cells, self.z[: self.n_params]
+        )
+        if self.summary_blocks is None:
+            self.summary_blocks = []
+        blocks = self.summary_blocks
+        if not blocks or blocks[-1][0] != self.outer:
+            blocks.append([self.outer, self.summary_rows, None])
+        blocks[-1][2] = add(blocks[-1][2], part)
+        self.summary_rows += len(codes)
+        keep = (1.0 - SUMMARY_SHARE) * self.summary_rows
+        while len(blocks) > 2 and blocks[1][1] <= keep:
+            blocks.pop(0)
+
+    def _summary_model(self, average):
+        """The minimiser of the summary's augmented Lagrangian at the multipliers (from the
+        mean of the iterates ``average``), or ``average`` where there is none."""
+        if not self._summarises() or not self.summary_blocks:
+            return average.copy()
+        A, base = self._constraints()
+        if A is None:
+            return average.copy()
+        total = None
+        for _, _, sums in self.summary_blocks:
+            total = add(total, sums)
+        p = self.n_params
+        ridge = self._ridge(len(self.scale))
+        mask = np.r_[np.ones(len(self.scale)), np.zeros(int(self.fit_intercept))]
+        strength = 0.0 if ridge is None else ridge.strength
+        theta = newton_model(
+            total, A, self.offsets(base), self.y, self.beta, (strength, mask), average[:p]
+        )
+        if theta is None:
+            return average.copy()
+        out = average.copy()
+        out[:p] = theta
+        return out
 
     def _steps(self, problem, n_rows):
         """PStorm's iterations on the piece: one per ``batch_size`` rows, the fraction owed
