@@ -25,6 +25,20 @@ def _data(n=1500, seed=0):
     return X, y, g
 
 
+def _threads_seen(monkeypatch, problem_class):
+    """The BLAS threads each ``second_order_evaluation`` of ``problem_class`` sees, in a
+    list filled as the fits run."""
+    seen = []
+    evaluate = problem_class.second_order_evaluation
+
+    def spy(self, x):
+        seen.append(_blas_threads())
+        return evaluate(self, x)
+
+    monkeypatch.setattr(problem_class, "second_order_evaluation", spy)
+    return seen
+
+
 @pytest.mark.parametrize("make", [
     lambda: FairLogisticClassifier(bound=0.05, random_state=0),
     lambda: NeymanPearsonClassifier(max_fpr=0.1, random_state=0),
@@ -32,14 +46,7 @@ def _data(n=1500, seed=0):
 def test_small_fit_runs_blas_on_one_thread(make, monkeypatch):
     """Under two BLAS threads set by the user, every evaluation of a 1500 x 5 fit sees one;
     the user's setting is back after the fit."""
-    seen = []
-    evaluate = linear.LinearProblem.second_order_evaluation
-
-    def spy(self, x):
-        seen.append(_blas_threads())
-        return evaluate(self, x)
-
-    monkeypatch.setattr(linear.LinearProblem, "second_order_evaluation", spy)
+    seen = _threads_seen(monkeypatch, linear.LinearProblem)
     X, y, g = _data()
     kw = {"sensitive_features": g} if isinstance(make(), FairLogisticClassifier) else {}
     with threadpool_limits(2, user_api="blas"):
@@ -77,14 +84,7 @@ def test_multiclass_fit_runs_blas_on_one_thread_whatever_its_size(monkeypatch):
     from sklearn_ialm.estimators import _fit, _solve
     from sklearn_ialm.problems import multinomial
 
-    seen = []
-    evaluate = multinomial.MultinomialProblem.second_order_evaluation
-
-    def spy(self, x):
-        seen.append(_blas_threads())
-        return evaluate(self, x)
-
-    monkeypatch.setattr(multinomial.MultinomialProblem, "second_order_evaluation", spy)
+    seen = _threads_seen(monkeypatch, multinomial.MultinomialProblem)
     for module in (_fit, _solve):  # (every other limit of the fit: none)
         monkeypatch.setattr(module, "one_blas_thread", lambda n: one_blas_thread(SMALL_VALUES + 1))
     rng = np.random.default_rng(4)
