@@ -529,3 +529,27 @@ def test_compiled_level_values_give_each_levels_numpy_root():
                 for j, r in ((j, np.flatnonzero(levels[:, j])) for j in range(q))
             ]
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_band_of_few_constraints_never_calls_the_compiled_levels(monkeypatch):
+    """The kernel's first compile costs seconds once per installation: a band of a few
+    groups (under ``_COMPILED_LEVEL_ROWS`` constraints) is solved by numpy and never
+    compiles it; a band of many calls it."""
+    from sklearn_ialm.solver import _level_kernel, kkt
+
+    calls = []
+
+    def spy(name):
+        real = getattr(_level_kernel, name)
+        return lambda *args: calls.append(name) or real(*args)
+
+    monkeypatch.setattr(_level_kernel, "values", spy("values"))
+    monkeypatch.setattr(_level_kernel, "root", spy("root"))
+    rng = np.random.default_rng(5)
+    for m, used in ((10, False), (kkt._COMPILED_LEVEL_ROWS, True)):
+        levels = np.ones((m, 1))
+        c, y = rng.standard_normal(m), np.zeros(m)
+        calls.clear()
+        got = kkt.level_values(levels, c, y, 10.0)
+        assert bool(calls) is used, m
+        assert got[0] == kkt._level_root_numpy(levels[:, 0], y + 10.0 * c, 10.0)
