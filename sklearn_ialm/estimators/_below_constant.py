@@ -14,9 +14,6 @@ scores are linear in the parameters: no row is read), and the fit says so.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_softmax
-
-from ..problems._numeric import BOUND_EPS
 
 #: The segment's points tried (besides the minimum of the objective along it).
 _GRID = 32
@@ -24,18 +21,6 @@ _GRID = 32
 _GOLDEN_STEPS = 25
 #: A model above the constant's objective by less than this share of it is kept.
 _REL_TOL = 1e-9
-
-
-def _objective(problem, x, scores) -> float:
-    """The training objective at ``x`` from its scores: the weighted mean cross-entropy, as
-    ``problem.objective_value`` reads it, plus ``h``."""
-    ce = -np.sum(log_softmax(scores, axis=1) * problem.Y, axis=1)
-    return float(np.mean(problem.u * ce)) + float(problem.h.value(x))
-
-
-def _meets(problem, scores, base) -> bool:
-    hard = problem.rate_constraints(problem.hard_predictions(scores), base)
-    return bool(np.all(hard <= BOUND_EPS))
 
 
 def at_least_constant(problem, x, scores, x_const, base):
@@ -47,22 +32,22 @@ def at_least_constant(problem, x, scores, x_const, base):
     constant model, the objectives of ``x``, of the constant model and of the point."""
     _, intercept = problem.coef(x_const)
     const_scores = np.broadcast_to(intercept, scores.shape)
-    found = _objective(problem, x, scores)
-    constant = _objective(problem, x_const, const_scores)
-    if found <= constant * (1.0 + _REL_TOL) or not _meets(problem, const_scores, base):
+    found = problem.objective_of_scores(x, scores)
+    constant = problem.objective_of_scores(x_const, const_scores)
+    if found <= constant * (1.0 + _REL_TOL) or not problem.meets_bounds(const_scores, base):
         return x, scores, None
 
     def point(t):
         return (1.0 - t) * x + t * x_const, (1.0 - t) * scores + t * const_scores
 
     def value(t):
-        return _objective(problem, *point(t))
+        return problem.objective_of_scores(*point(t))
 
     candidates = [_least_along(value), *np.linspace(0.0, 1.0, _GRID + 1)]
     best_t, best_value = 1.0, constant
     for t in candidates:
         v = value(t)
-        if v < best_value and _meets(problem, point(t)[1], base):
+        if v < best_value and problem.meets_bounds(point(t)[1], base):
             best_t, best_value = float(t), v
     x_new, scores_new = point(best_t)
     return x_new, scores_new, ("constant objective", (best_t, found, constant, best_value))

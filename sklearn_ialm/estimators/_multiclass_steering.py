@@ -15,7 +15,6 @@ from scipy.special import softmax
 
 from ..problems._numeric import BOUND_EPS
 from . import _solve as solving  # every run through _solve.py's _solve: one seam
-from ._below_constant import _objective as _objective_of_scores
 from ._class_offsets import _fair_offsets
 from ._hard_rates import _say
 
@@ -109,20 +108,12 @@ def _room_programme(problem):
     return programme
 
 
-def _meets(problem, scores, base):
-    """Whether the predictions of ``scores`` meet every bound (offsets ``base``)."""
-    # (The predicted classes' counts, not their one-hot matrix: the same sums to the bit,
-    # where the segment's search asks 95 times a fit.)
-    hard = problem.class_rate_constraints(np.argmax(scores, axis=1), base)
-    return bool(np.all(hard <= BOUND_EPS))
-
-
 def _segment(problem, base, Z0, Z1):
     """The least ``t`` in ``(0, 1]`` whose scores ``(1 - t) Z0 + t Z1`` meet the bound, or
     None: a grid of 64 steps, then bisection between the last miss and the first hit. The
     scores are linear in the parameters, so these are the scores of the point ``(1 - t) x0
     + t x1`` of the segment between the models of ``Z0`` and ``Z1`` (no read of the rows)."""
-    ok = lambda t: _meets(problem, (1 - t) * Z0 + t * Z1, base)  # noqa: E731
+    ok = lambda t: problem.meets_bounds((1 - t) * Z0 + t * Z1, base)  # noqa: E731
     lo = 0.0
     for t in np.linspace(0.0, 1.0, 65)[1:]:
         if ok(t):
@@ -222,7 +213,7 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
         if x_const is not None:
             x, passes = _segments(est, problem, kwargs, seed, passes, results, base, met, *below)
         return x, results, met[0], passes, None
-    if x_const is None or _meets(problem, scores, base):
+    if x_const is None or problem.meets_bounds(scores, base):
         return last.x, results, last, passes, None
     return _moved(problem, results, passes, x_const, base, last, scores, nearest)
 
@@ -247,7 +238,7 @@ def _segments(est, problem, kwargs, seed, passes, results, base, met, missed, lo
     def along(start):
         t = _segment(problem, base, start[1], met[1])
         point = (1 - t) * start[0].x + t * met[0].x
-        return _objective_of_scores(problem, point, (1 - t) * start[1] + t * met[1]), point
+        return problem.objective_of_scores(point, (1 - t) * start[1] + t * met[1]), point
 
     x, scores = met[0].x, met[1]
     if missed is not None:
@@ -257,7 +248,7 @@ def _segments(est, problem, kwargs, seed, passes, results, base, met, missed, lo
     if low is None:
         return x, passes
     value, point = along(low)
-    return (point if value < _objective_of_scores(problem, x, scores) else x), passes
+    return (point if value < problem.objective_of_scores(x, scores) else x), passes
 
 
 def _moved(problem, results, passes, x_const, base, last, scores, nearest):
@@ -376,8 +367,8 @@ def _polished(est, problem, kwargs, seed, passes, results, entry):
     results.append(polished)
     passes += polished.n_data_passes + 1.0  # (and the read of its scores)
     scores = problem.scores(polished.x)
-    meets = _meets(problem, scores, problem.offset)
-    if polished.converged and meets == _meets(problem, entry[1], problem.offset):
+    meets = problem.meets_bounds(scores, problem.offset)
+    if polished.converged and meets == problem.meets_bounds(entry[1], problem.offset):
         return (polished, scores), passes
     return entry, passes
 

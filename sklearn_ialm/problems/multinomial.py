@@ -38,6 +38,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 
 from ..solver.problem import FiniteSumProblem
 from ..solver.prox import Ridge
+from ._numeric import BOUND_EPS
 
 __all__ = ["MultinomialProblem", "Rate", "cell_codes"]
 
@@ -544,6 +545,19 @@ class MultinomialProblem(FiniteSumProblem):
         share = self.omega / len(self.omega)
         counts = np.bincount(self.cells * K + classes, weights=share, minlength=n_cells * K)
         return np.einsum("sk,skm->m", counts.reshape(n_cells, K), self.M) + offset
+
+    def meets_bounds(self, scores, offset) -> bool:
+        """Whether the predictions (arg-max) of ``scores`` meet every bound, with the
+        constraints' offsets ``offset``: from the predicted classes' counts (the one-hot
+        matrix's sums to the bit)."""
+        hard = self.class_rate_constraints(np.argmax(scores, axis=1), offset)
+        return bool(np.all(hard <= BOUND_EPS))
+
+    def objective_of_scores(self, x, scores) -> float:
+        """The training objective at ``x`` from its scores ``scores`` (no read of the rows):
+        :meth:`objective_value`'s weighted mean cross-entropy, plus ``h``."""
+        ce = -np.sum(log_softmax(scores, axis=1) * self.Y, axis=1)
+        return float(np.mean(self.u * ce)) + float(self.h.value(x))
 
     def hard_predictions(self, scores):
         """One-hot arg-max of ``scores`` (ties to the first class, as ``predict``)."""
