@@ -100,8 +100,8 @@ def _start(est, problem, codes, sw, K, classes):
     # BaseIALMClassifier._working_copy).
     previous = getattr(est, "_previous_fit", None) or {}
     coef = previous.get("coef_")
-    d = getattr(problem, "n_columns", problem.d)  # (see LiveColumnsProblem)
-    same = coef is not None and coef.shape == (K, d) and "class_offsets_" in previous
+    same = coef is not None and coef.shape == (K, problem.n_columns)
+    same = same and "class_offsets_" in previous
     if est.warm_start and same and np.array_equal(previous["classes_"], classes):
         return problem.point(coef, previous["intercept_"] - previous["class_offsets_"])
     return _null_point(problem, codes, sw, K)
@@ -113,9 +113,7 @@ def _null_point(problem, codes, sw, K):
         return np.zeros(problem.n_params)
     share = np.bincount(codes, weights=sw, minlength=K) / sw.sum()
     logs = np.log(np.clip(share, 1e-12, None))
-    return problem.point(
-        np.zeros((K, getattr(problem, "n_columns", problem.d))), logs - logs.mean()
-    )
+    return problem.point(np.zeros((K, problem.n_columns)), logs - logs.mean())
 
 
 class Multinomial:

@@ -316,6 +316,11 @@ class MultinomialProblem(FiniteSumProblem):
         b = P[:, self.d] - W @ self.center if self.fit_intercept else -(W @ self.center)
         return W, b
 
+    @property
+    def n_columns(self) -> int:
+        """The columns of the rows a model is given on (:meth:`coef`, :meth:`point`)."""
+        return self.d
+
     def coef(self, x):
         """``(coef, intercept)`` of ``x`` in the units of ``X``: shapes (K, d) and (K,)."""
         return self._split(x)
