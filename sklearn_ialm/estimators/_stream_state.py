@@ -105,6 +105,7 @@ class StreamState(HeldOutMeasurements, MultiplierStep):
     posed_weight: np.ndarray = None  # each cell's weight since the constraints were posable
     posed_rows: int = 0  # and the rows since then
     threshold: float = 0.0
+    threshold_model: np.ndarray = None  # the published model the threshold last tracked
     log_negative_weight: float = 0.0
     weight_trace: list = field(default_factory=list)
     units: tuple | None = None  # the first rows' column means and spreads (for the clip)
