@@ -292,8 +292,8 @@ class HeldOutMeasurements:
         if n_neg <= 0:
             return
         target = (1.0 - FPR_MARGIN) * self.pose.max_fpr
-        X_neg, w_neg = X[neg], w[neg]
-        quantile = rate_threshold(self.scores(X_neg, self.published), w_neg, target)
+        w_neg = w[neg]
+        quantile = rate_threshold(self.scores(X, self.published)[neg], w_neg, target)
         tracked = getattr(self, "threshold_model", None)
         first = self.outer == 0 and self.rows_outer < self.outer_rows // 2
         if first or not np.isfinite(self.threshold) or tracked is None:
@@ -307,7 +307,7 @@ class HeldOutMeasurements:
         if len(w_neg) * target >= THRESHOLD_ROWS:
             if not np.array_equal(tracked, self.published):
                 self.threshold += quantile - rate_threshold(
-                    self.scores(X_neg, tracked), w_neg, target
+                    self.scores(X, tracked)[neg], w_neg, target
                 )
             self.threshold_model = self.published.copy()
         share = min(1.0, n_neg / max(2000.0, 0.25 * self.negatives_seen))
