@@ -52,11 +52,16 @@ class MultiplierStep:
             return
         rows = sums[0]
         if self.kind == "np_logistic":
-            if sums[3] <= 0:
+            if sums[2] <= 0 or sums[3] <= 0:
                 # No positive among the rows measured (a stream that starts with negatives
                 # only): the boundary's rate says nothing of the weight the classes need,
                 # and moving it down there took the first 3 batches' weight e^-3 an outer
                 # iteration (fresh FNR 0.632 at 3e5 rows, 0.218 at 1e6 against fit's 0.184).
+                # No negative (one that starts with positives only): the rate flagged is
+                # 0 / 0, read as 0, and on main 23a9350 the weight went down to e^-24 over
+                # the first 3 of 20 batches and climbed back by e^3 an outer iteration to
+                # the stream's end (issue 49's stream, max_fpr 0.1: fresh FPR 0, FNR 1.0;
+                # with the threshold carried, FNR 0.48-0.76 against fit's 0.180).
                 return
             return self._move_negative_weight(problem, sums[1] / rows)
         A, base = self._constraints()
