@@ -12,6 +12,11 @@ objective. Where the model ends that far inside the bound, other models the stee
 already reached may meet it at less:
 
 * each converged solve that meets the bound on predictions, the optimum of a posed problem;
+* the converged solves among up to three with every unit's soft bound moved by one
+  amount (first by the room the steering's model leaves, then halving towards the bound
+  itself), where the steering's first solve, at the bound, missed it: the steering moves
+  each unit by its own secant, and a unit moved far past a step of its rate leaves the
+  model at a tighter surrogate than needed;
 * on the segment from the unconstrained optimum towards each such solve, the first point
   that meets the bound. The objective is convex and least at the unconstrained optimum, so
   along that segment it rises: no point of it further on is better, and the point is no
@@ -113,6 +118,13 @@ def best_met(problem, units, fit, solve, seen, *, base, bound_tol, budget, free_
                 return _refit(
                     problem, units, fit, free.x, free_scores, [free], 0.0, passes, verbose, said
                 )
+    first, passes = _hard(problem, units, results[0], seen, base, passes)
+    if free_solve and free is not None and not _met(first):
+        together, passes = _together(problem, units, solve, fit, best, base, budget, passes)
+        met += together
+        best = min(met, key=lambda r: r.objective)
+        if best.objective < chosen[0]:
+            chosen = (best.objective, best.x, [best], 0.0)
     # (A segment the steering itself ended on, from the unconstrained solve towards a solve
     # that met the bound, gives its own model again.)
     ends = {id(r) for r in fit.used} if fit.interpolated else set()
@@ -139,6 +151,43 @@ def best_met(problem, units, fit, solve, seen, *, base, bound_tol, budget, free_
         f"solve that meets it, objective {value:.6g}"
     )
     return _refit(problem, units, fit, x, z, used, t, passes, verbose, said, own)
+
+
+#: Solves of :func:`_together` at most: a bisection of the room in two halves after the first.
+_TOGETHER_SOLVES = 3
+
+
+def _together(problem, units, solve, fit, start, base, budget, passes):
+    """``(converged solves that meet the bound, passes)`` among a few with every unit's soft
+    bound moved by one amount, the first by the room the steering's model leaves inside the
+    bound, then halving towards the bound itself (where the steering's first solve missed it).
+
+    The steering moves each unit by its own secant, and on groups of a few rows a hard rate
+    moves in steps of a row: a unit moved far past its step leaves the model far inside the
+    bound at the objective of a tighter surrogate than needed. A tighter bound's fit, whose
+    first solve poses every soft bound alike, then ended lower (true-positive-rate parity,
+    three groups of 100 rows with 13 to 20 positives: 0.05 at 0.3610, 0.1 at 0.3655)."""
+    room = -float(np.max(fit.hard))
+    lo, hi, out = 0.0, None, []
+    shift = room
+    warm = (start.x, start.multipliers, start.slack)
+    for _ in range(_TOGETHER_SOLVES):
+        if passes >= budget:
+            break
+        offset = base + units.spread @ np.full(len(units), shift)
+        result = solve(problem.with_offset(offset), len(fit.results), warm, budget - passes)
+        fit.results.append(result)
+        passes += result.n_data_passes
+        hard, passes = _hard(problem, units, result, {}, base, passes)
+        if result.converged and _met(hard):
+            out.append(result)
+            hi, warm = shift, (result.x, result.multipliers, result.slack)
+        else:
+            lo = shift
+        if hi is None:
+            break  # the room itself misses: no bracket to halve
+        shift = 0.5 * (lo + hi)
+    return out, passes
 
 
 def _leaves_room(problem, fit, bound_tol) -> bool:
