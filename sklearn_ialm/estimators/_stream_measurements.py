@@ -294,7 +294,7 @@ class HeldOutMeasurements:
         target = (1.0 - FPR_MARGIN) * self.pose.max_fpr
         w_neg = w[neg]
         quantile = rate_threshold(self.scores(X, self.published)[neg], w_neg, target)
-        tracked = getattr(self, "threshold_model", None)
+        tracked = self.threshold_model
         first = self.outer == 0 and self.rows_outer < self.outer_rows // 2
         if first or not np.isfinite(self.threshold) or tracked is None:
             self.threshold = quantile  # (the null model's: above every score)
