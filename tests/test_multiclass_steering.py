@@ -316,6 +316,30 @@ def test_a_bracket_solve_alike_the_met_one_narrows_the_bracket():
     assert clf.score(X_test, y_test) >= reference - 0.05
 
 
+def test_no_re_solve_repeats_a_start_at_the_same_soft_bounds(monkeypatch):
+    """Wine, the group drawn at random (draw 1), per-class bound 0.02: the rescues start from
+    the nearest miss with its soft bounds tightened, short of leaving no room; at the edge of
+    the room they did not move, and on main (23a9350) the last three re-ran the solve before
+    them (6 passes each, the same objective). A re-solve's search is off, so the same start
+    at the same soft bounds gives the same solve: none runs twice."""
+    from sklearn_ialm.estimators import _multiclass_steering
+
+    runs = []
+    solve = _multiclass_steering.solving._solve
+
+    def spy(problem, seed, settings):
+        runs.append((id(settings["x0"]), problem.offset.tobytes()))
+        return solve(problem, seed, settings)
+
+    monkeypatch.setattr(_multiclass_steering.solving, "_solve", spy)
+    X, y, g, *_ = _tied(load_wine, "random", draw=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        FairLogisticClassifier(bound=0.02, random_state=0).fit(X, y, sensitive_features=g)
+    assert len(runs) > 5  # (re-solves ran)
+    assert len(set(runs)) == len(runs), len(runs) - len(set(runs))
+
+
 def test_a_polish_that_does_not_converge_spends_a_twentieth_of_the_budget(monkeypatch):
     """Digits, the group tied to class 0 (draw 0), per-class bound 0.05: the first solve's
     polish to the finish's tolerance does not converge, and its model is not kept. With a
