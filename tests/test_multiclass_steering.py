@@ -340,6 +340,31 @@ def test_no_re_solve_repeats_a_start_at_the_same_soft_bounds(monkeypatch):
     assert len(set(runs)) == len(runs), len(runs) - len(set(runs))
 
 
+def test_a_bracket_that_does_not_narrow_ends(monkeypatch):
+    """Wine, the group tied to the class halves (draw 0), per-class bound 0.08: a solve
+    inside the bracket met the bound above the objective of the bracket's met end, so the
+    bracket stayed where it was, and on main (23a9350) three more solves ran at the same
+    soft bounds (each from the last, each meeting the bound a little higher). Now no two
+    re-solves share their soft bounds; the fit converges and meets its bound (fairlearn)."""
+    from sklearn_ialm.estimators import _multiclass_steering
+
+    bounds = []
+    solve = _multiclass_steering.solving._solve
+
+    def spy(problem, seed, settings):
+        if settings.get("y0") is not None:  # (a re-solve: from a solve's multipliers)
+            bounds.append(problem.offset.tobytes())
+        return solve(problem, seed, settings)
+
+    monkeypatch.setattr(_multiclass_steering.solving, "_solve", spy)
+    X, y, g, *_ = _tied(load_wine, "halves")
+    clf = FairLogisticClassifier(bound=0.08, random_state=0).fit(X, y, sensitive_features=g)
+    assert clf.converged_
+    assert _worst_gap(y, clf.predict(X), g) <= 0.08 + 1e-12
+    assert len(bounds) > 3  # (the steering re-solved)
+    assert len(set(bounds)) == len(bounds), len(bounds) - len(set(bounds))
+
+
 def test_a_polish_that_does_not_converge_spends_a_twentieth_of_the_budget(monkeypatch):
     """Digits, the group tied to class 0 (draw 0), per-class bound 0.05: the first solve's
     polish to the finish's tolerance does not converge, and its model is not kept. With a
