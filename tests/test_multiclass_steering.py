@@ -190,6 +190,16 @@ def test_wine_halves_training_log_loss_never_falls_as_the_bound_tightens():
     assert np.all(np.diff(loss) >= 0), loss
 
 
+def test_wine_one_class_looser_bounds_end_no_higher_than_002():
+    """The fit at 0.02 (the group tied to class 0) meets 0.05 and 0.04 too, so theirs may not
+    end above it. On main (23a9350) their first solves met the bound with room, loosening
+    the two active constraints made class 2's gap (never moved) miss, and the bracket's
+    solves undid the loosening: log-loss 0.392 and 0.420 against 0.395 at 0.02. Each fit
+    converges and meets its bound (fairlearn); the looser ones end no higher."""
+    _, loss = _sweep(load_wine, "one", (0.05, 0.04, 0.02))
+    assert np.all(loss[:2] <= loss[2]), loss
+
+
 def test_a_steering_whose_moves_stall_is_rescued_off_the_constant_model(monkeypatch):
     """A forced stall: the moves of the soft bounds one by one leave them where they are, so
     every re-solve repeats the first solve, which misses the bound (wine, the group tied to
@@ -304,6 +314,55 @@ def test_a_bracket_solve_alike_the_met_one_narrows_the_bracket():
     assert _worst_gap(y, clf.predict(X), g) <= 0.05 + 1e-12
     reference = LogisticRegression(max_iter=2000).fit(X, y).score(X_test, y_test)
     assert clf.score(X_test, y_test) >= reference - 0.05
+
+
+def test_no_re_solve_repeats_a_start_at_the_same_soft_bounds(monkeypatch):
+    """Wine, the group drawn at random (draw 1), per-class bound 0.02: the rescues start from
+    the nearest miss with its soft bounds tightened, short of leaving no room; at the edge of
+    the room they did not move, and on main (23a9350) the last three re-ran the solve before
+    them (6 passes each, the same objective). A re-solve's search is off, so the same start
+    at the same soft bounds gives the same solve: none runs twice."""
+    from sklearn_ialm.estimators import _multiclass_steering
+
+    runs = []
+    solve = _multiclass_steering.solving._solve
+
+    def spy(problem, seed, settings):
+        runs.append((id(settings["x0"]), problem.offset.tobytes()))
+        return solve(problem, seed, settings)
+
+    monkeypatch.setattr(_multiclass_steering.solving, "_solve", spy)
+    X, y, g, *_ = _tied(load_wine, "random", draw=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        FairLogisticClassifier(bound=0.02, random_state=0).fit(X, y, sensitive_features=g)
+    assert len(runs) > 5  # (re-solves ran)
+    assert len(set(runs)) == len(runs), len(runs) - len(set(runs))
+
+
+def test_a_bracket_that_does_not_narrow_ends(monkeypatch):
+    """Wine, the group tied to the class halves (draw 0), per-class bound 0.08: a solve
+    inside the bracket met the bound above the objective of the bracket's met end, so the
+    bracket stayed where it was, and on main (23a9350) three more solves ran at the same
+    soft bounds (each from the last, each meeting the bound a little higher). Now no two
+    re-solves share their soft bounds; the fit converges and meets its bound (fairlearn)."""
+    from sklearn_ialm.estimators import _multiclass_steering
+
+    bounds = []
+    solve = _multiclass_steering.solving._solve
+
+    def spy(problem, seed, settings):
+        if settings.get("y0") is not None:  # (a re-solve: from a solve's multipliers)
+            bounds.append(problem.offset.tobytes())
+        return solve(problem, seed, settings)
+
+    monkeypatch.setattr(_multiclass_steering.solving, "_solve", spy)
+    X, y, g, *_ = _tied(load_wine, "halves")
+    clf = FairLogisticClassifier(bound=0.08, random_state=0).fit(X, y, sensitive_features=g)
+    assert clf.converged_
+    assert _worst_gap(y, clf.predict(X), g) <= 0.08 + 1e-12
+    assert len(bounds) > 3  # (the steering re-solved)
+    assert len(set(bounds)) == len(bounds), len(bounds) - len(set(bounds))
 
 
 def test_a_polish_that_does_not_converge_spends_a_twentieth_of_the_budget(monkeypatch):

@@ -146,6 +146,7 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
     met = missed = nearest = low = None
     seen = None  # the soft and hard values of the last converged solve
     rescues = 0  # the solves of _rescue_bounds so far
+    starts = []  # (the solve started from, the soft bounds) of each re-solve so far
     while True:
         last = results[-1]
         scores = problem.scores(last.x)
@@ -175,7 +176,12 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
         if (spent and not rescue) or passes >= est.max_passes - 1:
             break
         warm = last
-        if bracket:
+        if bracket and _outside_bracket(met, missed, last):
+            # (the miss is the last solve: the moves start from its values)
+            _move_bounds(
+                est, problem, (soft, hard), seen, active, tol, base, passes, len(results)
+            )  # fmt: skip
+        elif bracket:
             # (a bracket moves the worst constraint: its met end's within the band ends it)
             if met[3].max() >= -tol or not _narrow_bracket(est, problem, met, missed, tol, passes):
                 break
@@ -192,6 +198,9 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
             )  # fmt: skip
         if last.converged:
             seen = (soft, hard)
+        if any(_same_bounds(problem, o, w, warm, bracket) for w, o in starts):
+            break
+        starts.append((warm, problem.offset.copy()))
         more = _resolve_settings(est, kwargs, warm, passes, x_const is not None)
         results.append(solving._solve(problem, seed + [len(results)], more))
         passes += results[-1].n_data_passes
@@ -301,6 +310,38 @@ def _rescue_bounds(est, problem, nearest, rescues, tol, passes):
         f"its soft bounds, each tightened by {margin:.4g}, from its solution "
         f"({passes:.3g} of {est.max_passes:g} passes spent)",
     )
+
+
+def _same_bounds(problem, offset, start, warm, bracket) -> bool:
+    """Whether the next re-solve (from ``warm``, at ``problem.offset``) would repeat one at
+    soft bounds ``offset`` from ``start``: the same bounds from the same start (with the
+    solver's search off a re-solve does not depend on its seed), or, inside a bracket, the
+    same bounds from any start (the bracket did not narrow; a solve from elsewhere only
+    wanders between the nonconvex surrogate's optima).
+
+    On wine (the group drawn at random, draw 1, per-class bound 0.02) the rescues from the
+    nearest miss made no move at the edge of the room, and the last three re-ran the solve
+    before them (6 passes each, the same objective). On wine (the group tied to the class
+    halves, draw 0, 0.08) a bracket solve met the bound above the met end's objective, the
+    bracket stayed, and three more solves at the same soft bounds each met it a little
+    higher (53 passes, 47 now, the same model)."""
+    return (bracket or start is warm) and np.array_equal(problem.offset, offset)
+
+
+def _outside_bracket(met, missed, last) -> bool:
+    """Whether the last solve is the bracket's ``missed`` end and misses a constraint whose
+    soft bound is the same at both ends (each end ``(solve, scores, soft bounds, hard
+    values)``): soft bounds between the ends' can meet it only by undoing the moves of the
+    others, so the next move is :func:`_move_bounds`' from the miss (it tightens that one).
+
+    On wine (the group tied to class 0, draw 0, per-class bound 0.03) the first solve met
+    the bound with room; loosening the two constraints it held active made class 2's gap,
+    unmoved, miss by 0.018, and the bracket's solves between the two ends undid the
+    loosening: training log-loss 0.466, where the fit at 0.02 met both bounds at 0.395
+    with those two loosened further and the others tightened."""
+    if missed[0] is not last:
+        return False
+    return bool(np.any((missed[3] > 0) & (missed[2] == met[2])))
 
 
 def _narrow_bracket(est, problem, met, missed, tol, passes):
