@@ -106,7 +106,6 @@ def best_met(problem, units, fit, solve, seen, *, base, bound_tol, budget, free_
     if not met:
         return fit
     best = min(met, key=lambda r: r.objective)
-    chosen = (best.objective, best.x, [best], 0.0)
     free_scores = None
     if free is None and free_solve and passes < budget:
         free, passes = _solve_free(problem, solve, best, results, budget - passes, passes)
@@ -122,21 +121,12 @@ def best_met(problem, units, fit, solve, seen, *, base, bound_tol, budget, free_
     if free_solve and free is not None and not _met(first):
         together, passes = _together(problem, units, solve, fit, best, base, budget, passes)
         met += together
-        best = min(met, key=lambda r: r.objective)
-        if best.objective < chosen[0]:
-            chosen = (best.objective, best.x, [best], 0.0)
-    # (A segment the steering itself ended on, from the unconstrained solve towards a solve
-    # that met the bound, gives its own model again.)
-    ends = {id(r) for r in fit.used} if fit.interpolated else set()
-    towards = [r for r in met if not {id(free), id(r)} <= ends] if free is not None else []
-    if towards and free_scores is None:
-        free_scores = problem.constraint_scores(free.x)
-        passes += share
-    for r in towards:
-        point, passes = _segment_candidate(problem, units, free, free_scores, r, base, passes)
-        if point[0] < chosen[0]:
-            chosen = point
-    del free_scores
+    best = min(met, key=lambda r: r.objective)
+    chosen = (best.objective, best.x, [best], 0.0)
+    if free is not None:
+        chosen, passes = _segments(problem, units, fit, free, free_scores, met, base, chosen,
+                                   passes)  # fmt: skip
+    del free_scores  # (a score a row: not kept while the model is scored)
     own, passes = _objective(problem, fit, passes)
     value, x, used, t = chosen
     if not value < own - _BETTER * max(1.0, abs(own)):
@@ -188,6 +178,25 @@ def _together(problem, units, solve, fit, start, base, budget, passes):
             break  # the room itself misses: no bracket to halve
         shift = 0.5 * (lo + hi)
     return out, passes
+
+
+def _segments(problem, units, fit, free, free_scores, met, base, chosen, passes):
+    """``(chosen, passes)``: the candidate ``chosen`` (``(objective, x, used, t)``), or the
+    first point meeting the bound on a segment from the unconstrained solve ``free``
+    (constraint-row scores ``free_scores``, or ``None`` if not read yet) towards a solve of
+    ``met`` where one is lower."""
+    # (A segment the steering itself ended on, from the unconstrained solve towards a solve
+    # that met the bound, gives its own model again.)
+    ends = {id(r) for r in fit.used} if fit.interpolated else set()
+    towards = [r for r in met if not {id(free), id(r)} <= ends]
+    if towards and free_scores is None:
+        free_scores = problem.constraint_scores(free.x)
+        passes += _pass_share(problem)
+    for r in towards:
+        point, passes = _segment_candidate(problem, units, free, free_scores, r, base, passes)
+        if point[0] < chosen[0]:
+            chosen = point
+    return chosen, passes
 
 
 def _leaves_room(problem, fit, bound_tol) -> bool:
