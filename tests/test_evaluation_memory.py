@@ -135,3 +135,21 @@ def test_distinct_rows_tells_apart_rows_of_equal_projection():
     C[5, 1] = np.nextafter(C[5, 1], 2.0)
     out = _distinct_rows(C)
     assert out is None or np.array_equal(out[1][out[0]], C)
+
+
+def test_few_values_are_numpys_unique():
+    # The distinct values of a vector and each entry's index among them, looked up from a
+    # first block's values (values past the first block found by the misses), are
+    # np.unique's; more than _MAX_PATTERNS values, or a value not finite, give None.
+    from sklearn_ialm.problems import _full_evaluation as fe
+
+    rng = np.random.default_rng(0)
+    late = np.zeros(3 * fe._BLOCK_ROWS)
+    late[-5:] = [3.0, -1.0, 3.0, 2.5, -7.0]  # none in the first block
+    for a in (rng.integers(0, 7, 10_000) * 0.1, late, np.array([2.0]), rng.random(50)):
+        values, index = fe._few_values(a)
+        expected, inverse = np.unique(a, return_inverse=True)
+        assert_array_equal(values, expected)
+        assert_array_equal(index, np.ravel(inverse))
+    assert fe._few_values(rng.random(fe._MAX_PATTERNS + 1)) is None
+    assert fe._few_values(np.array([0.0, np.nan])) is None

@@ -39,16 +39,38 @@ def _distinct_rows(C):
     if not C.size:
         return None
     proj = C @ np.random.default_rng(0).random(C.shape[1])
-    _, first, pattern = np.unique(proj, return_index=True, return_inverse=True)
-    if len(first) > _MAX_PATTERNS:
+    found = _few_values(proj)
+    if found is None:
         return None
-    P, pattern = np.ascontiguousarray(C[first]), np.ravel(pattern).astype(np.intp)
+    values, pattern = found
+    # A row of each value (the check below holds for every row of it or for none).
+    first = np.empty(len(values), dtype=np.intp)
+    first[pattern] = np.arange(len(pattern))
+    P = np.ascontiguousarray(C[first])
     # (Block by block of rows: no copy of C, and rows read whole, not column by column.)
     step = _BLOCK_ROWS
     for start in range(0, len(C), step):
         if not np.array_equal(P[pattern[start : start + step]], C[start : start + step]):
             return None
     return pattern, P
+
+
+def _few_values(a):
+    """``(values, index)``: the distinct values of ``a`` sorted, and each entry's index among
+    them (``np.unique``'s values and inverse), or None where more than
+    :data:`_MAX_PATTERNS` (or a value not finite). Found from a few rows' values, each
+    entry then looked up among them (a binary search in a few values), where ``np.unique``
+    sorted all of ``a`` (a million rows: about 0.1 s, 3 % of a CSR 1e6 x 1e4 fit)."""
+    if not np.all(np.isfinite(a)):
+        return None
+    values = np.unique(a[:_BLOCK_ROWS])
+    while len(values) <= _MAX_PATTERNS:
+        index = np.minimum(np.searchsorted(values, a), len(values) - 1)
+        missed = values[index] != a
+        if not missed.any():
+            return values, index
+        values = np.union1d(values, a[missed])
+    return None
 
 
 class NumpyEvaluation:
