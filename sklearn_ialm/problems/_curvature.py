@@ -165,8 +165,8 @@ class SecondOrder:
         np.subtract(1.0, p, out=dp)
         dp *= p
         dp /= n_c
+        values = _logistic_values(m_obj, out=p)  # (p is read no more: its array)
         del p
-        values = self.loss.value(m_obj)
         f0 = float(np.mean(np.multiply(values, self.u, out=values)))
         del values
         r = m_obj  # the loss's derivative, ``-expit(-m)``, in place (its steps, the same)
@@ -422,6 +422,21 @@ class SecondOrder:
             if self.fit_intercept:
                 out[d] += r.sum()
         return out
+
+
+def _logistic_values(m, out):
+    """The logistic loss ``log(1 + exp(-m))`` into ``out``, as ``log1p(exp(-|m|)) + max(-m,
+    0)`` by blocks of ``_BLOCK_ROWS``: numpy's vectorised exponential and logarithm where
+    ``np.logaddexp`` (:meth:`Logistic.value`) calls the scalar ones entry by entry (1e6
+    rows: 7 ms against 24, an evaluation of the wide finish about 0.12 s); within an ulp
+    of it or two. :meth:`Logistic.value` keeps its bits elsewhere (the record of
+    ``tests/test_golden.py``)."""
+    for start in range(0, len(m), _BLOCK_ROWS):
+        mb, ob = m[start : start + _BLOCK_ROWS], out[start : start + _BLOCK_ROWS]
+        np.abs(mb, out=ob)
+        np.log1p(np.exp(np.negative(ob, out=ob), out=ob), out=ob)
+        ob -= np.minimum(mb, 0.0)
+    return out
 
 
 def _weighted_square_sums(A, r):
