@@ -1,9 +1,9 @@
 """The finish's evaluation on wide rows (issue 51): the scores it keeps for the Hessian are
 the scores themselves (no copy), so nothing after may write into them, and its n-vectors at
 a time are few; read by the objective and the constraints alike, its memory-lean order of
-operations gives the general evaluation's values (the objective's to rounding), and the Hessian read from scores computed
-again equals the one from kept scores. Not timing tests: values compared bit for bit (two
-paths of the same process), allocations by tracemalloc.
+operations gives the general evaluation's values (the objective's to rounding), and the
+Hessian read from scores computed again equals the one from kept scores. Not timing tests:
+values compared bit for bit (two paths of the same process), allocations by tracemalloc.
 """
 
 import tracemalloc
