@@ -71,7 +71,7 @@ class SecondOrder:
         (exact types: a subclass may change the maths), whose second derivative is known."""
         return type(self.loss) in (Logistic, SigmoidLoss, TruncatedLogistic)
 
-    def second_order_evaluation(self, x):
+    def second_order_evaluation(self, x, scores=None):
         """``(f0, grad, c, J, hessian)`` on all rows: :meth:`full_evaluation`'s values, the
         Jacobian ``J`` (``m x n_params``) from the same pass, and ``hessian(mu)``, the Hessian
         of ``g + mu . c`` at ``x`` for ``m`` weights ``mu`` (the finish's Newton steps).
@@ -86,19 +86,24 @@ class SecondOrder:
         (``8 p**2`` bytes, and a factorisation of order ``p**3``) ``hessian`` returns a
         :class:`~scipy.sparse.linalg.LinearOperator` of Hessian-vector products instead, each
         a pass over the rows.
+
+        ``scores``, where given, are the rows' scores at ``x`` from a Hessian operator's
+        :meth:`~sklearn_ialm.solver.finish.HessianOperator.moved_scores` (those of the
+        point it was formed at, moved along the step its products solved for): the
+        evaluation then reads the rows once, not twice.
         """
         m = self.n_constraints
         compiled = self._grouped_evaluation(x)
         if compiled is None:
             compiled = self._full_evaluation_compiled(x)
-        scores = None
+        given, scores = scores, None
         if compiled is not None:
             f0, grad, c, jac_t = compiled
             J = jac_t.matrix() if m else np.zeros((0, self.n_params))
         else:
             operator = self.n_params > _gram.GRAM_MAX_PARAMS
             if operator and self._one_matrix_logistic():
-                f0, grad, c, J, scores = self._one_matrix_evaluation(x)
+                f0, grad, c, J, scores = self._one_matrix_evaluation(x, given)
             else:
                 f0, grad, c, _, J, scores = self._numpy_evaluation(
                     x, jacobian=True, scores=operator or self._scores_kept(), products=False
@@ -140,7 +145,7 @@ class SecondOrder:
             and Ac.rows is None
         )
 
-    def _one_matrix_evaluation(self, x):
+    def _one_matrix_evaluation(self, x, scores=None):
         """``(f0, grad, c, J, scores)`` of ``_numpy_evaluation(x, jacobian=True,
         scores=True)`` where :meth:`_one_matrix_logistic`: the same operations on the same
         values, in another order, so that few n-vectors are held beside the backward
@@ -148,7 +153,8 @@ class SecondOrder:
         sigmoids while they are read. The scores were once read again for each Hessian
         instead (CSR 1e6 x 1e4, 20 non-zeros a row: 8 products with X of a fit's 41, about
         7 % of its time, for one n-vector less at an evaluation, not the fit's peak memory);
-        :attr:`curvature_passes` counts neither way.
+        :attr:`curvature_passes` counts neither way. ``scores`` (by the matrix's id), where
+        given, are taken for the rows' scores at ``x`` (see :meth:`second_order_evaluation`).
         """
         A, n_o, n_c = self.A_obj.A, self.A_obj.n_rows, self.A_con.n_rows
         _, cotangent = self._evaluation_weights()
@@ -156,7 +162,7 @@ class SecondOrder:
         # (With patterns, the constraints' columns of Q are not formed: see
         # _pattern_products; ``dp`` is then an n-vector of its own.)
         patterns = self._row_patterns() if _compiled_csr(A) else None
-        z = self._score(A, x)
+        z = self._score(A, x) if scores is None else scores[id(A)]
         Q = np.empty((A.shape[0], 1 + (0 if patterns else len(cols))))
         m_obj = np.multiply(self.b, z, out=Q[:, 0])  # the objective's margins, in its column
         p = expit(z)
@@ -253,7 +259,7 @@ class SecondOrder:
         scores there by matrix id, where the evaluation kept them)."""
         if self.n_params > _gram.GRAM_MAX_PARAMS:
             parts = self._curvature_weights(x, mu, sample=False, scores=scores)
-            return self._hessian_operator(parts)
+            return self._hessian_operator(parts, scores)
         H = np.zeros((self.n_params, self.n_params))
         compiled = self.use_kernel and _kernels_available()
         inv = np.broadcast_to(self._inv_scale, (self.n_features,)) if self._scaled else None
@@ -397,16 +403,33 @@ class SecondOrder:
         out /= self.A_con.n_rows
         return out
 
-    def _hessian_operator(self, parts):
-        """The Hessian of :meth:`_hessian` as products with it (wide data)."""
+    def _hessian_operator(self, parts, scores=None):
+        """The Hessian of :meth:`_hessian` as products with it (wide data); with the rows'
+        ``scores`` at its point (one matrix), able to move them along the step its products
+        solve for (:meth:`~sklearn_ialm.solver.finish.HessianOperator.moved_scores`): each
+        product scores the rows at its vector, and the scores are linear in it."""
+        if scores is None or len(parts) != 1 or id(parts[0][0]) not in scores:
+            matvec, image = self._products(parts), None
+        else:
+            (A, _, r), last = parts[0], {}
+
+            def matvec(v):
+                last["image"] = z = self._score(A, np.ravel(v))
+                return self._grad(A, r * z, 1.0)
+
+            image = (last, id(A), scores[id(A)])
+        return HessianOperator(
+            self.n_params, matvec, diagonal=lambda: self._hessian_diagonal(parts), image=image
+        )
+
+    def _products(self, parts):
+        """Products with the Hessian of ``parts`` (see :meth:`_hessian_operator`)."""
 
         def matvec(v):
             v = np.ravel(v)
             return sum(self._grad(A, r * self._score(A, v), 1.0) for A, _, r in parts)
 
-        return HessianOperator(
-            self.n_params, matvec, diagonal=lambda: self._hessian_diagonal(parts)
-        )
+        return matvec
 
     def _hessian_diagonal(self, parts):
         """The diagonal of :meth:`_hessian_operator`'s Hessian (a read of every row):
