@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from sklearn_ialm import FairLogisticClassifier
-from sklearn_ialm.problems import fairness_problem
+from sklearn_ialm.problems import fairness_problem, neyman_pearson_logistic_problem
 from sklearn_ialm.problems.linear import LinearProblem
 from sklearn_ialm.solver import _newton_steps
 
@@ -29,13 +29,19 @@ def _wide(n=6000, d=1500, nnz=8, seed=0):
     return X, y, groups
 
 
-def test_moved_scores_are_the_scores_of_the_moved_point():
+@pytest.mark.parametrize("kind", ["fair", "np"])
+def test_moved_scores_are_the_scores_of_the_moved_point(kind):
+    # A fairness problem (one matrix for the objective and the constraints) and
+    # Neyman-Pearson's reweighted logistic regression (no constraint: numpy's evaluation).
     X, y, groups = _wide()
-    pb = fairness_problem(X, y, X, groups, bound=0.02)
+    if kind == "fair":
+        pb = fairness_problem(X, y, X, groups, bound=0.02)
+    else:
+        pb = neyman_pearson_logistic_problem(X, y, negative_weight=3.0, fit_intercept=True)
     rng = np.random.default_rng(1)
     x = rng.standard_normal(pb.n_params) * 0.1
     *_, hessian = pb.second_order_evaluation(x)
-    H = hessian(np.array([0.0, 0.4]))
+    H = hessian(np.array([0.0, 0.4][: pb.n_constraints]))
     g = rng.standard_normal(pb.n_params)
     step = _newton_steps._cg_solve(H, -g, 1e-6 * np.linalg.norm(g))
     for t in (1.0, 0.3):

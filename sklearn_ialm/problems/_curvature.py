@@ -106,8 +106,9 @@ class SecondOrder:
                 f0, grad, c, J, scores = self._one_matrix_evaluation(x, given)
             else:
                 f0, grad, c, _, J, scores = self._numpy_evaluation(
-                    x, jacobian=True, scores=operator or self._scores_kept(), products=False
-                )
+                    x, jacobian=True, scores=operator or self._scores_kept(), products=False,
+                    given=given,
+                )  # fmt: skip
         x = np.array(x, dtype=float)
 
         def hessian(mu):
