@@ -40,12 +40,14 @@ def test_moved_scores_are_the_scores_of_the_moved_point(kind):
         pb = neyman_pearson_logistic_problem(X, y, negative_weight=3.0, fit_intercept=True)
     rng = np.random.default_rng(1)
     x = rng.standard_normal(pb.n_params) * 0.1
-    *_, hessian = pb.second_order_evaluation(x)
-    H = hessian(np.array([0.0, 0.4][: pb.n_constraints]))
     g = rng.standard_normal(pb.n_params)
-    step = _newton_steps._cg_solve(H, -g, 1e-6 * np.linalg.norm(g))
     for t in (1.0, 0.3):
-        (moved,) = H.last_track.moved(t).values()
+        *_, hessian = pb.second_order_evaluation(x)
+        H = hessian(np.array([0.0, 0.4][: pb.n_constraints]))
+        step = _newton_steps._cg_solve(H, -g, 1e-6 * np.linalg.norm(g))
+        track = H.last_track
+        (moved,) = track.moved(t).values()
+        assert track.moved(t) is None  # once: formed in the track's own array
         exact = pb._score(X, x + t * step)
         np.testing.assert_allclose(moved, exact, rtol=0, atol=1e-12 * np.abs(exact).max())
         # The evaluation from them: the point's values to rounding.

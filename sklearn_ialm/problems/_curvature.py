@@ -418,7 +418,7 @@ class SecondOrder:
                 last["image"] = z = self._score(A, np.ravel(v))
                 return self._grad(A, r * z, 1.0)
 
-            image = (last, id(A), scores[id(A)])
+            image = (last, id(A), {"scores": scores[id(A)]})
         return HessianOperator(
             self.n_params, matvec, diagonal=lambda: self._hessian_diagonal(parts), image=image
         )

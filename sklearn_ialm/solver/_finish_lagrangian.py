@@ -424,7 +424,8 @@ class _AugmentedLagrangian:
             start = self.sides if _WARM_SIDES else None
             slope, t = float(g @ step), 1.0
             refresh = False
-            track = self.step_track
+            # (Only from a Hessian formed at this point: its scores are the point's.)
+            track = self.step_track if self._curvature_at == self._second[0] else None
             while True:
                 trial = v + t * step
                 # (The trial's scores from the direction's, where its products kept them.)

@@ -198,9 +198,10 @@ class HessianOperator(LinearOperator):
     approximate ``H^-1 r`` for conjugate gradients. The problems' wide Hessians give their
     diagonal; the finish's augmented Lagrangian adds its preconditioner.
 
-    ``image``, where given, is ``(last, key, scores)``: each product puts the rows' scores of
-    its vector (of its first ``len`` entries' part the problem reads) in ``last["image"]``,
-    and ``scores`` are the rows' scores at the Hessian's point. Conjugate gradients then
+    ``image``, where given, is ``(last, key, held)``: each product puts the rows' scores of
+    its vector (of the entries the problem reads) in ``last["image"]``, and
+    ``held["scores"]`` are the rows' scores at the Hessian's point (until a track moves
+    them). Conjugate gradients then
     keep the scores of their step (:meth:`new_track`), so that the point a Newton step
     reaches is scored without a read of its own (:meth:`_ScoreTrack.moved`): the scores
     are linear in the parameters (CSR 1e6 x 1e4: an evaluation read the rows twice).
@@ -253,7 +254,13 @@ class _ScoreTrack:
 
     def moved(self, t):
         """The rows' scores at the Hessian's point moved by ``t`` times the solution, by the
-        key the problem reads them by; None where not known."""
-        if self._lost or self._sum is None:
+        key the problem reads them by; None where not known. Once per Hessian: they are
+        formed in the sum's own array, and the point's scores are let go (no n-vector more
+        at the evaluation that reads them, the finish's peak memory), so a shorter step of
+        the line search reads the rows instead."""
+        base = None if self._lost or self._sum is None else self._base.pop("scores", None)
+        if base is None:
             return None
-        return {self._key: self._base + t * self._sum}
+        out, self._sum, self._lost = self._sum, None, True
+        np.multiply(out, t, out=out)
+        return {self._key: np.add(base, out, out=out)}
