@@ -87,10 +87,10 @@ class SecondOrder:
         :class:`~scipy.sparse.linalg.LinearOperator` of Hessian-vector products instead, each
         a pass over the rows.
 
-        ``scores``, where given, are the rows' scores at ``x`` from a Hessian operator's
-        :meth:`~sklearn_ialm.solver.finish.HessianOperator.moved_scores` (those of the
-        point it was formed at, moved along the step its products solved for): the
-        evaluation then reads the rows once, not twice.
+        ``scores``, where given, are the rows' scores at ``x`` from the finish's Hessian
+        operator, whose conjugate gradients keep them (those of the point it was formed at,
+        moved along the step its products solved for): the evaluation then reads the rows
+        once, not twice.
         """
         m = self.n_constraints
         compiled = self._grouped_evaluation(x)
@@ -407,7 +407,7 @@ class SecondOrder:
     def _hessian_operator(self, parts, scores=None):
         """The Hessian of :meth:`_hessian` as products with it (wide data); with the rows'
         ``scores`` at its point (one matrix), able to move them along the step its products
-        solve for (:meth:`~sklearn_ialm.solver.finish.HessianOperator.moved_scores`): each
+        solve for (see :class:`~sklearn_ialm.solver.finish.HessianOperator`): each
         product scores the rows at its vector, and the scores are linear in it."""
         if scores is None or len(parts) != 1 or id(parts[0][0]) not in scores:
             matvec, image = self._products(parts), None

@@ -203,7 +203,7 @@ class HessianOperator(LinearOperator):
     ``held["scores"]`` are the rows' scores at the Hessian's point (until a track moves
     them). Conjugate gradients then
     keep the scores of their step (:meth:`new_track`), so that the point a Newton step
-    reaches is scored without a read of its own (:meth:`_ScoreTrack.moved`): the scores
+    reaches is scored without a read of its own (``_ScoreTrack.moved``): the scores
     are linear in the parameters (CSR 1e6 x 1e4: an evaluation read the rows twice).
     """
 
