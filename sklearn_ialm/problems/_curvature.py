@@ -71,7 +71,7 @@ class SecondOrder:
         (exact types: a subclass may change the maths), whose second derivative is known."""
         return type(self.loss) in (Logistic, SigmoidLoss, TruncatedLogistic)
 
-    def second_order_evaluation(self, x):
+    def second_order_evaluation(self, x, scores=None):
         """``(f0, grad, c, J, hessian)`` on all rows: :meth:`full_evaluation`'s values, the
         Jacobian ``J`` (``m x n_params``) from the same pass, and ``hessian(mu)``, the Hessian
         of ``g + mu . c`` at ``x`` for ``m`` weights ``mu`` (the finish's Newton steps).
@@ -86,23 +86,29 @@ class SecondOrder:
         (``8 p**2`` bytes, and a factorisation of order ``p**3``) ``hessian`` returns a
         :class:`~scipy.sparse.linalg.LinearOperator` of Hessian-vector products instead, each
         a pass over the rows.
+
+        ``scores``, where given, are the rows' scores at ``x`` from the finish's Hessian
+        operator, whose conjugate gradients keep them (those of the point it was formed at,
+        moved along the step its products solved for): the evaluation then reads the rows
+        once, not twice.
         """
         m = self.n_constraints
         compiled = self._grouped_evaluation(x)
         if compiled is None:
             compiled = self._full_evaluation_compiled(x)
-        scores = None
+        given, scores = scores, None
         if compiled is not None:
             f0, grad, c, jac_t = compiled
             J = jac_t.matrix() if m else np.zeros((0, self.n_params))
         else:
             operator = self.n_params > _gram.GRAM_MAX_PARAMS
             if operator and self._one_matrix_logistic():
-                f0, grad, c, J = self._one_matrix_evaluation(x)  # (scores None: read again)
+                f0, grad, c, J, scores = self._one_matrix_evaluation(x, given)
             else:
                 f0, grad, c, _, J, scores = self._numpy_evaluation(
-                    x, jacobian=True, scores=operator or self._scores_kept(), products=False
-                )
+                    x, jacobian=True, scores=operator or self._scores_kept(), products=False,
+                    given=given,
+                )  # fmt: skip
         x = np.array(x, dtype=float)
 
         def hessian(mu):
@@ -140,13 +146,16 @@ class SecondOrder:
             and Ac.rows is None
         )
 
-    def _one_matrix_evaluation(self, x):
-        """``(f0, grad, c, J)`` of ``_numpy_evaluation(x, jacobian=True)`` where
-        :meth:`_one_matrix_logistic`: the same operations on the same values, in another
-        order, so that no n-vector is held beside the backward product's columns ``Q`` but
-        the scores while they are read (CSR 1e6 x 1e4, the fit's peak memory: the scores,
-        ``Q`` and one more; the Hessian's weights then read the scores again, a pass that
-        :attr:`curvature_passes` does not count, so that the finish's budget is as it was).
+    def _one_matrix_evaluation(self, x, scores=None):
+        """``(f0, grad, c, J, scores)`` of ``_numpy_evaluation(x, jacobian=True,
+        scores=True)`` where :meth:`_one_matrix_logistic`: the same operations on the same
+        values, in another order, so that few n-vectors are held beside the backward
+        product's columns ``Q``: the scores, kept for the Hessian's weights, and the
+        sigmoids while they are read. The scores were once read again for each Hessian
+        instead (CSR 1e6 x 1e4, 20 non-zeros a row: 8 products with X of a fit's 41, about
+        7 % of its time, for one n-vector less at an evaluation, not the fit's peak memory);
+        :attr:`curvature_passes` counts neither way. ``scores`` (by the matrix's id), where
+        given, are taken for the rows' scores at ``x`` (see :meth:`second_order_evaluation`).
         """
         A, n_o, n_c = self.A_obj.A, self.A_obj.n_rows, self.A_con.n_rows
         _, cotangent = self._evaluation_weights()
@@ -154,17 +163,17 @@ class SecondOrder:
         # (With patterns, the constraints' columns of Q are not formed: see
         # _pattern_products; ``dp`` is then an n-vector of its own.)
         patterns = self._row_patterns() if _compiled_csr(A) else None
-        z = self._score(A, x)
+        z = self._score(A, x) if scores is None else scores[id(A)]
         Q = np.empty((A.shape[0], 1 + (0 if patterns else len(cols))))
         m_obj = np.multiply(self.b, z, out=Q[:, 0])  # the objective's margins, in its column
-        p = expit(z, out=z)
+        p = expit(z)
         c = (p @ self.W) / n_c + self.offset
         dp = np.empty_like(p) if patterns else Q[:, 1]  # ``(1 - p) p / n_c``
         np.subtract(1.0, p, out=dp)
         dp *= p
         dp /= n_c
-        del p, z
-        values = self.loss.value(m_obj)
+        values = _logistic_values(m_obj, out=p)  # (p is read no more: its array)
+        del p
         f0 = float(np.mean(np.multiply(values, self.u, out=values)))
         del values
         r = m_obj  # the loss's derivative, ``-expit(-m)``, in place (its steps, the same)
@@ -177,7 +186,7 @@ class SecondOrder:
             for k in range(cotangent.shape[1] - 1, -1, -1):  # (dp, the second column, first)
                 np.multiply(cotangent[:, k], dp, out=Q[:, 1 + k])
             G = self._grad(A, Q, 1.0)
-        return f0, G[:, 0], c, G[:, 1:].T[pos] * sign[:, None]
+        return f0, G[:, 0], c, G[:, 1:].T[pos] * sign[:, None], {id(A): z}
 
     def _without_dead(self, H):
         """The Hessian ``H`` with the rows and columns of the dead features' weights those of
@@ -207,8 +216,7 @@ class SecondOrder:
         for A, direct in self._curvature_matrices():
             if self.n_params > _gram.GRAM_MAX_PARAMS:
                 # The scores, where the evaluation did not keep them (the compiled pass
-                # over dense rows; not :meth:`_one_matrix_evaluation`'s, read again
-                # uncounted as when they were kept); each product is a read more.
+                # over dense rows); each product is a read more.
                 rows += 0 if self._dense_pass_code() is None else A.shape[0]
                 continue
             pick = self._hessian_sample(A)[0]
@@ -252,7 +260,7 @@ class SecondOrder:
         scores there by matrix id, where the evaluation kept them)."""
         if self.n_params > _gram.GRAM_MAX_PARAMS:
             parts = self._curvature_weights(x, mu, sample=False, scores=scores)
-            return self._hessian_operator(parts)
+            return self._hessian_operator(parts, scores)
         H = np.zeros((self.n_params, self.n_params))
         compiled = self.use_kernel and _kernels_available()
         inv = np.broadcast_to(self._inv_scale, (self.n_features,)) if self._scaled else None
@@ -396,16 +404,33 @@ class SecondOrder:
         out /= self.A_con.n_rows
         return out
 
-    def _hessian_operator(self, parts):
-        """The Hessian of :meth:`_hessian` as products with it (wide data)."""
+    def _hessian_operator(self, parts, scores=None):
+        """The Hessian of :meth:`_hessian` as products with it (wide data); with the rows'
+        ``scores`` at its point (one matrix), able to move them along the step its products
+        solve for (see :class:`~sklearn_ialm.solver.finish.HessianOperator`): each
+        product scores the rows at its vector, and the scores are linear in it."""
+        if scores is None or len(parts) != 1 or id(parts[0][0]) not in scores:
+            matvec, image = self._products(parts), None
+        else:
+            (A, _, r), last = parts[0], {}
+
+            def matvec(v):
+                last["image"] = z = self._score(A, np.ravel(v))
+                return self._grad(A, r * z, 1.0)
+
+            image = (last, id(A), {"scores": scores[id(A)]})
+        return HessianOperator(
+            self.n_params, matvec, diagonal=lambda: self._hessian_diagonal(parts), image=image
+        )
+
+    def _products(self, parts):
+        """Products with the Hessian of ``parts`` (see :meth:`_hessian_operator`)."""
 
         def matvec(v):
             v = np.ravel(v)
             return sum(self._grad(A, r * self._score(A, v), 1.0) for A, _, r in parts)
 
-        return HessianOperator(
-            self.n_params, matvec, diagonal=lambda: self._hessian_diagonal(parts)
-        )
+        return matvec
 
     def _hessian_diagonal(self, parts):
         """The diagonal of :meth:`_hessian_operator`'s Hessian (a read of every row):
@@ -421,6 +446,21 @@ class SecondOrder:
             if self.fit_intercept:
                 out[d] += r.sum()
         return out
+
+
+def _logistic_values(m, out):
+    """The logistic loss ``log(1 + exp(-m))`` into ``out``, as ``log1p(exp(-|m|)) + max(-m,
+    0)`` by blocks of ``_BLOCK_ROWS``: numpy's vectorised exponential and logarithm where
+    ``np.logaddexp`` (:meth:`Logistic.value`) calls the scalar ones entry by entry (1e6
+    rows: 7 ms against 24, an evaluation of the wide finish about 0.12 s); within an ulp
+    of it or two. :meth:`Logistic.value` keeps its bits elsewhere (the record of
+    ``tests/test_golden.py``)."""
+    for start in range(0, len(m), _BLOCK_ROWS):
+        mb, ob = m[start : start + _BLOCK_ROWS], out[start : start + _BLOCK_ROWS]
+        np.abs(mb, out=ob)
+        np.log1p(np.exp(np.negative(ob, out=ob), out=ob), out=ob)
+        ob -= np.minimum(mb, 0.0)
+    return out
 
 
 def _weighted_square_sums(A, r):

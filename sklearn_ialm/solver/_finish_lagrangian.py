@@ -77,6 +77,8 @@ class _AugmentedLagrangian:
         # The trust region of steps on an indefinite Hessian (see newton; None: none).
         self.radius = None
         self.sides = None  # the sides of the kinks where the last direction ends
+        self.step_track = None  # the rows' scores of the last direction (see direction)
+        self._moved = None  # the scores of the point to evaluate next, where known
         self.trust_region = bool(getattr(problem, "trust_region", False))
         # Whether each constraint moves with one free level at most: then the levels that
         # minimise the augmented Lagrangian at a given x are exact (see _levels_solved).
@@ -140,7 +142,9 @@ class _AugmentedLagrangian:
             # The last point's evaluation (its rows' scores, kept for its Hessian: an
             # n-vector) is let go before this one is formed, not after.
             self._second = self._at = None
-            self._second = (key, self.problem.second_order_evaluation(x))
+            moved, self._moved = self._moved, None
+            more = {} if moved is None else {"scores": moved}
+            self._second = (key, self.problem.second_order_evaluation(x, **more))
             self._at = self._terms_at(x, len(v))
         return np.asarray(self._second[1][2], dtype=float) + self.shift(tau)
 
@@ -219,7 +223,10 @@ class _AugmentedLagrangian:
             out[:p] += data @ s[:p] + diag_h * s[:p]
             return out
 
-        return HessianOperator(p + q, matvec, precondition=self._preconditioner(data, diag_h, Ja))
+        return HessianOperator(
+            p + q, matvec, precondition=self._preconditioner(data, diag_h, Ja),
+            image=getattr(data, "image", None),
+        )  # fmt: skip
 
     def _flip_of(self, H):
         """:meth:`_data_flip` for the dense Hessians of the problems with a trust region
@@ -360,11 +367,12 @@ class _AugmentedLagrangian:
             if key not in trials:
                 H = self.hessian(y, beta, w, Jv, refresh and i == 0, active)
                 rhs = smooth + Jv[active].T @ a[active]
-                trials[key] = _newton_step(H, rhs, floor, self.radius, self._flip_of(H))
-            trial = trials[key]
+                step_of = _newton_step(H, rhs, floor, self.radius, self._flip_of(H))
+                trials[key] = (step_of, getattr(H, "last_track", None))
+            trial, track = trials[key]
             if step is not None and float(g @ trial) >= 0.0:
                 break  # not a descent direction of the function itself: keep the last
-            step = trial
+            step, self.step_track = trial, track
             ends = ~self.ineq | (a + beta * (Jv @ step) > 0)
             if not isinstance(H, np.ndarray):
                 ends |= active
@@ -416,9 +424,14 @@ class _AugmentedLagrangian:
             start = self.sides if _WARM_SIDES else None
             slope, t = float(g @ step), 1.0
             refresh = False
+            # (Only from a Hessian formed at this point: its scores are the point's.)
+            track = self.step_track if self._curvature_at == self._second[0] else None
             while True:
                 trial = v + t * step
+                # (The trial's scores from the direction's, where its products kept them.)
+                self._moved = None if track is None else track.moved(t)
                 out = self._levels_solved(trial, y, beta)
+                self._moved = None
                 # Near the optimum the decrease is at the value's rounding: a step that
                 # also shrinks the gradient is taken there.
                 rounding = 1e-13 * max(1.0, abs(value))
