@@ -171,3 +171,50 @@ def test_logistic_values_are_the_loss():
     ref = Logistic().value(m.copy())
     assert np.all(np.abs(got - ref) <= 4 * np.spacing(np.abs(ref)))
     assert got[-3] == 0.0 and got[-2] == 800.0
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_one_matrix_evaluation_with_patterns_holds_three_row_vectors():
+    # With the constraint weights' distinct rows (a compiled read), beside the kept scores
+    # and the objective's column, one n-vector: the loss, then the sigmoids in its array,
+    # then their slopes in place. It held 4.0 n-vectors (the sigmoids and their slopes
+    # apart) and the patterns' index as intp (a byte a row now), the peak of a CSR
+    # 1e6 x 1e4 fit (benchmarks/results/memory.md).
+    from sklearn_ialm.problems import _kernels
+
+    rng = np.random.default_rng(5)
+    X, s, y = _wide_rows(rng, 200_000, 2000, 10)
+    groups = (s + rng.standard_normal(len(y)) > 0).astype(int)
+    problem = fairness_problem(X, y, X, groups, bound=0.02, loss="logistic")
+    x = rng.standard_normal(problem.n_params) * 0.1
+    if not _kernels._compiled_csr(problem.A_obj.A):
+        pytest.skip("needs numba (the compiled read of CSR rows)")
+    assert problem._one_matrix_logistic()
+    problem._one_matrix_evaluation(x)  # first call: caches (signed columns, patterns)
+    pattern, _ = problem._row_patterns()
+    assert pattern.dtype == np.uint8
+    n_vector = 8 * problem.A_obj.A.shape[0]
+    tracemalloc.start()
+    try:
+        out = problem._one_matrix_evaluation(x)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del out
+    assert peak < 3.5 * n_vector, peak / n_vector
+
+
+def test_weighted_products_and_slopes_are_numpys():
+    # The fused product X.T @ (r * z) (no n-vector r * z) against scipy's, and the sigmoids'
+    # slopes in place against numpy's, bit for bit.
+    from sklearn_ialm.problems import _kernels
+    from sklearn_ialm.problems._curvature import _sigmoid_slopes
+
+    rng = np.random.default_rng(4)
+    X, s, _ = _wide_rows(rng, 70_000, 300, 5)
+    r, z = rng.random(X.shape[0]), rng.standard_normal(X.shape[0])
+    if _kernels._compiled_csr(X):
+        assert _kernels.csr_weighted_rmatvec(X, r, z).tobytes() == (X.T @ (r * z)).tobytes()
+    p = 1.0 / (1.0 + np.exp(-s))
+    expected = np.subtract(1.0, p) * p / 7.0
+    assert _sigmoid_slopes(p.copy(), 7.0).tobytes() == expected.tobytes()

@@ -166,16 +166,21 @@ class SecondOrder:
         z = self._score(A, x) if scores is None else scores[id(A)]
         Q = np.empty((A.shape[0], 1 + (0 if patterns else len(cols))))
         m_obj = np.multiply(self.b, z, out=Q[:, 0])  # the objective's margins, in its column
-        p = expit(z)
-        c = (p @ self.W) / n_c + self.offset
-        dp = np.empty_like(p) if patterns else Q[:, 1]  # ``(1 - p) p / n_c``
-        np.subtract(1.0, p, out=dp)
-        dp *= p
-        dp /= n_c
-        values = _logistic_values(m_obj, out=p)  # (p is read no more: its array)
-        del p
+        # The loss first, then the sigmoids in its array, and with patterns their slopes in
+        # place: beside the kept scores and Q, one n-vector (two were the peak of a CSR
+        # 1e6 x 1e4 fit: the sigmoids and their slopes, with the loss in the first).
+        values = _logistic_values(m_obj, out=np.empty_like(z))
         f0 = float(np.mean(np.multiply(values, self.u, out=values)))
-        del values
+        p = expit(z, out=values)
+        c = (p @ self.W) / n_c + self.offset
+        if patterns:
+            dp = _sigmoid_slopes(p, n_c)  # ``(1 - p) p / n_c``, in p's array
+        else:
+            dp = Q[:, 1]
+            np.subtract(1.0, p, out=dp)
+            dp *= p
+            dp /= n_c
+        del p, values
         r = m_obj  # the loss's derivative, ``-expit(-m)``, in place (its steps, the same)
         np.negative(expit(np.negative(r, out=r), out=r), out=r)
         np.multiply(r, self.bu, out=r)
@@ -416,12 +421,22 @@ class SecondOrder:
 
             def matvec(v):
                 last["image"] = z = self._score(A, np.ravel(v))
-                return self._grad(A, r * z, 1.0)
+                return self._weighted_grad(A, r, z)
 
             image = (last, id(A), {"scores": scores[id(A)]})
         return HessianOperator(
             self.n_params, matvec, diagonal=lambda: self._hessian_diagonal(parts), image=image
         )
+
+    def _weighted_grad(self, A, r, z):
+        """:meth:`_grad` of ``r * z`` (``n = 1``), without that n-vector where a compiled read
+        of CSR ``A`` forms the product (see :func:`~._kernels.csr_weighted_rmatvec`)."""
+        if not _compiled_csr(A):
+            return self._grad(A, r * z, 1.0)
+        from . import _kernels  # (numba loads at the first fit, not with the package)
+
+        rsum = float(np.dot(r, z)) if self.fit_intercept else 0.0
+        return self._finish_grad(_kernels.csr_weighted_rmatvec(A, r, z), rsum, 1.0)
 
     def _products(self, parts):
         """Products with the Hessian of ``parts`` (see :meth:`_hessian_operator`)."""
@@ -461,6 +476,16 @@ def _logistic_values(m, out):
         np.log1p(np.exp(np.negative(ob, out=ob), out=ob), out=ob)
         ob -= np.minimum(mb, 0.0)
     return out
+
+
+def _sigmoid_slopes(p, n):
+    """``(1 - p) p / n`` into ``p``, by blocks of ``_BLOCK_ROWS`` (a block's ``1 - p`` the
+    only temporary): the values of ``np.subtract(1, p) * p / n``, bit for bit."""
+    for start in range(0, len(p), _BLOCK_ROWS):
+        block = p[start : start + _BLOCK_ROWS]
+        block *= np.subtract(1.0, block)
+        block /= n
+    return p
 
 
 def _weighted_square_sums(A, r):
