@@ -37,6 +37,19 @@ def _wide_problem(n=20_000, d=2000, nnz=10, seed=0):
     return problem, x
 
 
+def _n_vectors_at_peak(problem, evaluate, x):
+    """The most memory ``evaluate(x)`` allocates at once (tracemalloc), in n-vectors of
+    float64 of the problem's rows."""
+    tracemalloc.start()
+    try:
+        out = evaluate(x)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del out
+    return peak / (8 * problem.A_obj.A.shape[0])
+
+
 def test_kept_scores_are_the_scores_and_change_no_value():
     problem, x = _wide_problem()
     plain = problem._numpy_evaluation(x, jacobian=True, scores=False)
@@ -62,16 +75,9 @@ def test_second_order_evaluation_holds_few_row_vectors():
     # the constraints' p (1 - p) / n apart, and their quotient by n while it was copied in.
     problem, x = _wide_problem(n=200_000)
     problem.second_order_evaluation(x)  # first call: caches (signed columns, weights)
-    n_vector = 8 * problem.A_obj.A.shape[0]
-    tracemalloc.start()
-    try:
-        out = problem.second_order_evaluation(x)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    del out
+    held = _n_vectors_at_peak(problem, problem.second_order_evaluation, x)
     width = 1 + len(problem._signed_columns()[0])
-    assert peak < (2.5 + width) * n_vector, (peak / n_vector, width)
+    assert held < 2.5 + width, (held, width)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -193,15 +199,8 @@ def test_one_matrix_evaluation_with_patterns_holds_three_row_vectors():
     problem._one_matrix_evaluation(x)  # first call: caches (signed columns, patterns)
     pattern, _ = problem._row_patterns()
     assert pattern.dtype == np.uint8
-    n_vector = 8 * problem.A_obj.A.shape[0]
-    tracemalloc.start()
-    try:
-        out = problem._one_matrix_evaluation(x)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    del out
-    assert peak < 3.5 * n_vector, peak / n_vector
+    held = _n_vectors_at_peak(problem, problem._one_matrix_evaluation, x)
+    assert held < 3.5, held
 
 
 def test_weighted_products_and_slopes_are_numpys():
