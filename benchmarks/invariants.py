@@ -67,20 +67,32 @@ def _row(case) -> dict:
 
 def _falsifying(text: str) -> str:
     """Hypothesis's failing call (``Falsifying example: ...`` or, in later versions,
-    ``Failing test case: ...``) on one line, its comments dropped; else the error's last line."""
-    said = [
-        re.sub(r"\s+#.*$", "", line[1:].strip()) for line in text.splitlines() if line[:1] == "E"
-    ]
+    ``Failing test case: ...``) on one line, its comments dropped; else the error's last line.
+    Where hypothesis found several distinct failures (an exception group, its lines drawn
+    after ``|``), the first one's, with how many more."""
+    lines = [line for line in map(_said, text.splitlines()) if line is not None]
+    said = [re.sub(r"\s+#.*$", "", line.strip()) for line in lines]
     joined = " ".join(said)
     found = re.search(r"(?:Falsifying example|Failing test case): ", joined)
     if found is None:
         return text.strip().splitlines()[-1] if text.strip() else ""
+    more = len(re.findall(r"(?:Falsifying example|Failing test case): ", joined)) - 1
     call, depth = joined[found.end() :], 0
     for i, char in enumerate(call):
         depth += {"(": 1, ")": -1}.get(char, 0)
         if char == ")" and depth == 0:
-            return call[: i + 1].replace("( ", "(").replace(", )", ")")
-    return call
+            call = call[: i + 1].replace("( ", "(").replace(", )", ")")
+            break
+    return call + (f" (and {more} more)" if more > 0 else "")
+
+
+def _said(line: str) -> str | None:
+    """A line of pytest's error text (``E`` first) or of an exception group's (``|``
+    first, after spaces and ``+``), else None."""
+    if line[:1] == "E":
+        return line[1:]
+    inner = line.lstrip(" +")
+    return inner[1:] if inner[:1] == "|" else None
 
 
 def main(argv: list[str] | None = None) -> None:
