@@ -173,13 +173,9 @@ class SecondOrder:
         f0 = float(np.mean(np.multiply(values, self.u, out=values)))
         p = expit(z, out=values)
         c = (p @ self.W) / n_c + self.offset
-        if patterns:
-            dp = _sigmoid_slopes(p, n_c)  # ``(1 - p) p / n_c``, in p's array
-        else:
-            dp = Q[:, 1]
-            np.subtract(1.0, p, out=dp)
-            dp *= p
-            dp /= n_c
+        if not patterns:
+            Q[:, 1] = p  # (the slopes go in the backward product's column)
+        dp = _sigmoid_slopes(p if patterns else Q[:, 1], n_c)  # ``(1 - p) p / n_c``, in place
         del p, values
         r = m_obj  # the loss's derivative, ``-expit(-m)``, in place (its steps, the same)
         np.negative(expit(np.negative(r, out=r), out=r), out=r)
