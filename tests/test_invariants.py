@@ -367,6 +367,19 @@ def test_binary_objective_is_monotone_with_a_group_of_eight_rows(family, kind, b
     check_monotone(family, kind, bounds, {})
 
 
+# Found by `python -m benchmarks.invariants --examples 100 --seed 2033` (session 30): on main
+# 52736b7 0.1 ended at 1.0382 and 0.02 at 1.0187. 0.1's tightened re-solve stopped predicting
+# one class (1.10, above the constant model's 1.064) and the bracket stayed in that basin; now
+# the first solve's segment to the constant model meets 0.1 at 0.974
+# (estimators/_towards_constant.py).
+@example(
+    family=Family(
+        n_rows=559, group_shares=(0.5, 0.5), tie="score", noise_sd=1.0, positive_share=0.1,
+        n_classes=3, n_features=2, seed=2702,
+    ),
+    kind="false_positive_rate_parity",
+    bounds=[0.02, 0.1],
+)  # fmt: skip
 # On main 6376317 this example ended at 1.0303 at 0.05 and 1.0142 at 0.02: the steering's
 # met solve at 0.05 was far inside the bound (gap 0.02), and the segment from the last solve
 # that missed it was above it; from the first solve, the segment meets 0.05 at 1.0121.

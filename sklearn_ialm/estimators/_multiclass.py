@@ -31,7 +31,10 @@ steering to the bound on predictions:
   the bound within ``bound_tol`` or the two are as close as a solve can tell apart; the
   model is then the point of the segment between the solve of least objective that met
   the bound and the last that missed it, nearest the one that missed, that meets it (the
-  scores are linear in the parameters: no read of the rows). Where the solves are spent
+  scores are linear in the parameters: no read of the rows), or the first point meeting the
+  bound on the segment from the first solve to the constant model where its training
+  objective is lower by more than 1e-3 (:mod:`._towards_constant`: the first solve is posed
+  alike at every bound, the re-solves are not). Where the solves are spent
   and none met the bound, up to three more start from the one that missed it by the least,
   at its soft bounds each tightened by a margin (doubled at each miss). If none meets the
   bound, the model is moved along the segment towards the constant model (every row

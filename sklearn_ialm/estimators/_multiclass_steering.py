@@ -18,6 +18,8 @@ from ..solver.settings import finish_tolerances
 from . import _solve as solving  # every run through _solve.py's _solve: one seam
 from ._class_offsets import _fair_offsets
 from ._hard_rates import _say
+from ._multiclass_segment import _segment
+from ._towards_constant import first_towards_constant
 
 #: The most solves of a fairness fit's steering (the first included).
 _MAX_ROUNDS = 10
@@ -114,26 +116,6 @@ def _room_programme(problem):
     return programme
 
 
-def _segment(problem, base, Z0, Z1):
-    """The least ``t`` in ``(0, 1]`` whose scores ``(1 - t) Z0 + t Z1`` meet the bound, or
-    None: a grid of 64 steps, then bisection between the last miss and the first hit. The
-    scores are linear in the parameters, so these are the scores of the point ``(1 - t) x0
-    + t x1`` of the segment between the models of ``Z0`` and ``Z1`` (no read of the rows)."""
-    ok = lambda t: problem.meets_bounds((1 - t) * Z0 + t * Z1, base)  # noqa: E731
-    lo = 0.0
-    for t in np.linspace(0.0, 1.0, 65)[1:]:
-        if ok(t):
-            hi = t
-            break
-        lo = t
-    else:
-        return None
-    for _ in range(30):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return hi
-
-
 def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol, base, rounds):
     """Re-solve at soft bounds moved by the hard violation until the bound holds on the
     training predictions (offsets ``base``), each active constraint within ``tol`` of it;
@@ -153,10 +135,12 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
     seen = None  # the soft and hard values of the last converged solve
     rescues = 0  # the solves of _rescue_bounds so far
     starts = []  # (the solve started from, the soft bounds) of each re-solve so far
+    first = None  # the first solve and its scores (see _towards_constant)
     while True:
         last = results[-1]
         scores = problem.scores(last.x)
         passes += 1.0
+        first = (last, scores) if first is None else first
         hard = problem.class_rate_constraints(np.argmax(scores, axis=1), base)
         soft = problem.rate_constraints(softmax(scores, axis=1), np.zeros_like(base))
         active = last.multipliers > 0
@@ -226,7 +210,10 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
         met, passes = _polished(est, problem, kwargs, seed, passes, results, met[:2])
         x = met[0].x
         if x_const is not None:
-            x, passes = _segments(est, problem, kwargs, seed, passes, results, base, met, *below)
+            x, scores, passes = _segments(
+                est, problem, kwargs, seed, passes, results, base, met, *below
+            )  # fmt: skip
+            x, _ = first_towards_constant(problem, base, first, x, scores, x_const, est.verbose)
         return x, results, met[0], passes, None
     if x_const is None or problem.meets_bounds(scores, base):
         return last.x, results, last, passes, None
@@ -234,7 +221,7 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
 
 
 def _segments(est, problem, kwargs, seed, passes, results, base, met, missed, low):
-    """``(x, passes)``: the model of a fit whose solves met the bound (``met``, polished):
+    """``(x, scores, passes)``: the model of a fit whose solves met the bound (``met``, polished):
     the point nearest ``missed`` (the last converged solve that missed it, None where it is
     above the met solve's objective) on the segment to the met solve that meets the bound
     (the loss is convex, so the point is below the met solve's objective), else the met
@@ -252,8 +239,8 @@ def _segments(est, problem, kwargs, seed, passes, results, base, met, missed, lo
 
     def along(start):
         t = _segment(problem, base, start[1], met[1])
-        point = (1 - t) * start[0].x + t * met[0].x
-        return problem.objective_of_scores(point, (1 - t) * start[1] + t * met[1]), point
+        point, at = (1 - t) * start[0].x + t * met[0].x, (1 - t) * start[1] + t * met[1]
+        return problem.objective_of_scores(point, at), point, at
 
     x, scores = met[0].x, met[1]
     if missed is not None:
@@ -263,9 +250,11 @@ def _segments(est, problem, kwargs, seed, passes, results, base, met, missed, lo
         t = _segment(problem, base, missed[1], met[1])
         x, scores = (1 - t) * missed[0].x + t * x, (1 - t) * missed[1] + t * scores
     if low is None:
-        return x, passes
-    value, point = along(low)
-    return (point if value < problem.objective_of_scores(x, scores) else x), passes
+        return x, scores, passes
+    value, point, at = along(low)
+    if value < problem.objective_of_scores(x, scores):
+        return point, at, passes
+    return x, scores, passes
 
 
 def _moved(problem, results, passes, x_const, base, last, scores, nearest):
