@@ -93,9 +93,11 @@ class FairPartialFit:
             model its call published. ``recent_constraint_values_`` is their metric (as
             fairlearn computes it), ``recent_margin_`` two standard errors of it (each group
             and label's rate a binomial share; with ``max_fpr``, ``recent_fpr_`` too), and
-            ``bound_met_`` is False when they miss ``bound`` by more than that margin: the
-            early models of a stream, which the running rates still count, no longer weigh
-            on it. The call that finds the recent rows missing the bound says so in a
+            ``bound_met_`` is False when they miss ``bound`` by more than that margin, or
+            miss it at all where that margin is wider than the room the bound leaves
+            (``bound``; ``1 - bound`` for a ratio: so few rows of a rate cannot show it
+            met): the early models of a stream, which the running rates still count, no
+            longer weigh on it. The call that finds the recent rows missing the bound says so in a
             ``ConvergenceWarning``, once until they meet it again. So does the call that
             finds the model no better than the constant model: measured on rows it had
             not learnt from (the constant model, which meets the bound, is then
