@@ -129,13 +129,12 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
     searched (Neyman-Pearson's class offsets meet the bound instead).
     """
     # (solve, its scores, its soft bounds, its hard values): the converged solve of least
-    # objective that met the bound, the last converged one that missed it, and the one
-    # that missed it by the least (see _rescue_bounds).
-    met = missed = nearest = low = None
+    # objective that met the bound, the last converged one that missed it, the one that
+    # missed it by the least (_rescue_bounds); the first solve (_towards_constant).
+    met = missed = nearest = low = first = None
     seen = None  # the soft and hard values of the last converged solve
     rescues = 0  # the solves of _rescue_bounds so far
     starts = []  # (the solve started from, the soft bounds) of each re-solve so far
-    first = None  # the first solve and its scores (see _towards_constant)
     while True:
         last = results[-1]
         scores = problem.scores(last.x)
@@ -210,9 +209,8 @@ def _steer_soft_bounds(est, problem, results, kwargs, seed, passes, x_const, tol
         met, passes = _polished(est, problem, kwargs, seed, passes, results, met[:2])
         x = met[0].x
         if x_const is not None:
-            x, scores, passes = _segments(
-                est, problem, kwargs, seed, passes, results, base, met, *below
-            )  # fmt: skip
+            args = (est, problem, kwargs, seed, passes, results, base, met, *below)
+            x, scores, passes = _segments(*args)
             x, _ = first_towards_constant(problem, base, first, x, scores, x_const, est.verbose)
         return x, results, met[0], passes, None
     if x_const is None or problem.meets_bounds(scores, base):
