@@ -10,7 +10,11 @@ import warnings
 import numpy as np
 import pytest
 from _families import Family
-from fairlearn.metrics import demographic_parity_difference, equalized_odds_difference
+from fairlearn.metrics import (
+    demographic_parity_difference,
+    equal_opportunity_difference,
+    equalized_odds_difference,
+)
 from sklearn.exceptions import ConvergenceWarning
 from test_invariants import constant_objective, objective
 from test_steering_best import _unconstrained_objective
@@ -90,3 +94,25 @@ def test_a_looser_bound_reaches_the_narrow_soft_bands_a_tighter_fit_reached():
         assert est.converged_ and not said
         values[bound] = objective(est, X, y)
     assert values[0.1] <= values[0.05]
+
+
+def test_where_no_two_solves_of_the_steering_meet_the_bound_two_more_solves_are_paired(
+    monkeypatch,
+):
+    # Four groups, one of 11 rows with 5 positives (a row moves its true-positive rate by
+    # 0.2): at true-positive-rate parity 0.02 no solve of the steering, nor any point
+    # between two of them, meets the bound. With the unconstrained solve and one at narrow
+    # soft bands among them, a point between two solves does.
+    X, y, groups, _, _ = random_family(9)
+    assert sorted(np.bincount(groups))[0] == 11
+    ours, said = _fit(X, y, groups, 0.02, constraint="true_positive_rate_parity")
+    # Converged, with no warning (main 52736b7: not converged, objective 0.6595).
+    assert ours.converged_ and ours.bound_met_ and not said
+    monkeypatch.setattr(best, "_two_more", lambda problem, units, fit, *a: fit)
+    alone, alone_said = _fit(X, y, groups, 0.02, constraint="true_positive_rate_parity")
+    assert not alone.converged_ and alone_said
+    for est in (ours, alone):
+        gap = equal_opportunity_difference(y, est.predict(X), sensitive_features=groups)
+        assert gap <= 0.02
+    assert objective(ours, X, y) < objective(alone, X, y) - 0.01
+    assert _unconstrained_objective(X, y) - 1e-9 <= objective(ours, X, y)
