@@ -39,7 +39,7 @@ compromise (a solve moved towards the constant model, or its threshold moved), w
 lower than that and than the constant model; where no two of the steering's solves have
 such a point, the unconstrained solve and the narrow one below are paired too (76 of the
 270 fits of the small-group sweep over ``benchmarks.families.random_family`` ended with the
-compromise, 32 now). And one
+compromise, 30 now). And one
 solve with every soft band at the same narrow half-width, whatever the bound
 (:func:`_solve_parity`), gives every bound the same segment from the unconstrained solve.
 
