@@ -29,8 +29,10 @@ from ._segment_sweep import _segment
 __all__ = ["between_solves"]
 
 #: Solves (the converged ones nearest the bound) whose pairs are searched: each pair is one
-#: sweep, with no data pass; each solve's constraint-row scores are one read.
-_SOLVES = 8
+#: sweep, with no data pass; each solve's constraint-row scores are one read, held while the
+#: pairs are searched. Over ``_HELD_ROWS`` constraint rows, ``_FEW_SOLVES`` only (the fit's
+#: memory: a few vectors of all rows, see tests/test_memory.py).
+_SOLVES, _FEW_SOLVES, _HELD_ROWS = 8, 3, 1 << 17
 
 #: Points meeting the bound whose objective is read on the rows (a data pass each): those
 #: of the least bound on it (the ends' objectives mixed, which a convex objective is below).
@@ -68,10 +70,11 @@ def between_solves(problem, units, results, seen, base):
         kept = seen.get(id(r))
         return -np.inf if kept is None or kept[0] is not r else float(np.max(kept[1]))
 
-    solves = sorted(solves, key=miss)[:_SOLVES]
     read = getattr(problem, "constraint_score_rows", None)
-    share = (problem.n_constraint_samples if read is None else read()) / problem.n_samples
-    # (Up to _SOLVES score vectors of the constraint rows at once, on this path only.)
+    rows = problem.n_constraint_samples if read is None else read()
+    held = _SOLVES if problem.n_constraint_samples <= _HELD_ROWS else _FEW_SOLVES
+    solves = sorted(solves, key=miss)[:held]
+    share = rows / problem.n_samples
     scores = [problem.constraint_scores(r.x) for r in solves]
     points = []
     for i in range(len(solves)):
