@@ -278,7 +278,8 @@ _PARITY_SHARE = 0.1
 def _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes):
     """``(result, passes)`` of one solve with every soft band of differences at the same
     narrow half-width, ``_PARITY_SHARE * bound_tol`` whatever the bound (appended to
-    ``fit.results``; ``None`` where a unit is not such a band or its offsets differ).
+    ``fit.results``; ``None`` where the constraints are not differences of rates with one
+    offset, :func:`_differences`).
 
     The segment from the unconstrained solve towards it (:func:`_segments`) is one the fit
     at every bound reaches alike: its first point meeting a looser bound comes no later on
@@ -286,7 +287,7 @@ def _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes):
     solves on their own and ended lower than looser ones (true-positive-rate parity with
     two groups of 22 rows: 0.02 at 0.4940 from a solve at half-width 0.001, 0.05 at
     0.5123; with this solve, 0.4924 and 0.4919)."""
-    if passes >= budget or not np.all(units.differences()) or np.ptp(base) > 0:
+    if passes >= budget or not _differences(problem, base):
         return None, passes
     offset = np.full(len(base), -_PARITY_SHARE * bound_tol)
     # Warm started from the solve whose bounds bind hardest (its largest multiplier): from
@@ -300,6 +301,17 @@ def _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes):
     result = solve(problem.with_offset(offset), len(fit.results), warm, budget - passes)
     fit.results.append(result)
     return result, passes + result.n_data_passes
+
+
+def _differences(problem, base) -> bool:
+    """Whether every constraint is a difference of rates (zero where every prediction is
+    the same: a band's side or a pair's gap) with one offset, the bound's: its soft value
+    at parity is then the offset, whatever the overall rate. (Not ratios, nor error rates,
+    whose offsets hold each group's base rate.)"""
+    if not len(base) or np.ptp(base) > 0:
+        return False
+    at_ones = problem.rate_constraints(np.ones(problem.n_constraint_samples), offset=0.0)
+    return bool(np.all(np.abs(at_ones) <= 1e-12 * max(1.0, float(np.max(np.abs(problem.W))))))
 
 
 def _segments(problem, units, fit, free, free_scores, met, base, chosen, passes):
