@@ -29,27 +29,30 @@ already reached may meet it at less:
   meet the bound in between.
 
 The search runs where the model leaves room, and also, at the bound, where one row moves
-a constraint's value on predictions by more than ``bound_tol`` (a cell of fewer than
-``1 / bound_tol`` rows, :func:`_row_steps`): there the steering's end is where its steps
-of a row happened to land, not the least objective near the bound, and a looser bound's
-fit that stopped at its bound ended above a tighter one's (equalized odds with a group of
-8 rows: 0.1 at 0.6661 against 0.05 at 0.6622, now 0.6614). Where no solve met the bound at
-all, the point between two solves of least objective is returned before the steering's
-compromise (a solve moved towards the constant model, or its threshold moved), where it is
-lower than that and than the constant model; where no two of the steering's solves have
-such a point, the unconstrained solve and the narrow one below are paired too (76 of the
-270 fits of the small-group sweep over ``benchmarks.families.random_family`` ended with the
-compromise, 30 now). And one
-solve with every soft band at the same narrow half-width, whatever the bound
-(:func:`_solve_parity`), gives every bound the same segment from the unconstrained solve.
+a constraint's value on predictions by more than ``_CELL_STEPS`` times ``bound_tol`` (a
+cell of fewer than 20 rows at the default ``bound_tol``, :func:`_row_steps`): there the
+steering's end is where its steps of a row happened to land, not the least objective near
+the bound, and a looser bound's fit that stopped at its bound ended above a tighter one's
+(equalized odds with a group of 8 rows: 0.1 at 0.6661 against 0.05 at 0.6622, now 0.6614).
+Every search adds one solve with every soft band (or pair's gap) at the same narrow
+half-width, whatever the bound (:func:`_solve_parity`): every bound's fit reaches the
+segment from the unconstrained solve towards it.
+
+Where no solve met the bound at all, the point between two solves of least objective is
+returned before the steering's compromise (a solve moved towards the constant model, or its
+threshold moved), where it is lower than that and than the constant model; where no two of
+the steering's solves have such a point, the unconstrained solve and the narrow one are
+paired too (76 of the 270 fits of the small-group sweep over
+``benchmarks.families.random_family`` ended with the compromise, 30 now).
 
 The model of least objective among those and the steering's own is returned. Its verdict
 is that model's: a solve's own, or for a point of a segment converged where both ends
 converged, as the steering's own segments between two solves are; the solver result it
-reports (multipliers, residuals) is that of the solve that met the bound, a problem posed
-at the steering's bounds. Under ``preset="paper"`` no unconstrained solve is added: its
-solves are stochastic, and one such solve added 35.5 passes to a case of the golden record
-without being chosen; one the steering ran is still reused.
+reports (multipliers, residuals) is that of the solve, or of an end of the segment other
+than the unconstrained solve. Under
+``preset="paper"`` no solve is added and no pair searched: its solves are stochastic, and
+one unconstrained solve added 35.5 passes to a case of the golden record without being
+chosen; one the steering ran is still reused.
 """
 
 from __future__ import annotations
@@ -188,7 +191,9 @@ def _pairs(problem, units, results, seen, base, chosen, passes):
         value = _value(problem, x)
         passes += problem.n_objective_samples / problem.n_samples
         if value < chosen[0]:
-            chosen = (value, x, [a, b], t)
+            # (The unconstrained solve not first: the fit reports the first one's
+            # multipliers and residuals, of a problem posed at bounds near the fit's.)
+            chosen = (value, x, [b, a], 1.0 - t) if _unconstrained(a) else (value, x, [a, b], t)
     return chosen, passes
 
 
