@@ -63,9 +63,10 @@ def test_a_model_inside_the_bound_gives_way_to_a_better_one_that_meets_it(monkey
     monkeypatch.setattr(best, "_together", counted)
     parity = best._solve_parity
 
-    def counted_parity(*args):
-        out = parity(*args)
-        solves.append(out[0] is not None)
+    def counted_parity(problem, units, solve, fit, *args):
+        before = len(fit.results)
+        out = parity(problem, units, solve, fit, *args)
+        solves.append(len(fit.results) - before)
         return out
 
     monkeypatch.setattr(best, "_solve_parity", counted_parity)

@@ -152,10 +152,7 @@ def best_met(problem, units, fit, solve, seen, *, base, bound_tol, budget, free_
         together, passes = _together(problem, units, solve, fit, best, base, budget, passes)
         met += together
     if free_solve and free is not None:
-        parity, passes = _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes)
-        if parity is not None:
-            hard, passes = _hard(problem, units, parity, {}, base, passes)
-            met += [parity] if parity.converged and _met(hard) else []
+        passes = _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes, met)
     best = min(met, key=lambda r: r.objective)
     chosen = (best.objective, best.x, [best], 0.0)
     if free is not None:
@@ -164,13 +161,19 @@ def best_met(problem, units, fit, solve, seen, *, base, bound_tol, budget, free_
     del free_scores  # (a score a row: not kept while the model is scored)
     if free_solve:
         chosen, passes = _pairs(problem, units, fit.results, seen, base, chosen, passes)
+    return _if_lower(problem, units, fit, chosen, passes, verbose)
+
+
+def _if_lower(problem, units, fit, chosen, passes, verbose):
+    """The fit at the candidate ``chosen`` (``(objective, x, used, t)``) where it is below
+    the steering's own model, else ``fit`` (its passes counted)."""
     own, passes = _objective(problem, fit, passes)
     value, x, used, t = chosen
     if not value < own - _BETTER * max(1.0, abs(own)):
         fit.n_data_passes = passes
         return fit
     z = problem.constraint_scores(x)
-    passes += share
+    passes += _pass_share(problem)
     said = (
         f"a converged solve that meets it, objective {value:.6g}"
         if t == 0.0
@@ -203,7 +206,7 @@ def _two_more(problem, units, fit, solve, seen, base, bound_tol, budget, verbose
     them."""
     passes = fit.n_data_passes
     _, passes = _solve_free(problem, solve, fit.result, fit.results, budget - passes, passes)
-    _, passes = _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes)
+    passes = _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes, [])
     fit.n_data_passes = passes
     return _between_two(problem, units, fit, seen, base, verbose)
 
@@ -280,11 +283,11 @@ def _together(problem, units, solve, fit, start, base, budget, passes):
 _PARITY_SHARE = 0.1
 
 
-def _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes):
-    """``(result, passes)`` of one solve with every soft band of differences at the same
-    narrow half-width, ``_PARITY_SHARE * bound_tol`` whatever the bound (appended to
-    ``fit.results``; ``None`` where the constraints are not differences of rates with one
-    offset, :func:`_differences`).
+def _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes, met):
+    """``passes`` after one solve with every soft band of differences at the same narrow
+    half-width, ``_PARITY_SHARE * bound_tol`` whatever the bound (appended to
+    ``fit.results``, and to ``met`` where it converged and meets the bound; none where the
+    constraints are not differences of rates with one offset, :func:`_differences`).
 
     The segment from the unconstrained solve towards it (:func:`_segments`) is one the fit
     at every bound reaches alike: its first point meeting a looser bound comes no later on
@@ -293,7 +296,7 @@ def _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes):
     two groups of 22 rows: 0.02 at 0.4940 from a solve at half-width 0.001, 0.05 at
     0.5123; with this solve, 0.4924 and 0.4919)."""
     if passes >= budget or not _differences(problem, base):
-        return None, passes
+        return passes
     offset = np.full(len(base), -_PARITY_SHARE * bound_tol)
     # Warm started from the solve whose bounds bind hardest (its largest multiplier): from
     # the unconstrained solve it took 17.9 passes a solve on a tenth of the small-group
@@ -309,7 +312,9 @@ def _solve_parity(problem, units, solve, fit, base, bound_tol, budget, passes):
     cap = 2.0 * max(r.n_data_passes for r in fit.results)
     result = solve(problem.with_offset(offset), len(fit.results), warm, min(cap, budget - passes))
     fit.results.append(result)
-    return result, passes + result.n_data_passes
+    hard, passes = _hard(problem, units, result, {}, base, passes + result.n_data_passes)
+    met += [result] if result.converged and _met(hard) else []
+    return passes
 
 
 def _differences(problem, base) -> bool:
