@@ -23,6 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, roc_auc_score
 
 import sklearn_ialm
+import sklearn_ialm.estimators._steering_best as best
 from sklearn_ialm import FairLogisticClassifier
 
 PACKAGE = Path(sklearn_ialm.__file__).parent
@@ -63,19 +64,20 @@ def _assert_warnings_agree(clf, caught):
 
 
 def test_intersections_below_the_majority_class_say_so_and_do_not_claim_convergence():
-    """The issue's intersections at a parity gap of 0.03: no solve of the soft surrogate
-    meets the bound on predictions (the tightest surrogate bound the steering allows still
-    leaves a gap of about 0.055), so the model returned is the nearest solve moved towards
-    the constant model: the optimum of no posed problem. Main called it converged, with no
-    warning, at an accuracy below that of predicting the majority class."""
+    """The issue's intersections at a parity gap of 0.01: no solve of the soft surrogate
+    meets the bound on predictions, nor a point between two of them, so the model returned
+    is the nearest solve moved towards the constant model: the optimum of no posed problem.
+    Main called such a model converged, with no warning, at an accuracy below that of
+    predicting the majority class. (At 0.03, this test's gap up to main 52736b7, a point
+    between two converged solves now meets the bound: see the test below.)"""
     X, y, a, b = _issue_data()
     sf = pd.DataFrame({"a": a, "b": b})
-    clf, caught = _fit(lambda: FairLogisticClassifier(bound=0.03, random_state=0), X, y, sf)
+    clf, caught = _fit(lambda: FairLogisticClassifier(bound=0.01, random_state=0), X, y, sf)
     _assert_warnings_agree(clf, caught)
     accuracy = accuracy_score(y, clf.predict(X))
     majority = max(np.mean(y), 1 - np.mean(y))
     assert clf.bound_met_
-    assert demographic_parity_difference(y, clf.predict(X), sensitive_features=sf) <= 0.03
+    assert demographic_parity_difference(y, clf.predict(X), sensitive_features=sf) <= 0.01
     assert not clf.converged_
     (text,) = _texts(caught, ConvergenceWarning)
     # The figures of the warning are those scikit-learn computes.
@@ -89,11 +91,29 @@ def test_intersections_below_the_majority_class_say_so_and_do_not_claim_converge
     # The remedy it names works: at that bound the surrogate reaches the bound, the fit
     # converges, and the model beats the majority class.
     looser = float(re.search(r"Set bound=([0-9.]+):", text).group(1))
-    assert 0.03 < looser < 0.1
+    assert 0.01 < looser < 0.1
     again, caught = _fit(lambda: FairLogisticClassifier(bound=looser, random_state=0), X, y, sf)
     _assert_warnings_agree(again, caught)
     assert again.converged_ and again.bound_met_
     assert accuracy_score(y, again.predict(X)) > majority
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_intersections_at_003_converge_above_the_majority_class(fit_intercept):
+    """The intersections at 0.03 ended, up to main 52736b7, at the nearest solve moved
+    towards the constant model (accuracy 0.4855 with an intercept, the zero model's 0.5010
+    without), not converged: a point between two converged solves meets the bound now,
+    more accurate than predicting the majority class."""
+    X, y, a, b = _issue_data()
+    sf = pd.DataFrame({"a": a, "b": b})
+    clf, caught = _fit(
+        lambda: FairLogisticClassifier(bound=0.03, fit_intercept=fit_intercept, random_state=0),
+        X, y, sf,
+    )  # fmt: skip
+    _assert_warnings_agree(clf, caught)
+    assert clf.converged_ and clf.bound_met_ and not _texts(caught, ConvergenceWarning)
+    assert demographic_parity_difference(y, clf.predict(X), sensitive_features=sf) <= 0.03
+    assert accuracy_score(y, clf.predict(X)) > max(np.mean(y), 1 - np.mean(y))
 
 
 def test_no_intercept_reaches_the_bound_with_a_useful_model():
@@ -125,9 +145,13 @@ def test_no_intercept_reaches_the_bound_with_a_useful_model():
     assert accuracy > max(np.mean(y), 1 - np.mean(y)) + 0.1
 
 
-def test_without_an_intercept_the_constant_model_has_no_intercept():
+def test_without_an_intercept_the_constant_model_has_no_intercept(monkeypatch):
     """Where nothing but a constant meets the bound, a fit without an intercept returns the
-    zero model (every score 0), never an intercept it was told not to fit."""
+    zero model (every score 0), never an intercept it was told not to fit. (On these data a
+    point between two converged solves now meets the bound, see the test above: the search
+    for it is left out here, so that the fit ends as where none does.)"""
+    monkeypatch.setattr(best, "_between_two", lambda problem, units, fit, *a: fit)
+    monkeypatch.setattr(best, "_two_more", lambda problem, units, fit, *a: fit)
     X, y, a, b = _issue_data()
     sf = pd.DataFrame({"a": a, "b": b})
     clf, caught = _fit(

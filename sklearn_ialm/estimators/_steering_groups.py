@@ -322,6 +322,12 @@ def _beats_constant(problem, result):
     (another loss, no intercept, rows on a cluster). With bounds moved group by group a
     solve can meet the bound at a loss above the constant's (30 groups of 10-50 rows: 3.2
     against 0.69), a model no user wants; the fit then ends as without those solves."""
+    return _below_constant(problem, result.objective)
+
+
+def _below_constant(problem, value):
+    """Whether an objective ``value`` is at most the constant model's logistic loss (see
+    :func:`_beats_constant`); True where that is not at hand."""
     u, b = getattr(problem, "u", None), getattr(problem, "b", None)
     if u is None or b is None or not getattr(problem, "fit_intercept", False):
         return True
@@ -330,4 +336,4 @@ def _beats_constant(problem, result):
     p = float(u[b > 0].sum() / u.sum())
     if not 0.0 < p < 1.0:
         return True
-    return bool(result.objective <= -(p * np.log(p) + (1.0 - p) * np.log1p(-p)))
+    return bool(value <= -(p * np.log(p) + (1.0 - p) * np.log1p(-p)))
