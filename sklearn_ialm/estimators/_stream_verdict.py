@@ -132,7 +132,10 @@ def _wider_than_the_bound(work, state, margin) -> bool:
     """Whether the recent rows' sampling margin of a fairness bound is wider than the room
     the bound leaves (``bound`` for a difference, ``1 - bound`` for a ratio): their reading
     then cannot tell a model on the bound from one at several times it."""
+    margin = np.asarray(margin, dtype=float)
     if state.kind != "fair" or work._form() == "share" or not np.all(np.isfinite(margin)):
+        return False
+    if margin.size == 0:  # (no constrained pair left: every group but one too small)
         return False
     return bool(np.max(margin) > _room(work, state))
 
