@@ -52,24 +52,18 @@ def _unconstrained_objective(X, y, C=1.0):
 def test_a_model_inside_the_bound_gives_way_to_a_better_one_that_meets_it(monkeypatch):
     X, y, groups = EIGHT_ROWS.sample()
     solves = []
-    together = best._together
 
-    def counted(problem, units, solve, fit, *args):
-        before = len(fit.results)
-        out = together(problem, units, solve, fit, *args)
-        solves.append(len(fit.results) - before)
-        return out
+    def counting(step):
+        def counted(problem, units, solve, fit, *args):
+            before = len(fit.results)
+            out = step(problem, units, solve, fit, *args)
+            solves.append(len(fit.results) - before)
+            return out
 
-    monkeypatch.setattr(best, "_together", counted)
-    parity = best._solve_parity
+        return counted
 
-    def counted_parity(problem, units, solve, fit, *args):
-        before = len(fit.results)
-        out = parity(problem, units, solve, fit, *args)
-        solves.append(len(fit.results) - before)
-        return out
-
-    monkeypatch.setattr(best, "_solve_parity", counted_parity)
+    monkeypatch.setattr(best, "_together", counting(best._together))
+    monkeypatch.setattr(best, "_solve_parity", counting(best._solve_parity))
     ours = _fit(X, y, groups, 0.05)
     monkeypatch.setattr(steering, "best_met", lambda problem, units, fit, *a, **k: fit)
     alone = _fit(X, y, groups, 0.05)

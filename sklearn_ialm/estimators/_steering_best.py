@@ -164,12 +164,14 @@ def best_met(problem, units, fit, solve, seen, *, base, bound_tol, budget, free_
     return _if_lower(problem, units, fit, chosen, passes, verbose)
 
 
-def _if_lower(problem, units, fit, chosen, passes, verbose):
+def _if_lower(problem, units, fit, chosen, passes, verbose, below_constant=False):
     """The fit at the candidate ``chosen`` (``(objective, x, used, t)``) where it is below
-    the steering's own model, else ``fit`` (its passes counted)."""
+    the steering's own model (and, with ``below_constant``, the constant model's), else
+    ``fit`` (its passes counted)."""
     own, passes = _objective(problem, fit, passes)
     value, x, used, t = chosen
-    if not value < own - _BETTER * max(1.0, abs(own)):
+    lower = value < own - _BETTER * max(1.0, abs(own))
+    if not (lower and (not below_constant or _below_constant(problem, value))):
         fit.n_data_passes = passes
         return fit
     z = problem.constraint_scores(x)
@@ -228,18 +230,7 @@ def _between_two(problem, units, fit, seen, base, verbose):
     if chosen[0] == np.inf:
         fit.n_data_passes = passes
         return fit
-    own, passes = _objective(problem, fit, passes)
-    value, x, used, t = chosen
-    if not (value < own - _BETTER * max(1.0, abs(own)) and _below_constant(problem, value)):
-        fit.n_data_passes = passes
-        return fit
-    z = problem.constraint_scores(x)
-    passes += _pass_share(problem)
-    said = (
-        f"the point {t:.3g} of the way between two converged solves, the first that meets "
-        f"it, objective {value:.6g}"
-    )
-    return _refit(problem, units, fit, x, z, used, t, passes, verbose, said, own)
+    return _if_lower(problem, units, fit, chosen, passes, verbose, below_constant=True)
 
 
 #: Solves of :func:`_together` at most: a bisection of the room in two halves after the first.
