@@ -75,6 +75,12 @@ SECTIONS = {
         _commands("benchmarks.multiclass_sweep --names wine --draws 0"),
         ("multiclass_sweep.md",),
     ),
+    "small_groups": Section(
+        "binary fairness with groups of a few rows across bounds and kinds (issue 49)",
+        _commands("benchmarks.small_groups"),
+        _commands("benchmarks.small_groups --draws 2"),
+        ("small_groups.md",),
+    ),
     "bounds": Section(
         "do the bounds hold on the predictions, beside the baselines (README)",
         _commands("benchmarks.bounds --splits 8"),
